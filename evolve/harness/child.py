@@ -1,0 +1,181 @@
+"""The sandboxed child: `python -m evolve.harness.child IN_FD OUT_FD`.
+
+It reads one job from IN_FD (a pipe only the parent writes), closes it, prepares everything it needs from trusted
+code (device, reference, peaks, baselines, captured functions), and only then imports the candidate. Observations go
+back over OUT_FD as JSON lines, each signed with an HMAC key that arrived with the job, so text the candidate prints
+or writes to a guessed descriptor cannot pass for a message. The parent, not this process, turns the observations
+into verdicts; this process never decides that a candidate passed.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+_write = os.write
+_dumps = json.dumps
+_hmac_new = hmac.new
+_sha256 = hashlib.sha256
+_perf_counter = time.perf_counter
+
+
+class Channel:
+    def __init__(self, fd: int, key: bytes):
+        self._send = self._make_sender(fd, key)
+
+    @staticmethod
+    def _make_sender(fd, key):
+        def send(message: dict) -> None:
+            payload = _dumps(message, default=str).encode()
+            mac = _hmac_new(key, payload, _sha256).hexdigest().encode()
+            data = mac + b" " + payload + b"\n"
+            while data:
+                data = data[_write(fd, data):]
+
+        return send
+
+    def send(self, message: dict) -> None:
+        self._send(message)
+
+    def rung(self, name, ok, reason=None, seconds=0.0, **metrics):
+        self._send({"kind": "rung", "name": name, "ok": ok, "reason": reason, "seconds": round(seconds, 4),
+                    "metrics": metrics})
+
+
+def _read_job(fd: int) -> dict:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks))
+
+
+def _short_exception(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:400] if text else type(exc).__name__
+
+
+def _load_module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_rung(ch: Channel, job: dict, problem, report: bool):
+    """Static check, then import from the real file. Returns the module or None."""
+    from .static_check import Rejection, check_source
+
+    started = _perf_counter()
+    path = Path(job["candidate"])
+    try:
+        problems = check_source(path.read_text(), str(path), problem.forbid_calls, problem.forbid_modules)
+    except Rejection as exc:
+        ch.rung("load", False, str(exc), _perf_counter() - started)
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        ch.rung("load", False, f"cannot read the candidate: {exc}", _perf_counter() - started)
+        return None
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        ch.rung("load", False, problems[0] + more, _perf_counter() - started, violations=problems)
+        return None
+    try:
+        module = _load_module("candidate", path)
+    except BaseException as exc:  # noqa: BLE001 - anything the candidate raises at import is its failure
+        ch.rung("load", False, f"import failed: {_short_exception(exc)}", _perf_counter() - started,
+                log=traceback.format_exc()[-4000:])
+        return None
+    if not callable(getattr(module, "custom_kernel", None)):
+        ch.rung("load", False, "custom_kernel is not a function", _perf_counter() - started)
+        return None
+    if report:
+        ch.rung("load", True, None, _perf_counter() - started)
+    return module
+
+
+def compile_rung(ch: Channel, job: dict, ctx) -> bool:
+    """Call custom_kernel once on the smallest test case; every launch compiles (for sm_90 when there is no GPU)."""
+    from triton.compiler.errors import CompilationError
+
+    from .launches import describe, dump
+
+    log = ctx.launch_log
+    case = min(ctx.problem.tests, key=lambda c: (sum(v for _, v in c.shape), c.dtype))
+    inputs = ctx.make_inputs(case, ctx.problem.seeds[0])
+    started = _perf_counter()
+    error = None
+    try:
+        ctx.candidate.custom_kernel(*inputs)
+        ctx.synchronize()
+    except CompilationError as exc:
+        ch.rung("compile", False, f"CompilationError: {str(exc).strip().splitlines()[-1][:300]}",
+                _perf_counter() - started, log=str(exc)[-20000:])
+        return False
+    except BaseException as exc:  # noqa: BLE001
+        error = exc
+    seconds = _perf_counter() - started
+    if not log.kernels:
+        if error is not None:
+            reason = f"custom_kernel raised before any kernel compiled: {_short_exception(error)}"
+            if "CompilationError" in type(error).__name__ or "compil" in str(error).lower()[:200]:
+                reason = f"CompilationError: {_short_exception(error)}"
+            ch.rung("compile", False, reason, seconds, log=traceback.format_exception(error)[-1][-20000:])
+        else:
+            ch.rung("compile", False, "no Triton kernel launched by custom_kernel: the computation must run in "
+                                      "@triton.jit kernels", seconds)
+        return False
+    kernels = []
+    work = Path(job["work"])
+    for index, kernel in enumerate(log.kernels.values()):
+        info = describe(kernel, work)
+        if job.get("dump"):
+            info["files"] = dump(kernel, info, Path(job["dump"]), index)
+        info.pop("_sass", None)
+        kernels.append(info)
+    ch.rung("compile", True, None, seconds, kernels=kernels, compile_seconds=round(log.compile_seconds, 3))
+    return True
+
+
+def main(argv) -> int:
+    job = _read_job(int(argv[1]))
+    ch = Channel(int(argv[2]), bytes.fromhex(job["key"]))
+    sys.setrecursionlimit(10000)
+    from . import rungs
+
+    ctx = rungs.Context(job, ch)
+    ch.send({"kind": "device", **ctx.device_info()})
+    if job["mode"] == "gpu":
+        ctx.prepare_gpu()
+    ctx.prepare_cases()
+    ctx.launch_log.install(job["mode"])
+    ctx.sentinels.capture()
+    module = load_rung(ch, job, ctx.problem, report="load" in job["rungs"])
+    if module is None:
+        ch.send({"kind": "done"})
+        return 0
+    ctx.candidate = module
+    if not ctx.untouched("load"):
+        ch.send({"kind": "done"})
+        return 0
+    steps = {"compile": lambda: compile_rung(ch, job, ctx), "run": ctx.run_rung,
+             "correctness": ctx.correctness_rung, "benchmark": ctx.benchmark_rung}
+    for name in job["rungs"]:
+        if name in steps and not steps[name]():
+            break
+    ch.send({"kind": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,175 @@
+"""Seeing every Triton launch a candidate makes, and compiling for Hopper without a GPU.
+
+The sandbox installs a LaunchLog before it imports the candidate. It wraps the one method every launch goes through
+(JITFunction.run; InterpretedFunction.run under TRITON_INTERPRET=1), counts launches per call, and keeps the compiled
+kernel of each specialization for the compile rung. In compile-only mode (no GPU, no interpreter) a stand-in driver
+reports an sm_90 target, so each launch compiles real Hopper code through Triton's own path and launches nothing.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import triton
+from triton.runtime.jit import JITFunction
+
+HOPPER = (90, 32)  # compute capability 9.0, warp size 32
+
+
+class _HopperStandIn:
+    """Just enough of a Triton driver for JITFunction.run(warmup=True) to compile for sm_90 with no GPU."""
+
+    def __init__(self):
+        from triton.backends.compiler import GPUTarget
+
+        self.target = GPUTarget("cuda", *HOPPER)
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_active_torch_device(self):
+        import torch
+
+        return torch.device("cpu")
+
+
+class LaunchLog:
+    """Counts launches and keeps compiled kernels; `calls` is reset by the sandbox around each candidate call."""
+
+    def __init__(self):
+        self.launches = 0
+        self.kernels: dict[str, object] = {}  # "name/specialization" -> CompiledKernel
+        self.compile_seconds = 0.0
+        self._compile_only = False
+
+    def install(self, mode: str) -> None:
+        """mode: 'gpu' (launch and record), 'compile' (sm_90 compile only), 'interpret' (count launches)."""
+        log = self
+        if mode == "interpret":
+            from triton.runtime.interpreter import InterpretedFunction
+
+            original = InterpretedFunction.run
+
+            def interpreted_run(self, *args, **kwargs):
+                log.launches += 1
+                return original(self, *args, **kwargs)
+
+            InterpretedFunction.run = interpreted_run
+            return
+
+        original_run = JITFunction.run
+        compile_only = mode == "compile"
+        if compile_only:
+            from triton.runtime.driver import driver
+
+            driver.set_active(_HopperStandIn())
+            _compile_every_autotune_config()
+
+        def run(self, *args, grid, warmup, **kwargs):
+            log.launches += 1
+            before = time.perf_counter()
+            kernel = original_run(self, *args, grid=grid, warmup=warmup or compile_only, **kwargs)
+            if kernel is not None and not hasattr(kernel, "result"):
+                key = f"{getattr(kernel, 'name', None) or self.__name__}/{id(kernel)}"
+                if key not in log.kernels:
+                    log.compile_seconds += time.perf_counter() - before
+                    log.kernels[key] = kernel
+            return kernel
+
+        JITFunction.run = run
+
+
+def _compile_every_autotune_config() -> None:
+    """Without a GPU an autotuner cannot benchmark; compile each of its configs instead."""
+    from triton.runtime.autotuner import Autotuner
+
+    def run(self, *args, **kwargs):
+        kwargs.pop("warmup", None)
+        result = None
+        for config in self.configs:
+            result = self.fn.run(*args, warmup=True, **{**kwargs, **config.all_kwargs()})
+        return result
+
+    Autotuner.run = run
+
+
+def tool(name: str) -> str | None:
+    """cuobjdump/nvdisasm: Triton's bundled copy first, then PATH."""
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+    if bundled.exists():
+        return str(bundled)
+    return shutil.which(name)
+
+
+_RESOURCE = re.compile(r"Function (\S+):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+_ARCH = re.compile(r"code for (sm_\w+)")
+
+
+def describe(kernel, work_dir: Path) -> dict:
+    """Registers, spills, shared memory and architecture of a compiled kernel, read from its cubin."""
+    name = kernel.metadata.name if hasattr(kernel.metadata, "name") else kernel.name
+    info = {
+        "name": name,
+        "num_warps": getattr(kernel.metadata, "num_warps", None),
+        "num_stages": getattr(kernel.metadata, "num_stages", None),
+        "smem": getattr(kernel.metadata, "shared", None),
+        "regs": getattr(kernel, "n_regs", None),
+        "spills": getattr(kernel, "n_spills", None),
+        "arch": None,
+        "local_bytes": None,
+    }
+    cubin = kernel.asm.get("cubin") if hasattr(kernel, "asm") else None
+    cuobjdump = tool("cuobjdump")
+    if cubin and cuobjdump:
+        path = work_dir / f"{name}.cubin"
+        path.write_bytes(cubin)
+        usage = subprocess.run([cuobjdump, "--dump-resource-usage", str(path)], capture_output=True, text=True,
+                               timeout=60).stdout
+        match = _RESOURCE.search(usage)
+        if match:
+            info["regs"] = int(match.group(2))
+            info["local_bytes"] = int(match.group(5))
+            info["smem"] = int(match.group(4)) if info["smem"] is None else info["smem"]
+            if info["spills"] is None:
+                info["spills"] = int(match.group(5))
+        sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, timeout=60).stdout
+        arch = _ARCH.search(sass)
+        info["arch"] = arch.group(1) if arch else None
+        info["_sass"] = sass
+    return info
+
+
+def dump(kernel, info: dict, folder: Path, index: int) -> list[str]:
+    """Write TTIR/TTGIR/LLIR/PTX/cubin/SASS of one kernel under folder; returns the file names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{index:02d}_{info['name']}"
+    written = []
+    for ext, content in kernel.asm.items():
+        if ext == "source":
+            continue
+        path = folder / f"{stem}.{ext}"
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(str(content))
+        written.append(path.name)
+    if info.get("_sass"):
+        (folder / f"{stem}.sass").write_text(info["_sass"])
+        written.append(f"{stem}.sass")
+    return written
+
+
+def cache_dir_for(folder: Path) -> str:
+    """A private Triton cache per evaluation, so one candidate cannot plant binaries for another."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return os.fspath(folder)

@@ -1,0 +1,387 @@
+"""The run, correctness and benchmark rungs, as observed inside the sandboxed child.
+
+Everything trusted (reference, inputs, reference outputs, baselines, captured functions) is prepared before the
+candidate is imported. Each candidate call is guarded: launches counted, threads counted, torch ops logged (on the
+GPU), inputs compared with a pristine copy afterwards, captured functions checked unchanged.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import math
+import threading
+import time
+
+import torch
+
+from . import metrics
+from .launches import LaunchLog
+from .problem import load_problem
+
+_perf_counter = time.perf_counter
+_active_count = threading.active_count
+_clone = torch.Tensor.clone
+_to = torch.Tensor.to
+_equal = torch.equal
+_empty = torch.empty
+_fill = torch.Tensor.fill_
+_isfinite = torch.isfinite
+_count_nonzero = torch.count_nonzero
+_logical_not = torch.logical_not
+_untyped_storage = torch.Tensor.untyped_storage
+
+WATCHED = (
+    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic", "torch.cuda.synchronize",
+    "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time", "torch.cuda.Event.synchronize", "torch.allclose",
+    "torch.testing.assert_close", "torch.equal", "torch.isfinite", "torch.Tensor.copy_", "torch.Tensor.clone",
+    "torch.Tensor.to", "torch.Tensor.data_ptr", "torch.abs", "torch.max", "torch.sub", "torch.div",
+    "triton.runtime.jit.JITFunction.run", "os.write", "os._exit", "hmac.new", "json.dumps", "builtins.print",
+)
+HARNESS_MODULES = ("evolve.harness.metrics", "evolve.harness.timing", "evolve.harness.child", "evolve.harness.rungs",
+                   "evolve.harness.launches")
+
+# torch ops a candidate's host code may run (allocation, views, fills); anything else is library compute.
+ALLOWED_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like", "fill", "fill_", "zero_",
+    "new_empty", "new_empty_strided", "new_zeros", "new_full", "view", "_unsafe_view", "reshape", "as_strided",
+    "t", "transpose", "permute", "unsqueeze", "squeeze", "expand", "clone", "copy_", "contiguous", "detach", "alias",
+    "lift_fresh", "arange", "slice", "select", "split", "flatten", "_reshape_alias", "unbind", "set_", "resize_",
+})
+
+
+class Fail(Exception):
+    """A candidate behaviour that fails the current rung; str() is the reason."""
+
+
+class Sentinels:
+    """Functions the harness relies on, captured before the candidate loads and compared after every call."""
+
+    def __init__(self):
+        self.captured: dict[str, object] = {}
+
+    @staticmethod
+    def _resolve(dotted: str):
+        parts = dotted.split(".")
+        for split in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:split]))
+            except ImportError:
+                continue
+            for attr in parts[split:]:
+                obj = getattr(obj, attr)
+            return obj
+        raise ImportError(dotted)
+
+    def capture(self) -> None:
+        for name in WATCHED:
+            try:
+                self.captured[name] = self._resolve(name)
+            except (ImportError, AttributeError):
+                pass
+        for module_name in HARNESS_MODULES:
+            module = importlib.import_module(module_name)
+            for attr, value in vars(module).items():
+                if callable(value) and not attr.startswith("__"):
+                    self.captured[f"{module_name}.{attr}"] = value
+
+    def changed(self) -> list[str]:
+        out = []
+        for name, value in self.captured.items():
+            try:
+                current = self._resolve(name)
+            except (ImportError, AttributeError):
+                current = None
+            if current is not value:
+                out.append(name)
+        return out
+
+
+class OpLog(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(func._overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def _mix(secret: int, seed: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{secret}:{seed}".encode()).digest()[:7], "little")
+
+
+def _as_tuple(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+class Context:
+    def __init__(self, job: dict, channel):
+        self.job = job
+        self.ch = channel
+        self.mode = job["mode"]
+        self.problem = load_problem(job["problem"])
+        name = "evolve_reference_" + hashlib.sha256(str(self.problem.path).encode()).hexdigest()[:12]
+        from .child import _load_module
+
+        self.reference = _load_module(name, self.problem.reference_path)
+        self.device = torch.device("cuda" if self.mode == "gpu" else "cpu")
+        self.secret = int(job["secret"])
+        self.launch_log = LaunchLog()
+        self.sentinels = Sentinels()
+        self.candidate = None
+        self.timer = None
+        self.bench_sets: dict = {}
+        self.baselines: dict = {}
+        self.roofline_inputs: dict = {}
+        self.first_outputs: dict = {}
+
+    # -- setup, all before the candidate is imported ----------------------------------------------------------------
+    def device_info(self) -> dict:
+        import triton
+
+        info = {"mode": self.mode, "torch": torch.__version__, "triton": triton.__version__}
+        if self.mode == "gpu":
+            info["device"] = torch.cuda.get_device_name()
+            info["capability"] = list(torch.cuda.get_device_capability())
+        else:
+            info["device"] = "cpu (Triton interpreter)" if self.mode == "interpret" else "cpu (compile for sm_90)"
+        return info
+
+    def synchronize(self):
+        if self.mode == "gpu":
+            torch.cuda.synchronize()
+
+    def make_inputs(self, case, seed: int):
+        return _as_tuple(self.reference.generate_input(_mix(self.secret, seed), device=self.device, **case.kwargs))
+
+    @property
+    def device_key(self) -> str:
+        import triton
+
+        name = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu"
+        return f"{name}|torch {torch.__version__}|triton {triton.__version__}"
+
+    @property
+    def baseline_key(self) -> str:
+        digest = hashlib.sha256(self.problem.reference_path.read_bytes()).hexdigest()[:12]
+        return f"{self.device_key}|{self.problem.name}|{digest}"
+
+    def prepare_gpu(self) -> None:
+        from . import peaks
+        from .timing import GpuTimer
+
+        torch.cuda.set_per_process_memory_fraction(float(self.job.get("memory_fraction", 0.9)))
+        self.timer = GpuTimer(self.device, budget_s=float(self.job.get("bench_budget_s", 0.4)))
+        if "benchmark" not in self.job["rungs"]:
+            return
+        cached = (self.job.get("peaks") or {}).get(self.device_key)
+        measured = cached or peaks.measure(self.timer, self.device)
+        self.ch.send({"kind": "peaks", "key": self.device_key, "cached": bool(cached), **measured})
+        self.baselines = dict((self.job.get("baselines") or {}).get(self.baseline_key, {}))
+        for case in self.problem.benchmarks:
+            sets = [self.make_inputs(case, 1000 + i) for i in range(2)]
+            refs = [_to(_as_tuple(self.reference.ref_kernel(*[_clone(t) for t in s]))[0], dtype=torch.float32)
+                    for s in sets]
+            self.bench_sets[case] = (sets, refs)
+            if case.label not in self.baselines and hasattr(self.reference, "baseline"):
+                figures = self._time_baselines(case, sets)
+                self.baselines[case.label] = figures
+                self.ch.send({"kind": "baseline", "key": self.baseline_key, "case": case.label, **figures})
+
+    def _time_baselines(self, case, sets) -> dict:
+        import torch._dynamo as dynamo
+
+        for knob in ("recompile_limit", "cache_size_limit"):
+            if hasattr(dynamo.config, knob):
+                setattr(dynamo.config, knob, 256)
+        eager = self.timer.time(self.reference.baseline, sets)
+        figures = {"torch_ms": eager["ms"]}
+        try:
+            compiled = torch.compile(self.reference.baseline, dynamic=False)
+            figures["compile_ms"] = self.timer.time(compiled, sets)["ms"]
+        except Exception as exc:  # noqa: BLE001 - torch.compile missing a compiler is not the candidate's fault
+            figures["compile_error"] = str(exc)[:200]
+        return figures
+
+    def prepare_cases(self) -> None:
+        cases = self.problem.benchmarks if self.mode == "gpu" else self.problem.cpu_benchmarks
+        for case in cases:
+            self.roofline_inputs[case.label] = {
+                "bytes": int(self.reference.bytes_moved(**case.kwargs)),
+                "flops": int(self.reference.flops(**case.kwargs)),
+            }
+
+    # -- guarded candidate calls ------------------------------------------------------------------------------------
+    def untouched(self, rung: str) -> bool:
+        changed = self.sentinels.changed()
+        if changed:
+            self.ch.rung(rung, False, f"the candidate replaced {', '.join(changed[:3])}: patching the harness, "
+                                      f"timers or comparison functions is not allowed")
+        return not changed
+
+    def call(self, inputs, log_ops: bool):
+        threads = _active_count()
+        launches = self.launch_log.launches
+        op_log = OpLog() if log_ops else None
+        try:
+            if op_log is not None:
+                with op_log:
+                    out = self.candidate.custom_kernel(*inputs)
+            else:
+                out = self.candidate.custom_kernel(*inputs)
+            self.synchronize()
+        except Fail:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
+            if "CUDA error" in text or "illegal" in text.lower():
+                raise Fail(f"crashed: {text}") from exc
+            raise Fail(text) from exc
+        changed = self.sentinels.changed()
+        if changed:
+            raise Fail(f"the candidate replaced {', '.join(changed[:3])}: patching the harness, timers or comparison "
+                       f"functions is not allowed")
+        if self.launch_log.launches == launches:
+            raise Fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit kernels")
+        if _active_count() > threads:
+            raise Fail("custom_kernel left a background thread running")
+        if op_log is not None and op_log.ops - ALLOWED_OPS:
+            raise Fail(f"custom_kernel ran torch ops {', '.join(sorted(op_log.ops - ALLOWED_OPS)[:4])}: host code may "
+                       f"only allocate and launch Triton kernels")
+        return out
+
+    def _poison(self, ref) -> None:
+        """Leave NaN in the allocator's free blocks of the output's size: unwritten elements then show."""
+        if self.mode == "gpu":
+            block = _empty(ref.shape, dtype=torch.float32, device=self.device)
+            _fill(block, float("nan"))
+            del block
+
+    def validate(self, out, refs, case, inputs) -> tuple:
+        outs = _as_tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(outs) != len(refs):
+            raise Fail(f"{case.label}: returned {len(outs)} output(s), expected {len(refs)}")
+        expected_dtype = getattr(torch, case.dtype)
+        for o, r in zip(outs, refs):
+            if type(o) is not torch.Tensor:
+                raise Fail(f"{case.label}: returned a {type(o).__name__}, not a plain torch.Tensor")
+            if o.dtype != expected_dtype:
+                raise Fail(f"{case.label}: output dtype {str(o.dtype).replace('torch.', '')}, expected {case.dtype}")
+            if tuple(o.shape) != tuple(r.shape):
+                raise Fail(f"{case.label}: output shape {tuple(o.shape)}, expected {tuple(r.shape)}")
+            if o.device != self.device:
+                raise Fail(f"{case.label}: output on {o.device}, expected {self.device}")
+            if not o.is_contiguous():
+                raise Fail(f"{case.label}: output strides {o.stride()} are not contiguous")
+            storage = _untyped_storage(o).data_ptr()
+            for value in inputs:
+                if isinstance(value, torch.Tensor) and _untyped_storage(value).data_ptr() == storage:
+                    raise Fail(f"{case.label}: output aliases an input; return a new tensor")
+            if not metrics.all_finite(o):
+                bad = int(_count_nonzero(_logical_not(_isfinite(o))))
+                raise Fail(f"{case.label}: output not finite ({bad} NaN/Inf of {o.numel()})")
+        return outs
+
+    def check_case(self, case, seed: int, log_ops: bool) -> dict:
+        """One fresh correctness check: inputs, reference on a pristine CPU copy, guarded call, every element."""
+        inputs = self.make_inputs(case, seed)
+        pristine = tuple(_to(_clone(t), "cpu") if isinstance(t, torch.Tensor) else t for t in inputs)
+        refs = _as_tuple(self.reference.ref_kernel(*[_clone(t) if isinstance(t, torch.Tensor) else t
+                                                      for t in pristine]))
+        self._poison(refs[0])
+        out = self.call(inputs, log_ops)
+        outs = self.validate(out, refs, case, inputs)
+        for before, now in zip(pristine, inputs):
+            if isinstance(now, torch.Tensor) and not _equal(before, _to(now, "cpu")):
+                raise Fail(f"{case.label}: custom_kernel modified its input")
+        tol = self.problem.tolerance[case.dtype]
+        worst = None
+        for o, r in zip(outs, refs):
+            worst = metrics.worst_of(worst, metrics.error_metrics(_to(o, "cpu"), r, tol.floor, tol.rtol))
+        reason = metrics.judge(worst, tol.rtol, tol.min_cosine)
+        worst["reason"] = f"{case.label}: {reason}" if reason else None
+        return worst
+
+    # -- rungs ------------------------------------------------------------------------------------------------------
+    def run_rung(self) -> bool:
+        started = _perf_counter()
+        try:
+            for case in self.problem.tests:
+                self.first_outputs[case] = self.check_case(case, self.problem.seeds[0], log_ops=self.mode == "gpu")
+        except Fail as exc:
+            self.ch.rung("run", False, str(exc), _perf_counter() - started)
+            return False
+        self.ch.rung("run", True, None, _perf_counter() - started, cases=len(self.problem.tests))
+        return True
+
+    def correctness_rung(self) -> bool:
+        started = _perf_counter()
+        per_dtype: dict = {}
+        checks = 0
+        try:
+            for case in self.problem.tests:
+                results = [self.first_outputs.pop(case)] if case in self.first_outputs else []
+                for seed in self.problem.seeds[len(results):]:
+                    results.append(self.check_case(case, seed, log_ops=self.mode == "gpu"))
+                for m in results:
+                    checks += 1
+                    per_dtype[case.dtype] = metrics.worst_of(per_dtype.get(case.dtype), m)
+                    if m["reason"]:
+                        raise Fail(m["reason"])
+        except Fail as exc:
+            self.ch.rung("correctness", False, str(exc), _perf_counter() - started, per_dtype=per_dtype)
+            return False
+        for m in per_dtype.values():
+            m.pop("reason", None)
+        self.ch.rung("correctness", True, metrics.summarize(per_dtype), _perf_counter() - started,
+                     per_dtype=per_dtype, checks=checks)
+        return True
+
+    def _timed_check(self, case, refs):
+        tol = self.problem.tolerance[case.dtype]
+
+        def check(out, index):
+            outs = self.validate(out, (refs[index],), case, ())
+            worst = metrics.max_rel(outs[0], refs[index], tol.floor)
+            if not worst <= tol.rtol:
+                raise Fail(f"{case.label}: a timed call returned a wrong output (max_rel={worst:.3g})")
+
+        return check
+
+    def benchmark_rung(self) -> bool:
+        from .timing import cpu_time
+
+        started = _perf_counter()
+        shapes = []
+        try:
+            if self.mode == "gpu":
+                for case, (sets, refs) in self.bench_sets.items():
+                    guarded = lambda *inputs: self.call(inputs, log_ops=False)  # noqa: E731
+                    figures = self.timer.time(guarded, sets, self._timed_check(case, refs))
+                    shapes.append(self._shape_record(case, figures, self.baselines.get(case.label, {})))
+                    for ref in refs:
+                        _fill(ref, float("nan"))
+                    self.bench_sets[case] = None
+            else:
+                for case in self.problem.cpu_benchmarks:
+                    sets = [self.make_inputs(case, 1000 + i) for i in range(2)]
+                    refs = [_to(_as_tuple(self.reference.ref_kernel(*[_clone(t) for t in s]))[0], dtype=torch.float32)
+                            for s in sets]
+                    baseline = {}
+                    if hasattr(self.reference, "baseline"):
+                        baseline = {"torch_ms": cpu_time(self.reference.baseline, sets)["ms"]}
+                    guarded = lambda *inputs: self.call(inputs, log_ops=False)  # noqa: E731
+                    figures = cpu_time(guarded, sets, self._timed_check(case, refs))
+                    shapes.append(self._shape_record(case, figures, baseline))
+        except Fail as exc:
+            self.ch.rung("benchmark", False, str(exc), _perf_counter() - started, shapes=shapes)
+            return False
+        self.ch.rung("benchmark", True, None, _perf_counter() - started, shapes=shapes,
+                     clock="cuda-events" if self.mode == "gpu" else "cpu-interpreter")
+        return True
+
+    def _shape_record(self, case, figures: dict, baseline: dict) -> dict:
+        record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype, **figures, **baseline,
+                  **self.roofline_inputs.get(case.label, {})}
+        return {k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v) for k, v in record.items()}
+

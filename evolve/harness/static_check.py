@@ -1,0 +1,212 @@
+"""The static half of the load rung: what a candidate's source may import, call and touch.
+
+A candidate's host code (outside @triton.jit functions) may allocate tensors, read their metadata, compute a grid and
+launch Triton kernels; nothing else. Every name is resolved through the file's imports and aliases, so
+`import torch.nn.functional as F; F.softmax(x)` is seen as `torch.nn.functional.softmax`. The rules are:
+
+- imports only from ALLOWED_MODULES, and never the problem's forbidden modules (its reference);
+- no dynamic escape hatches: eval/exec/compile/__import__/getattr/setattr/globals/open..., no dunder attributes;
+- no assignment to anything reached through a module (no monkeypatching of torch, triton, time or evolve);
+- host code uses only TORCH_HOST_ALLOWED from torch and TENSOR_HOST_ALLOWED of the tensor methods;
+- the problem's forbidden calls, named exactly (`torch.softmax`, `Tensor.softmax`), anywhere in the file.
+
+The dynamic checks in the sandbox (launch counting, the dispatch-mode op log, unchanged-function checks) back this up
+for whatever a static reading cannot see.
+"""
+from __future__ import annotations
+
+import ast
+
+ALLOWED_MODULES = ("torch", "triton", "math", "typing", "__future__")
+
+BLOCKED_BUILTINS = frozenset({
+    "eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals", "vars", "open",
+    "input", "breakpoint", "memoryview", "type", "object", "super", "__builtins__", "__loader__", "__spec__", "help",
+    "exit", "quit", "classmethod", "staticmethod", "property",
+})
+
+TORCH_HOST_ALLOWED = frozenset({
+    "torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like", "torch.full",
+    "torch.full_like", "torch.arange", "torch.Tensor", "torch.Size", "torch.dtype", "torch.device",
+    "torch.float32", "torch.float", "torch.bfloat16", "torch.float16", "torch.half", "torch.float64", "torch.double",
+    "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.int", "torch.long", "torch.uint8", "torch.bool",
+    "torch.is_tensor", "torch.finfo", "torch.iinfo",
+    "torch.cuda.get_device_properties", "torch.cuda.current_device", "torch.cuda.is_available",
+    "torch.cuda.get_device_capability",
+})
+
+TENSOR_HOST_ALLOWED = frozenset({
+    "shape", "stride", "numel", "nelement", "dim", "ndim", "ndimension", "size", "dtype", "device", "is_cuda",
+    "is_contiguous", "contiguous", "view", "reshape", "element_size", "data_ptr", "storage_offset", "unsqueeze",
+    "squeeze", "flatten", "is_floating_point", "get_device", "layout", "new_empty", "new_zeros", "T", "mT",
+    "transpose", "permute", "expand", "itemsize", "nbytes",
+})
+
+
+class Rejection(Exception):
+    """The candidate's source breaks a rule; str() is the one-line reason."""
+
+
+def _tensor_attribute_names() -> frozenset:
+    import torch
+
+    return frozenset(name for name in dir(torch.Tensor) if not name.startswith("__"))
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, forbid_calls, forbid_modules, tensor_names):
+        self.forbid_calls = set(forbid_calls)
+        self.forbid_methods = {c.split(".", 1)[1] for c in forbid_calls if c.startswith("Tensor.")}
+        self.forbid_modules = set(forbid_modules)
+        self.tensor_names = tensor_names
+        self.aliases: dict[str, str] = {}
+        self.in_jit = 0
+        self.problems: list[tuple[int, str]] = []
+
+    def fail(self, node, message):
+        self.problems.append((getattr(node, "lineno", 0), message))
+
+    # -- imports --------------------------------------------------------------------------------------------------
+    def _check_module(self, node, module: str):
+        top = module.split(".")[0]
+        if module in self.forbid_modules or top in self.forbid_modules:
+            self.fail(node, f"imports {module}: this problem forbids it (the reference is not for candidates)")
+        elif top not in ALLOWED_MODULES:
+            self.fail(node, f"imports {module}: candidates may import only {', '.join(ALLOWED_MODULES[:-1])}")
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            self._check_module(node, alias.name)
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                self.aliases[top] = top
+
+    def visit_ImportFrom(self, node):
+        if node.level:
+            self.fail(node, "uses a relative import: candidates are single files")
+            return
+        module = node.module or ""
+        self._check_module(node, module)
+        for alias in node.names:
+            if alias.name == "*":
+                self.fail(node, f"uses 'from {module} import *': import names explicitly")
+                continue
+            self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+
+    # -- names ----------------------------------------------------------------------------------------------------
+    def _dotted(self, node) -> str | None:
+        """Resolve `a.b.c` through the import aliases to a full dotted path, or None if the root is not an import."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return None
+        return ".".join([self.aliases[node.id]] + parts[::-1])
+
+    def _check_path(self, node, path: str):
+        if path in self.forbid_calls:
+            self.fail(node, f"uses {path}, which this problem forbids")
+        elif self.in_jit:
+            return
+        elif path.startswith("torch") and path not in TORCH_HOST_ALLOWED and path != "torch":
+            self.fail(node, f"uses {path} in host code: host code may only allocate tensors, read their metadata "
+                            f"and launch Triton kernels (the computation belongs in @triton.jit code)")
+
+    def visit_Attribute(self, node):
+        if node.attr.startswith("__") and node.attr.endswith("__"):
+            self.fail(node, f"touches the dunder attribute {node.attr}: candidates may not reach into internals")
+            return
+        path = self._dotted(node)
+        if path is not None:
+            self._check_path(node, path)
+            return  # the chain is judged as a whole
+        if node.attr in self.forbid_methods:
+            self.fail(node, f"uses Tensor.{node.attr}, which this problem forbids")
+        elif (not self.in_jit and node.attr in self.tensor_names and node.attr not in TENSOR_HOST_ALLOWED):
+            self.fail(node, f"uses Tensor.{node.attr} in host code: host code may only allocate tensors, read "
+                            f"their metadata and launch Triton kernels (the computation belongs in @triton.jit code)")
+        self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id in BLOCKED_BUILTINS and node.id not in self.aliases:
+            self.fail(node, f"uses the builtin {node.id}: candidates may not use dynamic code, reflection or files")
+        elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
+            self._check_path(node, self.aliases[node.id])
+
+    # -- writes through modules -----------------------------------------------------------------------------------
+    def _check_target(self, target):
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            root = target
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.aliases:
+                self.fail(target, f"assigns into {self.aliases[root.id]}: candidates may not modify modules")
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._check_target(element)
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            self._check_target(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node):
+        for target in node.targets:
+            self._check_target(target)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        self.fail(node, "uses a global statement: keep state out of candidates (no caching across calls)")
+
+    def visit_Nonlocal(self, node):
+        self.fail(node, "uses a nonlocal statement: keep state out of candidates (no caching across calls)")
+
+    # -- functions --------------------------------------------------------------------------------------------------
+    def _is_jit(self, node) -> bool:
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if self._dotted(target) in ("triton.jit", "triton.language.jit"):
+                return True
+        return False
+
+    def visit_FunctionDef(self, node):
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        jit = self._is_jit(node)
+        self.in_jit += jit
+        for child in node.args.defaults + node.args.kw_defaults + node.body:
+            if child is not None:
+                self.visit(child)
+        self.in_jit -= jit
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=()) -> list[str]:
+    """All rule violations in the file as 'line N: reason' strings; empty when the source is acceptable.
+
+    A syntax error raises Rejection with the compiler's message.
+    """
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise Rejection(f"SyntaxError at line {exc.lineno}: {exc.msg}") from exc
+    checker = _Checker(forbid_calls, forbid_modules, _tensor_attribute_names())
+    checker.visit(tree)
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if "custom_kernel" not in defined:
+        checker.problems.append((0, "defines no function custom_kernel(*inputs)"))
+    seen, out = set(), []
+    for line, message in sorted(checker.problems):
+        if message not in seen:
+            seen.add(message)
+            out.append(f"line {line}: {message}" if line else message)
+    return out
+

@@ -1,0 +1,79 @@
+"""Text for people: the rung ladder and the per-shape table. Pure functions from a verdict dict to lines."""
+from __future__ import annotations
+
+
+def _time(ms: float) -> str:
+    if ms is None:
+        return "-"
+    if ms < 1:
+        return f"{ms * 1e3:.1f} us"
+    if ms < 1000:
+        return f"{ms:.2f} ms"
+    return f"{ms / 1e3:.2f} s"
+
+
+def _rate(bytes_per_s) -> str:
+    if not bytes_per_s:
+        return "-"
+    if bytes_per_s >= 1e12:
+        return f"{bytes_per_s / 1e12:.2f} TB/s"
+    if bytes_per_s >= 1e9:
+        return f"{bytes_per_s / 1e9:.1f} GB/s"
+    return f"{bytes_per_s / 1e6:.1f} MB/s"
+
+
+def _speedup(value) -> str:
+    return f"{value:.3g}x" if value else "-"
+
+
+def _detail(rung: dict, verdict: dict) -> str:
+    m = rung.get("metrics") or {}
+    name = rung["name"]
+    if rung["status"] != "ok":
+        return rung.get("reason") or ""
+    if name == "compile":
+        parts = []
+        for k in m.get("kernels", []):
+            parts.append(f"{k['name']} {k.get('arch') or '?'} regs={k.get('regs')} spills={k.get('spills')} "
+                         f"smem={k.get('smem')}B warps={k.get('num_warps')}")
+        return "; ".join(parts)
+    if name == "run":
+        return f"{m.get('cases')} shape/dtype cases, outputs plain, finite, right shape and dtype"
+    if name == "correctness":
+        return f"{rung.get('reason')} ({m.get('checks')} checks)"
+    if name == "benchmark":
+        shapes = verdict.get("shapes") or []
+        if not shapes:
+            return ""
+        top = max(shapes, key=lambda s: s.get("bound_ms") or s["ms"])
+        clock = " CPU interpreter time, not GPU performance" if top.get("clock") == "cpu-interpreter" else ""
+        frac = f"  {top['roofline_fraction']:.2f} of roofline" if top.get("roofline_fraction") else ""
+        compiled = f"  {_speedup(top.get('speedup_vs_compile'))} torch.compile" if top.get("speedup_vs_compile") else ""
+        return (f"{top['case']}: {_time(top['ms'])}{clock}  {_rate(top.get('bytes_per_s'))}{frac}  "
+                f"{_speedup(top.get('speedup_vs_torch'))} torch{compiled}  ({len(shapes)} shapes, table below)")
+    return rung.get("reason") or ""
+
+
+def ladder_lines(verdict: dict) -> list[str]:
+    lines = []
+    for rung in verdict["rungs"]:
+        status = {"ok": "ok", "failed": "FAILED", "skipped": "skipped"}[rung["status"]]
+        seconds = f"  ({rung['seconds']:.1f} s)" if rung.get("seconds") else ""
+        detail = _detail(rung, verdict) if rung["status"] != "skipped" or rung["name"] == "roofline" else ""
+        lines.append(f"{'[' + rung['name'] + ']':<14}{status:<8}{detail}{seconds}".rstrip())
+    return lines
+
+
+def shape_table(verdict: dict) -> list[str]:
+    shapes = verdict.get("shapes") or []
+    if not shapes:
+        return []
+    cpu = any(s.get("clock") == "cpu-interpreter" for s in shapes)
+    header = f"  {'case':<18}{'time':>11}{'rate':>12}{'roofline':>10}{'vs torch':>10}{'vs compile':>12}"
+    lines = [("  CPU interpreter times: not GPU performance" if cpu else "  CUDA-event times, L2 flushed"), header]
+    for s in shapes:
+        frac = f"{s['roofline_fraction']:.2f}" if s.get("roofline_fraction") else "-"
+        flag = "  (host-clock bound: work hidden from events)" if s.get("hidden_work") else ""
+        lines.append(f"  {s['case']:<18}{_time(s['ms']):>11}{_rate(s.get('bytes_per_s')):>12}{frac:>10}"
+                     f"{_speedup(s.get('speedup_vs_torch')):>10}{_speedup(s.get('speedup_vs_compile')):>12}{flag}")
+    return lines

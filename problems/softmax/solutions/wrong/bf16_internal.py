@@ -1,0 +1,29 @@
+# expect: correctness: max_rel
+"""Wrong: keeps the row and its intermediates in bfloat16 "to save registers". For float32 inputs, x rounds by up to
+0.25 at |x| ~ 100, x - max and exp(x - max) are rounded to bf16 too (8 significant bits), so outputs are off by
+percents: far outside the float32 tolerance (1e-4), and outside the bf16 one (8e-3) as well.
+Only conversions touch bf16 values here (tl.exp takes fp32 only; the CPU interpreter mishandles bf16 arithmetic)."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_SIZE)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + offs, mask=mask, other=-float("inf")).to(tl.bfloat16).to(tl.float32)
+    z = (x - tl.max(x, axis=0)).to(tl.bfloat16)
+    num = tl.exp(z.to(tl.float32)).to(tl.bfloat16).to(tl.float32)
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    return out

@@ -1,0 +1,28 @@
+# expect: correctness: max_rel
+"""Wrong: subtracts the row max in float32 (so nothing overflows), then keeps x - max, exp and the sum in float16.
+float16 rounds at 4.9e-4 relative (5x the float32 tolerance of 1e-4), and exp(x - max) below 6e-8 (x - max < -16.6)
+flushes to 0, a relative error of 1 on those elements in either input dtype."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_SIZE)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    z = (x - tl.max(x, axis=0)).to(tl.float16)
+    num = tl.exp(z.to(tl.float32)).to(tl.float16)
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    return out

@@ -1,0 +1,26 @@
+# expect: correctness: max_rel
+"""Wrong: off-by-one load mask `offs < n_cols - 1`, so the last column of every row is read as -inf: its output is
+0 and the others are normalised without it. (With N = 1 the whole row is -inf and the output is NaN.)"""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + row * x_row_stride + offs, mask=offs < n_cols - 1, other=-float("inf")).to(tl.float32)
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + offs, y.to(out_ptr.dtype.element_ty), mask=offs < n_cols)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    return out

@@ -1,0 +1,26 @@
+# expect: run: not finite
+"""Wrong: skips the row-max subtraction. exp(x) overflows to inf for x > 88.7 (rows offset up to +120), and
+underflows to 0 for rows around -120, so inf/inf and 0/0 give NaN."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_SIZE)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(x)
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    return out

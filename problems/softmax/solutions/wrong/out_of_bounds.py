@@ -1,0 +1,26 @@
+# expect: run: crashed
+"""Wrong: a botched pointer offset sends every load to a wild address 2**40 elements past x
+(a segfault under the CPU interpreter, an illegal memory access on a GPU)."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_SIZE)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + offs + (1 << 40), mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(x - tl.max(x, axis=0))
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    return out
