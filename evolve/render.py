@@ -26,16 +26,27 @@ def _speedup(value) -> str:
     return f"{value:.3g}x" if value else "-"
 
 
+def _span(items: list, key: str) -> str:
+    values = [k.get(key) for k in items if k.get(key) is not None]
+    if not values:
+        return "?"
+    return str(min(values)) if min(values) == max(values) else f"{min(values)}-{max(values)}"
+
+
 def _detail(rung: dict, verdict: dict) -> str:
     m = rung.get("metrics") or {}
     name = rung["name"]
     if rung["status"] != "ok":
         return rung.get("reason") or ""
     if name == "compile":
-        parts = []
+        groups: dict = {}
         for k in m.get("kernels", []):
-            parts.append(f"{k['name']} {k.get('arch') or '?'} regs={k.get('regs')} spills={k.get('spills')} "
-                         f"smem={k.get('smem')}B warps={k.get('num_warps')}")
+            groups.setdefault(k["name"], []).append(k)
+        parts = []
+        for name, ks in groups.items():
+            arch = "/".join(sorted({str(k.get("arch") or "?") for k in ks}))
+            parts.append(f"{name}{f' x{len(ks)}' if len(ks) > 1 else ''} {arch} regs={_span(ks, 'regs')} "
+                         f"spills={_span(ks, 'spills')} smem={_span(ks, 'smem')}B")
         return "; ".join(parts)
     if name == "run":
         return f"{m.get('cases')} shape/dtype cases, outputs plain, finite, right shape and dtype"

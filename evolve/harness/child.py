@@ -105,19 +105,18 @@ def load_rung(ch: Channel, job: dict, problem, report: bool):
 
 
 def compile_rung(ch: Channel, job: dict, ctx) -> bool:
-    """Call custom_kernel once on the smallest test case; every launch compiles (for sm_90 when there is no GPU)."""
+    """Call custom_kernel once per test case; every launch compiles (for sm_90 when there is no GPU)."""
     from triton.compiler.errors import CompilationError
 
     from .launches import describe, dump
 
     log = ctx.launch_log
-    case = min(ctx.problem.tests, key=lambda c: (sum(v for _, v in c.shape), c.dtype))
-    inputs = ctx.make_inputs(case, ctx.problem.seeds[0])
     started = _perf_counter()
     error = None
     try:
-        ctx.candidate.custom_kernel(*inputs)
-        ctx.synchronize()
+        for case in ctx.problem.tests:
+            ctx.candidate.custom_kernel(*ctx.make_inputs(case, ctx.problem.seeds[0]))
+            ctx.synchronize()
     except CompilationError as exc:
         ch.rung("compile", False, f"CompilationError: {str(exc).strip().splitlines()[-1][:300]}",
                 _perf_counter() - started, log=str(exc)[-20000:])
