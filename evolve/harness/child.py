@@ -80,6 +80,8 @@ def load_rung(ch: Channel, job: dict, problem, report: bool):
     path = Path(job["candidate"])
     try:
         problems = check_source(path.read_text(), str(path), problem.forbid_calls, problem.forbid_modules)
+        if not job.get("static_check", True):
+            problems = [p for p in problems if p.endswith("custom_kernel(*inputs)")]
     except Rejection as exc:
         ch.rung("load", False, str(exc), _perf_counter() - started)
         return None
@@ -143,6 +145,10 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
         info.pop("_sass", None)
         kernels.append(info)
     ch.rung("compile", True, None, seconds, kernels=kernels, compile_seconds=round(log.compile_seconds, 3))
+    if error is not None and "CUDA error" in str(error):
+        # The kernels compiled but running them broke the CUDA context; nothing more can run in this process.
+        ch.rung("run", False, f"crashed: {_short_exception(error)}", _perf_counter() - started)
+        return False
     return True
 
 
@@ -170,7 +176,13 @@ def main(argv) -> int:
     steps = {"compile": lambda: compile_rung(ch, job, ctx), "run": ctx.run_rung,
              "correctness": ctx.correctness_rung, "benchmark": ctx.benchmark_rung}
     for name in job["rungs"]:
-        if name in steps and not steps[name]():
+        if name not in steps:
+            continue
+        try:
+            if not steps[name]():
+                break
+        except BaseException as exc:  # noqa: BLE001 - e.g. a CUDA context the candidate broke
+            ch.rung(name, False, f"crashed: {_short_exception(exc)}")
             break
     ch.send({"kind": "done"})
     return 0

@@ -31,6 +31,7 @@ class EvalOptions:
     max_rss_gb: float = 32.0
     bench_budget_s: float = 0.4
     dump_dir: str | None = None
+    static_check: bool = True  # off only to test the sandbox's dynamic defences on their own
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir()))
     keep_work: bool = False
 
@@ -95,7 +96,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         for job_mode, rungs in _jobs(mode):
             job = {"mode": job_mode, "rungs": rungs, "problem": str(problem.path), "candidate": str(candidate_copy),
                    "secret": secret, "dump": options.dump_dir and str(Path(options.dump_dir).resolve()),
-                   "bench_budget_s": options.bench_budget_s,
+                   "bench_budget_s": options.bench_budget_s, "static_check": options.static_check,
                    "peaks": _read_json(cache / "peaks.json"), "baselines": _read_json(cache / "baselines.json")}
             result = run_child(job, work, options.timeout_s, options.max_rss_gb, on_message)
             decided = {r["name"] for r in verdict["rungs"]}

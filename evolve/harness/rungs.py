@@ -124,7 +124,7 @@ class Context:
         from .child import _load_module
 
         self.reference = _load_module(name, self.problem.reference_path)
-        self.device = torch.device("cuda" if self.mode == "gpu" else "cpu")
+        self.device = torch.device("cuda", torch.cuda.current_device()) if self.mode == "gpu" else torch.device("cpu")
         self.secret = int(job["secret"])
         self.launch_log = LaunchLog()
         self.sentinels = Sentinels()

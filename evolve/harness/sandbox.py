@@ -51,8 +51,10 @@ class ChildResult:
         return f"the process exited (code {code}) before a verdict{self._hint()}"
 
     def _hint(self) -> str:
-        lines = [line for line in self.stderr_tail.splitlines() if line.strip()]
-        return f"; stderr: {lines[-1][:200]}" if lines else ""
+        lines = [line.strip() for line in self.stderr_tail.splitlines() if line.strip()]
+        errors = [line for line in lines if "Error" in line or "error:" in line]
+        chosen = errors[-1] if errors else (lines[-1] if lines else "")
+        return f"; stderr: {chosen[:200]}" if chosen else ""
 
 
 def _child_env(token: str, mode: str, work: Path) -> dict:

@@ -1,10 +1,11 @@
 """Timing a call on the GPU (CUDA events, bounded below by the host clock) or under the CPU interpreter.
 
-Each repetition: fresh inputs (a copy of one of several distinct input sets into a new allocation), L2 flushed by
-writing a buffer larger than the cache, a device-wide synchronize, then the timed call between two events, then a
-device-wide synchronize again. The host clock around that last synchronize bounds the event figure: work the events
-do not see (a side stream, a kernel launched late) still shows up in the host time, and then the host time, less the
-measured fixed overhead of the harness's own launch-and-sync, is the figure. The number of repetitions adapts to the
+Each repetition: fresh inputs (a copy of one of several distinct input sets into a new allocation), a device-wide
+synchronize, L2 flushed by writing a buffer larger than the cache (queued, so the call is issued while the GPU is
+still flushing and no launch gap is timed, as in triton.testing.do_bench), the timed call between two events, and a
+device-wide synchronize again. The host clock around all that bounds the event figure: work the events do not see (a
+side stream, a kernel launched late) still shows up in the host time, and then the host time, less the measured fixed
+cost of the same sequence around a trivial op (flush included), is the figure. The number of repetitions adapts to the
 call's duration within a time budget. All functions used are bound when this module is imported, before a candidate.
 """
 from __future__ import annotations
@@ -67,6 +68,7 @@ class GpuTimer:
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         _synchronize()
         t0 = _perf_counter()
+        _zero(self.flush)  # the GPU flushes L2 while the host issues the call, so no launch gap is timed
         _record(start)
         result = fn(*inputs)
         _record(end)
@@ -81,7 +83,6 @@ class GpuTimer:
 
         def rep(i):
             inputs = fresh_copy(input_sets[i % n_sets])
-            _zero(self.flush)
             event_ms, wall_ms = self._one(fn, inputs)
             if check is not None:
                 check(self.last_result, i % n_sets)

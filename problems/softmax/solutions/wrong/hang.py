@@ -1,4 +1,4 @@
-# expect: run: timed out
+# expect: compile: timed out
 """Wrong: a leftover busy-wait in the wrapper that never ends when there is more than one row."""
 import torch
 import triton
@@ -21,7 +21,8 @@ def custom_kernel(x):
     n_rows, n_cols = x.shape
     out = torch.empty_like(x)
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
-    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    num_warps = 4 if BLOCK_SIZE <= 2048 else (8 if BLOCK_SIZE <= 8192 else 16)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
     while n_rows > 1:
         pass
     return out

@@ -1,6 +1,7 @@
-# expect: correctness: max_rel
+# expect: run: not finite
 """Wrong: off-by-one load mask `offs < n_cols - 1`, so the last column of every row is read as -inf: its output is
-0 and the others are normalised without it. (With N = 1 the whole row is -inf and the output is NaN.)"""
+0 and the others are normalised without it (a correctness failure, max_rel = 1). With N = 1 (the 128x1 test) the whole
+row is -inf and the output is NaN, so the ladder stops at the run rung, which checks every shape before correctness."""
 import torch
 import triton
 import triton.language as tl
@@ -22,5 +23,6 @@ def custom_kernel(x):
     n_rows, n_cols = x.shape
     out = torch.empty_like(x)
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
-    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    num_warps = 4 if BLOCK_SIZE <= 2048 else (8 if BLOCK_SIZE <= 8192 else 16)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
     return out

@@ -22,5 +22,6 @@ def custom_kernel(x):
     n_rows, n_cols = x.shape
     out = torch.empty_like(x)
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
-    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE)
+    num_warps = 4 if BLOCK_SIZE <= 2048 else (8 if BLOCK_SIZE <= 8192 else 16)
+    softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
     return out

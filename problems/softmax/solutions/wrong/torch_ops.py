@@ -4,5 +4,7 @@ import torch
 
 
 def custom_kernel(x):
-    e = torch.exp(x.float() - torch.amax(x.float(), dim=-1, keepdim=True))
-    return (e / e.sum(dim=-1, keepdim=True)).to(x.dtype)
+    e = torch.exp(
+        x - torch.amax(x, dim=-1, keepdim=True)
+    )
+    return e / torch.sum(e, dim=-1, keepdim=True)

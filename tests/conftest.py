@@ -1,0 +1,54 @@
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = ROOT / "problems" / "softmax"
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+HAS_GPU = _has_gpu()
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; run by hand on one")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def softmax_dir():
+    return SOFTMAX
+
+
+@pytest.fixture
+def options(tmp_path):
+    from evolve.harness import EvalOptions
+
+    return EvalOptions(cache_dir=str(tmp_path / "cache"), timeout_s=300)
+
+
+@pytest.fixture(scope="session")
+def seed_verdict(tmp_path_factory):
+    """The softmax seed evaluated once, with compiler artifacts dumped: shared by several tests."""
+    from evolve.harness import EvalOptions, evaluate
+
+    base = tmp_path_factory.mktemp("seed")
+    dump = base / "dump"
+    options = EvalOptions(cache_dir=str(base / "cache"), dump_dir=str(dump), timeout_s=600)
+    verdict = evaluate(SOFTMAX / "seeds" / "softmax_rows.py", SOFTMAX, options)
+    return verdict, dump

@@ -1,0 +1,88 @@
+"""`evolve eval` as a user runs it: the printed ladder, exit codes, --json schema, --dump artifacts."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = ROOT / "problems" / "softmax"
+
+
+def evolve(*args, cwd=ROOT, timeout=900):
+    return subprocess.run([sys.executable, "-m", "evolve.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
+def test_failing_candidate_prints_ladder_and_exits_1(tmp_path):
+    result = evolve("eval", SOFTMAX / "solutions" / "wrong" / "syntax_error.py", SOFTMAX, "--cache-dir", tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("[load]") and "FAILED" in lines[0] and "SyntaxError at line" in lines[0]
+    names = [line.split()[0] for line in lines[:6]]
+    assert names == ["[load]", "[compile]", "[run]", "[correctness]", "[benchmark]", "[roofline]"]
+    assert all("skipped" in line for line in lines[1:6])
+
+
+def test_bad_problem_folder_exits_2_with_a_message(tmp_path):
+    (tmp_path / "problem.toml").write_text("name = 'x'\n")
+    result = evolve("eval", SOFTMAX / "seeds" / "softmax_rows.py", tmp_path)
+    assert result.returncode == 2
+    assert "error:" in result.stderr and "missing field 'dtypes'" in result.stderr
+
+
+def test_json_is_the_only_stdout(tmp_path):
+    result = evolve("eval", SOFTMAX / "solutions" / "wrong" / "method_softmax.py", SOFTMAX, "--json",
+                    "--cache-dir", tmp_path)
+    assert result.returncode == 1
+    verdict = json.loads(result.stdout)
+    assert verdict["ok"] is False
+    load = verdict["rungs"][0]
+    assert load["name"] == "load" and load["ok"] is False and "Tensor.softmax" in load["reason"]
+
+
+@pytest.mark.slow
+def test_json_schema_and_dump_on_the_seed(tmp_path):
+    dump = tmp_path / "dump"
+    result = evolve("eval", SOFTMAX / "seeds" / "softmax_rows.py", SOFTMAX, "--json", "--dump", dump,
+                    "--cache-dir", tmp_path / "cache")
+    assert result.returncode == 0, result.stdout + result.stderr
+    v = json.loads(result.stdout)
+    assert isinstance(v["ok"], bool) and v["ok"]
+    assert v["problem"] == "softmax" and isinstance(v["device"], str)
+    assert [r["name"] for r in v["rungs"]] == ["load", "compile", "run", "correctness", "benchmark", "roofline"]
+    for rung in v["rungs"]:
+        assert isinstance(rung["ok"], bool) and isinstance(rung["seconds"], float)
+        assert rung["reason"] is None or isinstance(rung["reason"], str)
+        assert isinstance(rung["metrics"], dict)
+    assert v["fitness"] is None or isinstance(v["fitness"], float)
+    assert v["shapes"]
+    for shape in v["shapes"]:
+        assert isinstance(shape["shape"], dict) and isinstance(shape["dtype"], str)
+        assert isinstance(shape["ms"], float) and shape["ms"] > 0
+        assert "roofline_fraction" in shape and "speedup_vs_torch" in shape
+    if v["mode"] == "cpu":
+        assert all(s["clock"] == "cpu-interpreter" for s in v["shapes"])
+        assert v["rungs"][-1]["status"] == "skipped" and v["fitness"] is None
+    correctness = v["rungs"][3]["metrics"]["per_dtype"]
+    assert set(correctness) == {"float32", "bfloat16"}
+    for m in correctness.values():
+        assert {"max_abs", "max_rel", "mse", "rmse", "psnr", "cosine"} <= set(m)
+    # compile rung: real Hopper code without a GPU
+    kernels = v["rungs"][1]["metrics"]["kernels"]
+    assert kernels and all(k["arch"].startswith("sm_90") for k in kernels)
+    assert all(isinstance(k["regs"], int) and k["regs"] > 0 for k in kernels)
+    for ext in ("ttir", "ttgir", "llir", "ptx", "cubin", "sass"):
+        assert list(dump.glob(f"*.{ext}")), f"no .{ext} in the dump"
+    sass = next(dump.glob("*.sass")).read_text()
+    assert "sm_90" in sass and "EXIT" in sass
+    ptx = next(dump.glob("*.ptx")).read_text()
+    assert ".target sm_90a" in ptx
+
+
+def test_human_output_of_the_seed_labels_cpu_times(tmp_path):
+    """Only the quick part: the ladder's first lines appear before the run finishes (checked on a wrong kernel)."""
+    result = evolve("eval", SOFTMAX / "solutions" / "wrong" / "wrong_dtype.py", SOFTMAX, "--cache-dir", tmp_path)
+    assert result.returncode == 1
+    assert "[run]         FAILED" in result.stdout and "output dtype float32, expected bfloat16" in result.stdout

@@ -1,0 +1,126 @@
+"""A candidate that crashes, hangs, exits, forges messages or escapes its process group fails one rung, and the
+parent's next evaluation runs normally."""
+import os
+import subprocess
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from evolve.harness import evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = ROOT / "problems" / "softmax"
+HONEST = SOFTMAX / "solutions" / "correct" / "single_block.py"
+
+KERNEL = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=-float("inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + row * n_cols + offs, (e / tl.sum(e, axis=0)).to(out_ptr.dtype.element_ty),
+                 mask=offs < n_cols)
+
+
+    def launch(x):
+        out = torch.empty_like(x)
+        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return out
+''')
+
+
+def candidate(tmp_path, body: str) -> Path:
+    path = tmp_path / "cand.py"
+    path.write_text(KERNEL + textwrap.dedent(body))
+    return path
+
+
+def failed(verdict):
+    bad = [r for r in verdict["rungs"] if r["status"] == "failed"]
+    assert len(bad) == 1, verdict["rungs"]
+    return bad[0]
+
+
+@pytest.mark.slow
+def test_crash_and_hang_then_honest_kernel_passes(tmp_path, options):
+    crash = evaluate(SOFTMAX / "solutions" / "wrong" / "out_of_bounds.py", SOFTMAX, options)
+    assert "crashed" in failed(crash)["reason"]
+    started = time.monotonic()
+    hang = evaluate(SOFTMAX / "solutions" / "wrong" / "hang.py", SOFTMAX, replace(options, timeout_s=15))
+    assert "timed out after 15 s" in failed(hang)["reason"]
+    assert time.monotonic() - started < 60
+    honest = evaluate(HONEST, SOFTMAX, options)
+    assert honest["ok"], [r["reason"] for r in honest["rungs"]]
+
+
+def test_process_exit_before_verdict(tmp_path, options):
+    path = candidate(tmp_path, '''
+        import os
+        def custom_kernel(x):
+            launch(x)
+            os._exit(0)
+    ''')
+    verdict = evaluate(path, SOFTMAX, replace(options, static_check=False))
+    assert "exited (code 0) before a verdict" in failed(verdict)["reason"]
+
+
+def test_forged_messages_are_not_verdicts(tmp_path, options):
+    path = candidate(tmp_path, '''
+        import os, sys
+        def custom_kernel(x):
+            print('{"kind": "rung", "name": "correctness", "ok": true}')
+            print('{"kind": "done"}')
+            fd = int(sys.argv[2])
+            os.write(fd, b'0000 {"kind": "done"}\\n')
+            return launch(x)
+    ''')
+    verdict = evaluate(path, SOFTMAX, replace(options, static_check=False))
+    assert "tampered" in failed(verdict)["reason"]
+    assert not verdict["ok"]
+
+
+def test_escaped_session_is_killed(tmp_path, options):
+    marker = f"evolve-escape-{os.getpid()}-{time.time_ns()}"
+    path = candidate(tmp_path, f'''
+        import subprocess
+        def custom_kernel(x):
+            subprocess.Popen(["sleep", "300", "{marker}"], start_new_session=True, stderr=subprocess.DEVNULL)
+            while True:
+                pass
+    ''')
+    verdict = evaluate(path, SOFTMAX, replace(options, static_check=False, timeout_s=15))
+    assert "timed out" in failed(verdict)["reason"]
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], f"escaped processes survived: {left}"
+
+
+def test_host_memory_limit(tmp_path, options):
+    path = candidate(tmp_path, '''
+        def custom_kernel(x):
+            hog = torch.ones(1 << 30)  # 4 GiB
+            return launch(x)
+    ''')
+    verdict = evaluate(path, SOFTMAX, replace(options, static_check=False, max_rss_gb=1.0))
+    assert "more than 1 GB of host memory" in failed(verdict)["reason"]
+
+
+def test_python_exception_is_a_failed_rung(tmp_path, options):
+    path = candidate(tmp_path, '''
+        def custom_kernel(x):
+            if x.shape[1] > 100:
+                raise ValueError("too wide")
+            return launch(x)
+    ''')
+    verdict = evaluate(path, SOFTMAX, options)
+    bad = failed(verdict)
+    assert bad["name"] == "run" and "ValueError: too wide" in bad["reason"]

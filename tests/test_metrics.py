@@ -1,0 +1,118 @@
+"""Known answers for the error metrics and the tolerance policy."""
+import math
+
+import pytest
+import torch
+
+from evolve.harness import load_problem
+from evolve.harness.metrics import error_metrics, judge, max_rel, psnr, unravel, worst_of
+
+
+def test_identical_outputs():
+    ref = torch.tensor([[0.25, 0.75], [0.5, 0.5]], dtype=torch.float64)
+    m = error_metrics(ref.clone(), ref, floor=1e-30, rtol=1e-4)
+    assert m["max_abs"] == 0 and m["max_rel"] == 0 and m["mse"] == 0
+    assert m["psnr"] == math.inf and m["cosine"] == pytest.approx(1.0)
+    assert m["n_off"] == 0 and judge(m, 1e-4, 0.9999) is None
+
+
+def test_known_errors():
+    ref = torch.tensor([[1.0, 2.0], [4.0, 8.0]], dtype=torch.float64)
+    out = ref.clone()
+    out[1, 0] = 4.4  # abs 0.4, rel 0.1
+    m = error_metrics(out, ref, floor=1e-30, rtol=1e-2)
+    assert m["max_abs"] == pytest.approx(0.4)
+    assert m["max_rel"] == pytest.approx(0.1)
+    assert m["mse"] == pytest.approx(0.16 / 4)
+    assert m["rmse"] == pytest.approx(0.2)
+    assert m["psnr"] == pytest.approx(10 * math.log10(64 / 0.04))
+    assert m["worst_index"] == [1, 0]
+    assert m["n_off"] == 1 and m["frac_off"] == pytest.approx(0.25)
+    reason = judge(m, 1e-2, 0.0)
+    assert "max_rel=0.1 at (1, 0)" in reason and "25% of elements off" in reason
+
+
+def test_cosine_of_scaled_output():
+    ref = torch.rand(100, dtype=torch.float64) + 0.1
+    m = error_metrics(ref * 2, ref, floor=1e-30, rtol=10.0)
+    assert m["cosine"] == pytest.approx(1.0)  # direction right, scale wrong: the relative test catches it
+    assert m["max_rel"] == pytest.approx(1.0)
+
+
+def test_floor_makes_tiny_values_absolute():
+    ref = torch.tensor([1e-35, 0.5], dtype=torch.float64)
+    out = torch.tensor([0.0, 0.5], dtype=torch.float64)
+    m = error_metrics(out, ref, floor=1e-30, rtol=1e-4)
+    assert m["max_rel"] == pytest.approx(1e-5)  # 1e-35 / 1e-30
+    assert judge(m, 1e-4, 0.0) is None
+
+
+def test_psnr_edges():
+    assert psnr(0.0, 1.0) == math.inf
+    assert psnr(1.0, 10.0) == pytest.approx(20.0)
+
+
+def test_unravel_and_worst_of():
+    assert unravel(7, (2, 3, 2)) == [1, 0, 1]
+    a = {"max_abs": 1, "max_rel": 0.1, "mse": 1, "rmse": 1, "frac_off": 0, "n_off": 0, "psnr": 50, "cosine": 0.9,
+         "worst_index": [0]}
+    b = {**a, "max_rel": 0.2, "psnr": 40, "cosine": 0.99, "worst_index": [5]}
+    w = worst_of(a, b)
+    assert w["max_rel"] == 0.2 and w["psnr"] == 40 and w["cosine"] == 0.9 and w["worst_index"] == [5]
+
+
+def test_max_rel_sees_nan():
+    ref = torch.ones(4)
+    out = torch.tensor([1.0, float("nan"), 1.0, 1.0])
+    assert not max_rel(out, ref, 1e-30) <= 1.0
+
+
+def _softmax64(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+@pytest.fixture(scope="module")
+def policy(request):
+    from conftest import SOFTMAX
+
+    return load_problem(SOFTMAX).tolerance
+
+
+def test_policy_accepts_fp32_roundoff(policy):
+    x = torch.randn(64, 3000, dtype=torch.float64) * 3
+    ref = _softmax64(x)
+    out = _softmax64(x.float()).float()  # a correct float32 computation
+    tol = policy["float32"]
+    assert judge(error_metrics(out, ref, tol.floor, tol.rtol), tol.rtol, tol.min_cosine) is None
+
+
+@pytest.mark.parametrize("low", [torch.bfloat16, torch.float16])
+def test_policy_rejects_fp32_problem_computed_in_low_precision(policy, low):
+    x = torch.randn(64, 3000, dtype=torch.float64) * 3
+    ref = _softmax64(x)
+    out = _softmax64(x.to(low).float()).to(low).float()
+    tol = policy["float32"]
+    reason = judge(error_metrics(out, ref, tol.floor, tol.rtol), tol.rtol, tol.min_cosine)
+    assert reason is not None and reason.startswith("max_rel=")
+
+
+def test_policy_bf16_accepts_rounding_rejects_bf16_exp(policy):
+    x = (torch.randn(64, 3000) * 3).to(torch.bfloat16)
+    ref = _softmax64(x.double())
+    tol = policy["bfloat16"]
+    honest = ref.float().to(torch.bfloat16)  # fp32 math, one rounding at the end
+    assert judge(error_metrics(honest, ref, tol.floor, tol.rtol), tol.rtol, tol.min_cosine) is None
+    d = (x - x.amax(-1, keepdim=True)).to(torch.bfloat16)  # the difference and exp taken in bf16
+    e = torch.exp(d)
+    shortcut = (e.float() / e.float().sum(-1, keepdim=True)).to(torch.bfloat16)
+    assert judge(error_metrics(shortcut, ref, tol.floor, tol.rtol), tol.rtol, tol.min_cosine) is not None
+
+
+def test_absolute_tolerance_alone_would_be_meaningless():
+    """Why the policy is relative: for N = 100000 every softmax value is ~1e-5, so a plain atol of 1e-5 passes zeros."""
+    ref = _softmax64(torch.randn(2, 100000, dtype=torch.float64))
+    zeros = torch.zeros_like(ref)
+    assert (zeros - ref).abs().max() < 1e-3
+    m = error_metrics(zeros, ref, floor=1e-30, rtol=1e-4)
+    assert m["max_rel"] == pytest.approx(1.0) and m["frac_off"] == 1.0

@@ -1,0 +1,64 @@
+"""The static half of the load rung."""
+import pytest
+
+from evolve.harness.static_check import Rejection, check_source
+
+FORBID = ("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax")
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
+KERNEL = '''
+@triton.jit
+def copy_kernel(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, tl.exp(x - tl.max(x, axis=0)).to(tl.float32), mask=offs < n)
+'''
+
+
+def check(body: str):
+    return check_source(HEADER + KERNEL + body, "cand.py", FORBID, ("reference",))
+
+
+def test_honest_host_code_passes():
+    body = '''
+def custom_kernel(x):
+    M, N = x.shape
+    out = torch.empty_like(x)
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](out, x.contiguous(), x.numel(), BLOCK=1024, num_warps=4)
+    return out.view(M, N)
+'''
+    assert check(body) == []
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ("def custom_kernel(x):\n    return torch.softmax(x, -1)\n", "torch.softmax, which this problem forbids"),
+    ("import torch.nn.functional as F\ndef custom_kernel(x):\n    return F.softmax(x, -1)\n",
+     "torch.nn.functional.softmax, which this problem forbids"),
+    ("from torch import softmax as s\ndef custom_kernel(x):\n    return s(x, -1)\n", "torch.softmax"),
+    ("def custom_kernel(x):\n    return x.softmax(-1)\n", "Tensor.softmax"),
+    ("def custom_kernel(x):\n    return torch.exp(x)\n", "torch.exp in host code"),
+    ("def custom_kernel(x):\n    return x.float()\n", "Tensor.float in host code"),
+    ("def custom_kernel(x):\n    f = getattr(torch, 'soft' + 'max')\n    return f(x, -1)\n", "builtin getattr"),
+    ("def custom_kernel(x):\n    return eval('torch.softmax(x, -1)')\n", "builtin eval"),
+    ("import importlib\ndef custom_kernel(x):\n    return x\n", "imports importlib"),
+    ("import os\ndef custom_kernel(x):\n    os._exit(0)\n", "imports os"),
+    ("from reference import ref_kernel\ndef custom_kernel(x):\n    return ref_kernel(x)\n", "imports reference"),
+    ("import time\ntime.perf_counter = lambda: 0.0\ndef custom_kernel(x):\n    return x\n", "imports time"),
+    ("torch.cuda.Event.elapsed_time = lambda s, e: 0.001\ndef custom_kernel(x):\n    return x\n",
+     "assigns into torch"),
+    ("def custom_kernel(x):\n    return x.__class__\n", "dunder attribute __class__"),
+    ("CACHE = {}\ndef custom_kernel(x):\n    global CACHE\n    return x\n", "global statement"),
+    ("def custom_kernel(x):\n    return torch.ops.aten._softmax(x, -1, False)\n", "torch.ops.aten._softmax"),
+    ("def other(x):\n    return x\n", "defines no function custom_kernel"),
+])
+def test_rejections(body, fragment):
+    problems = check(body)
+    assert any(fragment in p for p in problems), problems
+
+
+def test_jit_code_may_use_triton_freely():
+    assert check("def custom_kernel(x):\n    return x\n") == []
+
+
+def test_syntax_error_raises_with_line():
+    with pytest.raises(Rejection, match="SyntaxError at line 2"):
+        check_source("def custom_kernel(x):\n    return (\n", "cand.py")
