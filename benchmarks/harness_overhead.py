@@ -38,6 +38,10 @@ def main():
         other = wall - sum(per.get(r, 0.0) for r in rungs)
         cells = "".join(f"{per.get(r, 0.0):>{w}.1f}" for r, w in zip(rungs, (7, 9, 7, 9, 8)))
         print(f"{label:<12}{'yes' if verdict['ok'] else 'no':>4}{cells}{other:>8.1f}{wall:>8.1f}")
+        setup = ", ".join(f"{s['mode']} child: start {s['start_s']:.1f} s, imports {s['import_s']:.1f} s, "
+                          f"prepare {s['prepare_s']:.1f} s"
+                          for s in verdict.get("setup", []))
+        print(f"{'':<12}{setup}")
     print("seconds; 'other' = process start, imports, device setup, reference inputs, peaks/baselines when cold")
 
 

@@ -35,11 +35,19 @@ def softmax_dir():
     return SOFTMAX
 
 
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    """One cache of device peaks and baseline timings for the whole session, as in real use.
+
+    EVOLVE_TEST_CACHE points it at a lasting folder (on a GPU, to skip re-measuring peaks and torch baselines)."""
+    return os.environ.get("EVOLVE_TEST_CACHE") or str(tmp_path_factory.mktemp("cache"))
+
+
 @pytest.fixture
-def options(tmp_path):
+def options(cache_dir):
     from evolve.harness import EvalOptions
 
-    return EvalOptions(cache_dir=str(tmp_path / "cache"), timeout_s=300)
+    return EvalOptions(cache_dir=cache_dir, timeout_s=300)
 
 
 @pytest.fixture(scope="session")

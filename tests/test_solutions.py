@@ -24,14 +24,14 @@ def expectation(path: Path):
 
 
 @pytest.mark.parametrize("path", solution_files())
-def test_solution_verdict(path, tmp_path):
+def test_solution_verdict(path, cache_dir):
     rung, reason = expectation(path)
     if path.parent.name == "correct":
         assert rung is None, "files in solutions/correct must expect ok"
     else:
         assert rung is not None, "files in solutions/wrong must expect a failing rung"
     timeout = 25 if reason and "timed out" in reason else 600
-    verdict = evaluate(path, path.parents[2], EvalOptions(cache_dir=str(tmp_path), timeout_s=timeout))
+    verdict = evaluate(path, path.parents[2], EvalOptions(cache_dir=cache_dir, timeout_s=timeout))
     statuses = {r["name"]: r for r in verdict["rungs"]}
     if rung is None:
         failed = [f"{r['name']}: {r['reason']}" for r in verdict["rungs"] if r["status"] == "failed"]

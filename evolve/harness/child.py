@@ -72,28 +72,34 @@ def _load_module(name: str, path: Path):
     return module
 
 
-def load_rung(ch: Channel, job: dict, problem, report: bool):
-    """Static check, then import from the real file. Returns the module or None."""
+def static_rung(ch: Channel, job: dict, problem) -> bool:
+    """The static check, before any candidate code runs (and before the GPU is prepared for it)."""
     from .static_check import Rejection, check_source
 
     started = _perf_counter()
     path = Path(job["candidate"])
     try:
         problems = check_source(path.read_text(), str(path), problem.forbid_calls, problem.forbid_modules)
-        if not job.get("static_check", True):
-            problems = [p for p in problems if p.endswith("custom_kernel(*inputs)")]
     except Rejection as exc:
         ch.rung("load", False, str(exc), _perf_counter() - started)
-        return None
+        return False
     except (OSError, UnicodeDecodeError) as exc:
         ch.rung("load", False, f"cannot read the candidate: {exc}", _perf_counter() - started)
-        return None
+        return False
+    if not job.get("static_check", True):
+        problems = [p for p in problems if p.endswith("custom_kernel(*inputs)")]
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         ch.rung("load", False, problems[0] + more, _perf_counter() - started, violations=problems)
-        return None
+        return False
+    return True
+
+
+def import_rung(ch: Channel, job: dict, report: bool):
+    """Import the candidate from its real file (Triton reads kernel source with inspect). Returns the module."""
+    started = _perf_counter()
     try:
-        module = _load_module("candidate", path)
+        module = _load_module("candidate", Path(job["candidate"]))
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises at import is its failure
         ch.rung("load", False, f"import failed: {_short_exception(exc)}", _perf_counter() - started,
                 log=traceback.format_exc()[-4000:])
@@ -153,19 +159,27 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
 
 
 def main(argv) -> int:
+    entered = time.time()
     job = _read_job(int(argv[1]))
     ch = Channel(int(argv[2]), bytes.fromhex(job["key"]))
     sys.setrecursionlimit(10000)
     from . import rungs
 
     ctx = rungs.Context(job, ch)
+    imported = time.time()
     ch.send({"kind": "device", **ctx.device_info()})
+    if not static_rung(ch, job, ctx.problem):
+        ch.send({"kind": "done"})
+        return 0
+    prepare_started = _perf_counter()
     if job["mode"] == "gpu":
         ctx.prepare_gpu()
     ctx.prepare_cases()
+    ch.send({"kind": "setup", "entered": entered, "imported": imported,
+             "prepare_s": round(_perf_counter() - prepare_started, 3)})
     ctx.launch_log.install(job["mode"])
     ctx.sentinels.capture()
-    module = load_rung(ch, job, ctx.problem, report="load" in job["rungs"])
+    module = import_rung(ch, job, report="load" in job["rungs"])
     if module is None:
         ch.send({"kind": "done"})
         return 0

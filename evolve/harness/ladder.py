@@ -9,6 +9,7 @@ import math
 import secrets
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,8 +64,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     cache = Path(options.cache_dir)
     work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
     verdict = {"ok": False, "problem": problem.name, "candidate": str(candidate), "device": None, "mode": mode,
-               "rungs": [], "fitness": None, "shapes": [], "secret": secret, "versions": {}}
-    state = {"peaks": None}
+               "rungs": [], "fitness": None, "shapes": [], "secret": secret, "versions": {}, "setup": []}
+    state = {"peaks": None, "mode": None, "spawned": 0.0}
 
     def decide(rung: dict) -> None:
         status = rung.get("status") or ("ok" if rung["ok"] else "failed")
@@ -81,6 +82,10 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         elif kind == "device":
             verdict["device"] = message.get("device")
             verdict["versions"] = {"torch": message.get("torch"), "triton": message.get("triton")}
+        elif kind == "setup":
+            verdict["setup"].append({"mode": state["mode"], "start_s": round(message["entered"] - state["spawned"], 3),
+                                     "import_s": round(message["imported"] - message["entered"], 3),
+                                     "prepare_s": message["prepare_s"]})
         elif kind == "peaks":
             state["peaks"] = message
             if not message.get("cached"):
@@ -97,7 +102,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             job = {"mode": job_mode, "rungs": rungs, "problem": str(problem.path), "candidate": str(candidate_copy),
                    "secret": secret, "dump": options.dump_dir and str(Path(options.dump_dir).resolve()),
                    "bench_budget_s": options.bench_budget_s, "static_check": options.static_check,
-                   "peaks": _read_json(cache / "peaks.json"), "baselines": _read_json(cache / "baselines.json")}
+                   "triton_cache": str(cache / "triton"), "peaks": _read_json(cache / "peaks.json"), "baselines": _read_json(cache / "baselines.json")}
+            state["mode"], state["spawned"] = job_mode, time.time()
             result = run_child(job, work, options.timeout_s, options.max_rss_gb, on_message)
             decided = {r["name"] for r in verdict["rungs"]}
             pending = [name for name in rungs if name not in decided]

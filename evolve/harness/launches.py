@@ -7,7 +7,6 @@ reports an sm_90 target, so each launch compiles real Hopper code through Triton
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -167,9 +166,3 @@ def dump(kernel, info: dict, folder: Path, index: int) -> list[str]:
         (folder / f"{stem}.sass").write_text(info["_sass"])
         written.append(f"{stem}.sass")
     return written
-
-
-def cache_dir_for(folder: Path) -> str:
-    """A private Triton cache per evaluation, so one candidate cannot plant binaries for another."""
-    folder.mkdir(parents=True, exist_ok=True)
-    return os.fspath(folder)

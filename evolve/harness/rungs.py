@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
+import sys
 import threading
 import time
 
@@ -19,6 +20,7 @@ from .launches import LaunchLog
 from .problem import load_problem
 
 _perf_counter = time.perf_counter
+_modules = sys.modules
 _active_count = threading.active_count
 _clone = torch.Tensor.clone
 _to = torch.Tensor.to
@@ -54,45 +56,53 @@ class Fail(Exception):
 
 
 class Sentinels:
-    """Functions the harness relies on, captured before the candidate loads and compared after every call."""
+    """Functions the harness relies on, captured before the candidate loads and compared after every call.
+
+    Each is held as (module name, module object, attribute path, value); a check is a dict lookup and a few getattrs,
+    cheap enough to run after every call."""
 
     def __init__(self):
-        self.captured: dict[str, object] = {}
+        self.captured: list[tuple[str, object, tuple, object]] = []
 
     @staticmethod
-    def _resolve(dotted: str):
+    def _split(dotted: str):
         parts = dotted.split(".")
         for split in range(len(parts), 0, -1):
             try:
-                obj = importlib.import_module(".".join(parts[:split]))
+                return ".".join(parts[:split]), importlib.import_module(".".join(parts[:split])), tuple(parts[split:])
             except ImportError:
                 continue
-            for attr in parts[split:]:
-                obj = getattr(obj, attr)
-            return obj
         raise ImportError(dotted)
 
+    @staticmethod
+    def _get(module, attrs):
+        obj = module
+        for attr in attrs:
+            obj = getattr(obj, attr)
+        return obj
+
     def capture(self) -> None:
-        for name in WATCHED:
+        for dotted in WATCHED:
             try:
-                self.captured[name] = self._resolve(name)
+                name, module, attrs = self._split(dotted)
+                self.captured.append((name, module, attrs, self._get(module, attrs)))
             except (ImportError, AttributeError):
-                pass
+                continue
         for module_name in HARNESS_MODULES:
             module = importlib.import_module(module_name)
             for attr, value in vars(module).items():
                 if callable(value) and not attr.startswith("__"):
-                    self.captured[f"{module_name}.{attr}"] = value
+                    self.captured.append((module_name, module, (attr,), value))
 
     def changed(self) -> list[str]:
         out = []
-        for name, value in self.captured.items():
+        for name, module, attrs, value in self.captured:
             try:
-                current = self._resolve(name)
-            except (ImportError, AttributeError):
-                current = None
-            if current is not value:
-                out.append(name)
+                same = _modules.get(name) is module and self._get(module, attrs) is value
+            except AttributeError:
+                same = False
+            if not same:
+                out.append(".".join((name,) + attrs))
         return out
 
 
@@ -219,6 +229,17 @@ class Context:
                                       f"timers or comparison functions is not allowed")
         return not changed
 
+    def guards(self, threads: int, launches: int) -> None:
+        """What every candidate call must leave behind: no patched functions, a launch, no extra thread."""
+        changed = self.sentinels.changed()
+        if changed:
+            raise Fail(f"the candidate replaced {', '.join(changed[:3])}: patching the harness, timers or comparison "
+                       f"functions is not allowed")
+        if self.launch_log.launches == launches:
+            raise Fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit kernels")
+        if _active_count() > threads:
+            raise Fail("custom_kernel left a background thread running")
+
     def call(self, inputs, log_ops: bool):
         threads = _active_count()
         launches = self.launch_log.launches
@@ -237,14 +258,7 @@ class Context:
             if "CUDA error" in text or "illegal" in text.lower():
                 raise Fail(f"crashed: {text}") from exc
             raise Fail(text) from exc
-        changed = self.sentinels.changed()
-        if changed:
-            raise Fail(f"the candidate replaced {', '.join(changed[:3])}: patching the harness, timers or comparison "
-                       f"functions is not allowed")
-        if self.launch_log.launches == launches:
-            raise Fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit kernels")
-        if _active_count() > threads:
-            raise Fail("custom_kernel left a background thread running")
+        self.guards(threads, launches)
         if op_log is not None and op_log.ops - ALLOWED_OPS:
             raise Fail(f"custom_kernel ran torch ops {', '.join(sorted(op_log.ops - ALLOWED_OPS)[:4])}: host code may "
                        f"only allocate and launch Triton kernels")
@@ -338,9 +352,13 @@ class Context:
         return True
 
     def _timed_check(self, case, refs):
+        """Runs after every timed call, outside the timed region: the guards, then the output against its reference."""
         tol = self.problem.tolerance[case.dtype]
+        state = {"launches": self.launch_log.launches, "threads": _active_count()}
 
         def check(out, index):
+            self.guards(state["threads"], state["launches"])
+            state["launches"] = self.launch_log.launches
             outs = self.validate(out, (refs[index],), case, ())
             worst = metrics.max_rel(outs[0], refs[index], tol.floor)
             if not worst <= tol.rtol:
@@ -356,8 +374,7 @@ class Context:
         try:
             if self.mode == "gpu":
                 for case, (sets, refs) in self.bench_sets.items():
-                    guarded = lambda *inputs: self.call(inputs, log_ops=False)  # noqa: E731
-                    figures = self.timer.time(guarded, sets, self._timed_check(case, refs))
+                    figures = self.timer.time(self._raw_call, sets, self._timed_check(case, refs))
                     shapes.append(self._shape_record(case, figures, self.baselines.get(case.label, {})))
                     for ref in refs:
                         _fill(ref, float("nan"))
@@ -370,8 +387,7 @@ class Context:
                     baseline = {}
                     if hasattr(self.reference, "baseline"):
                         baseline = {"torch_ms": cpu_time(self.reference.baseline, sets)["ms"]}
-                    guarded = lambda *inputs: self.call(inputs, log_ops=False)  # noqa: E731
-                    figures = cpu_time(guarded, sets, self._timed_check(case, refs))
+                    figures = cpu_time(self._raw_call, sets, self._timed_check(case, refs))
                     shapes.append(self._shape_record(case, figures, baseline))
         except Fail as exc:
             self.ch.rung("benchmark", False, str(exc), _perf_counter() - started, shapes=shapes)
@@ -379,6 +395,15 @@ class Context:
         self.ch.rung("benchmark", True, None, _perf_counter() - started, shapes=shapes,
                      clock="cuda-events" if self.mode == "gpu" else "cpu-interpreter")
         return True
+
+    def _raw_call(self, *inputs):
+        """The timed call itself: nothing of the harness's between the events but the candidate."""
+        try:
+            return self.candidate.custom_kernel(*inputs)
+        except Fail:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            raise Fail(f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]) from exc
 
     def _shape_record(self, case, figures: dict, baseline: dict) -> dict:
         record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype, **figures, **baseline,

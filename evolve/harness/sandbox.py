@@ -57,12 +57,12 @@ class ChildResult:
         return f"; stderr: {chosen[:200]}" if chosen else ""
 
 
-def _child_env(token: str, mode: str, work: Path) -> dict:
+def _child_env(token: str, mode: str, work: Path, triton_cache: str | None) -> dict:
     env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
     env["EVOLVE_EVAL_TOKEN"] = token
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    env["TRITON_CACHE_DIR"] = triton_cache or str(work / "triton-cache")
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     if mode == "interpret":
         env["TRITON_INTERPRET"] = "1"
@@ -134,7 +134,7 @@ def run_child(job: dict, work: Path, timeout_s: float, max_rss_gb: float, on_mes
         proc = subprocess.Popen(
             [sys.executable, "-m", "evolve.harness.child", str(job_r), str(msg_w)],
             pass_fds=(job_r, msg_w), stdin=subprocess.DEVNULL, stdout=out_file, stderr=err_file, cwd=work,
-            env=_child_env(token, job["mode"], work), start_new_session=True,
+            env=_child_env(token, job["mode"], work, job.get("triton_cache")), start_new_session=True,
             preexec_fn=_limits(1 << 30),
         )
     os.close(job_r)

@@ -11,7 +11,9 @@ import triton.language as tl
 
 # Knobs a tuner may adjust; the wrapper reads them at every call.
 KNOBS = {
-    "MAX_SINGLE_BLOCK": 16384,  # longest row (after padding to a power of two) kept in one block
+    # Longest row (after padding to a power of two) kept in one block. On the H200, 32768 in one block of 16 warps
+    # ran at 0.95 of copy bandwidth (fp32 4096x32768) against 0.64 looped; 131072 looped ran at 0.61.
+    "MAX_SINGLE_BLOCK": 32768,
     "CHUNK": 4096,  # chunk width of the looped kernel
     "LOOP_WARPS": 8,  # num_warps of the looped kernel
 }
