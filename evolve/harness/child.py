@@ -175,6 +175,7 @@ def main(argv) -> int:
     if job["mode"] == "gpu":
         ctx.prepare_gpu()
     ctx.prepare_cases()
+    ctx.warm_up()
     ch.send({"kind": "setup", "entered": entered, "imported": imported,
              "prepare_s": round(_perf_counter() - prepare_started, 3)})
     ctx.launch_log.install(job["mode"])

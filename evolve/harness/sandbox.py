@@ -173,11 +173,7 @@ def run_child(job: dict, work: Path, timeout_s: float, max_rss_gb: float, on_mes
                 if result.tampered or result.finished:
                     break
     finally:
-        if result.finished:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        # Once the verdict is in, nothing the child does is needed: kill it rather than wait for its CUDA teardown.
         kill_everything(proc.pid, token)
         result.returncode = proc.wait()
         result.seconds = time.monotonic() - started

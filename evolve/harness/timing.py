@@ -1,8 +1,8 @@
 """Timing a call on the GPU (CUDA events, bounded below by the host clock) or under the CPU interpreter.
 
 Each repetition: fresh inputs (a copy of one of several distinct input sets into a new allocation), a device-wide
-synchronize, L2 flushed by writing a buffer larger than the cache (queued, so the call is issued while the GPU is
-still flushing and no launch gap is timed, as in triton.testing.do_bench), the timed call between two events, and a
+synchronize, L2 flushed by writing a buffer larger than the cache, a short GPU-side spin (both queued, so the call is
+issued while the GPU is still busy and no host launch latency is timed), the timed call between two events, and a
 device-wide synchronize again. The host clock around all that bounds the event figure: work the events do not see (a
 side stream, a kernel launched late) still shows up in the host time, and then the host time, less the measured fixed
 cost of the same sequence around a trivial op (flush included), is the figure. The number of repetitions adapts to the
@@ -24,6 +24,11 @@ _empty = torch.empty
 _empty_like = torch.empty_like
 _copy = torch.Tensor.copy_
 _zero = torch.Tensor.zero_
+_sleep = torch.cuda._sleep
+
+# GPU-side spin queued before the start event (~250 us at 2 GHz): long enough for a Python wrapper and Triton's
+# launch path to enqueue the kernel before the event fires, so host launch latency is not timed as kernel time.
+HOST_SLACK_CYCLES = 500_000
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
 
@@ -68,7 +73,8 @@ class GpuTimer:
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         _synchronize()
         t0 = _perf_counter()
-        _zero(self.flush)  # the GPU flushes L2 while the host issues the call, so no launch gap is timed
+        _zero(self.flush)
+        _sleep(HOST_SLACK_CYCLES)  # the GPU flushes L2 and then idles while the host issues the call: no launch gap
         _record(start)
         result = fn(*inputs)
         _record(end)
