@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import sys
 from pathlib import Path
 
@@ -81,6 +82,208 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
         if dump_dir and any(r["name"] == "compile" and r["status"] == "ok" for r in verdict["rungs"]):
             click.echo(f"compiler artifacts written to {Path(dump_dir).resolve()}")
     sys.exit(0 if verdict["ok"] else 1)
+
+
+def _db_option(f):
+    return click.option("--db", default="runs/evolve.db", show_default=True, type=click.Path(dir_okay=False),
+                        help="The SQLite archive.")(f)
+
+
+def _open_archive(db, must_exist=True):
+    from .archive import Archive, ArchiveError
+
+    if must_exist and not Path(db).exists():
+        _fail(f"{db} does not exist: start a run with `evolve run PROBLEM` or pass --db PATH")
+    try:
+        return Archive(db)
+    except ArchiveError as exc:
+        _fail(str(exc))
+
+
+@cli.command("run")
+@click.argument("problem", type=click.Path(exists=True, file_okay=False))
+@click.option("--model", "models", multiple=True, metavar="NAME[=WEIGHT]",
+              help="A litellm model string; repeat for an ensemble, with optional weights (name=0.3). Keys come from "
+                   "the provider's usual environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...). Without a "
+                   "model the run uses its embedded default: the knob tuner over the seeds and archived kernels.")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
+@click.option("--max-candidates", type=int, help="Stop after this many evaluated candidates.")
+@click.option("--budget", help="Stop after this much wall time: 90m, 8h, 45s.")
+@click.option("--max-cost", type=float, help="Stop once LLM spend reaches this many US dollars.")
+@click.option("--target", type=float, default=0.95, show_default=True,
+              help="Stop when the best fitness reaches this fraction of the roofline (GPU only).")
+@_db_option
+@click.option("--resume", is_flag=True, help="Continue the last run of this problem (after a crash or Ctrl-C).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
+@click.option("--islands", type=int, default=2, show_default=True, help="Number of islands in the population.")
+@click.option("--repairs", type=int, default=2, show_default=True,
+              help="Load/compile failures sent back to the model before a candidate counts as dead.")
+@click.option("--stagnation", type=int, default=30, show_default=True,
+              help="Stop after this many evaluated candidates without an improvement.")
+@click.option("--concurrency", type=int, default=4, show_default=True, help="Most LLM calls in flight at once.")
+@click.option("--tune-share", type=float, default=0.2, show_default=True,
+              help="With a model configured, the share of steps given to the knob tuner instead of the model.")
+@click.option("--llm-timeout", type=float, default=180.0, show_default=True,
+              help="Seconds to wait for one LLM reply before retrying.")
+@click.option("--llm-retries", type=int, default=4, show_default=True,
+              help="Retries of an LLM call on rate limits, 5xx errors and timeouts (exponential backoff).")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where candidates are evaluated (cpu: sm_90 compile + Triton interpreter).")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+              help="Wall-clock limit in seconds of each sandboxed evaluation child.")
+def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
+                repairs, stagnation, concurrency, tune_share, llm_timeout, llm_retries, device, timeout_s):
+    """Evolve kernels for PROBLEM unattended; every proposal and verdict goes to the archive (--db).
+
+    Stops at --target, --max-candidates, --budget, --max-cost or after --stagnation candidates without
+    improvement, and says which. Ctrl-C stops cleanly; --resume continues.
+    """
+    from .archive import ArchiveError
+    from .config import RunConfig, SearchConfig, parse_duration
+    from .harness import EvalOptions, ProblemError
+    from .progress import Progress
+    from .proposer import LLMProposer, check_models, parse_models
+    from .search import Search
+
+    try:
+        specs = tuple(parse_models(list(models)))
+        budget_s = parse_duration(budget) if budget else None
+    except ValueError as exc:
+        _fail(str(exc))
+    problems = check_models(list(specs), api_base) if specs else []
+    if problems:
+        _fail("\n".join(problems))
+    config = RunConfig(
+        problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
+        budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
+        search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share),
+        eval=EvalOptions(device=device, timeout_s=timeout_s))
+    if not specs:
+        click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
+                   "the archive's kernels; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
+                   "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
+    proposer = LLMProposer(list(specs), Path(__file__).resolve().parents[1] / "prompts", api_base=api_base,
+                           timeout_s=llm_timeout, max_retries=llm_retries, concurrency=concurrency,
+                           rng=random.Random(seed)) if specs else None
+    archive = _open_archive(db, must_exist=resume)
+    try:
+        with Progress(config, archive) as progress:
+            summary = Search(config, archive, proposer, on_event=progress).run()
+    except (ProblemError, LookupError, ArchiveError) as exc:
+        _fail(str(exc).strip("'\""))
+    _print_summary(summary, archive, problem)
+
+
+def _print_summary(summary, archive, problem):
+    click.echo(f"stopped: {summary.stop_reason}")
+    click.echo(f"run {summary.run_id}: {summary.evaluated} candidates evaluated, {summary.correct} correct, "
+               f"{summary.seconds / 60:.1f} min, ${summary.cost:.4f} spent")
+    best = summary.best
+    if best is None:
+        click.echo("no correct kernel yet")
+    else:
+        kind = f"fitness {best.fitness:.3f}" if best.fitness is not None else f"cpu interpreter score {best.score:.3g}"
+        seed = summary.seed_best
+        versus = f" (best seed: #{seed.id} {seed.score:.3g})" if seed and seed.id != best.id else ""
+        click.echo(f"best: #{best.id} {kind}{versus}")
+        verdict = archive.evaluation(best.id) or {}
+        from .render import shape_table
+
+        for line in shape_table(verdict):
+            click.echo(line)
+        click.echo(f"export it with: evolve best {problem} --db {summary.db} --export best.py")
+    click.echo(f"archive: {summary.db}")
+
+
+@cli.command("status")
+@_db_option
+def status_command(db):
+    """Runs in the archive: problem, progress, best so far, spend, and why each stopped."""
+    archive = _open_archive(db)
+    runs = archive.runs()
+    if not runs:
+        click.echo(f"no runs in {db}")
+        return
+    click.echo(f"{'run':>4}  {'problem':<12}{'started':<21}{'cands':>6}{'correct':>8}{'best':>9}{'cost $':>9}  state")
+    for r in runs:
+        best = r.get("best_fitness") if r.get("best_fitness") is not None else r.get("best_score")
+        best_text = f"{best:.3f}" if best is not None else "-"
+        state = r.get("stop_reason") or ("running or crashed (--resume continues it)" if not r.get("ended") else "")
+        click.echo(f"{r['id']:>4}  {r['problem']:<12}{str(r['started'])[:19]:<21}{r['candidates']:>6}"
+                   f"{r['correct']:>8}{best_text:>9}{r['cost'] or 0:>9.4f}  {state}")
+
+
+@cli.command("best")
+@click.argument("problem", type=click.Path(exists=True, file_okay=False))
+@_db_option
+@click.option("--export", "export_path", type=click.Path(dir_okay=False), help="Write the kernel's source here.")
+@click.option("--no-verify", is_flag=True, help="Skip re-running the ladder on the best kernel before exporting.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where the re-verification runs.")
+def best_command(problem, db, export_path, no_verify, device):
+    """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder."""
+    from .harness import EvalOptions, evaluate, load_problem
+    from .render import ladder_lines, shape_table
+
+    name = load_problem(problem).name
+    archive = _open_archive(db)
+    best = archive.best(name)
+    if best is None:
+        _fail(f"no correct kernel for {name} in {db}", 1)
+    click.echo(f"#{best.id} from run {best.run_id} ({best.proposer}{' ' + best.model if best.model else ''}), "
+               f"score {best.score:.4g}")
+    if not no_verify:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "best.py"
+            path.write_text(best.source)
+            verdict = evaluate(path, problem, EvalOptions(device=device))
+        for line in ladder_lines(verdict) + shape_table(verdict):
+            click.echo(line)
+        if not verdict["ok"]:
+            _fail("the archived best no longer passes the ladder; not exported", 1)
+    if export_path:
+        Path(export_path).write_text(best.source)
+        click.echo(f"written to {export_path}")
+
+
+@cli.command("show")
+@click.argument("candidate_id", type=int)
+@_db_option
+@click.option("--prompt/--no-prompt", default=True, show_default=True, help="Include the prompt and the raw reply.")
+def show_command(candidate_id, db, prompt):
+    """One candidate: source, lineage, rung ladder, and the prompt and reply that produced it."""
+    from .archive import ArchiveError
+    from .render import ladder_lines, shape_table
+
+    archive = _open_archive(db)
+    try:
+        c = archive.get(candidate_id)
+    except ArchiveError as exc:
+        _fail(str(exc), 1)
+    lineage, p = [], c
+    while p.parent_ids:
+        p = archive.get(p.parent_ids[0])
+        lineage.append(f"#{p.id} ({p.proposer})")
+    click.echo(f"candidate #{c.id}  run {c.run_id}  island {c.island}  generation {c.generation}  {c.status}")
+    click.echo(f"proposer {c.proposer}  model {c.model or '-'}  template {c.template or '-'}  knobs {c.knobs or '-'}")
+    click.echo(f"tokens {c.tokens_in}+{c.tokens_out}  cost ${c.cost:.4f}  latency {c.latency_s:.1f} s")
+    click.echo(f"lineage: {' <- '.join([f'#{c.id}'] + lineage)}")
+    if c.error:
+        click.echo(f"invalid: {c.error}")
+    verdict = archive.evaluation(c.id)
+    if verdict:
+        click.echo("")
+        for line in ladder_lines(verdict) + shape_table(verdict):
+            click.echo(line)
+    click.echo("\n--- source ---")
+    click.echo(c.source or "(none)")
+    if prompt:
+        click.echo("--- prompt ---")
+        click.echo(c.prompt or "(none)")
+        click.echo("--- reply ---")
+        click.echo(c.reply or "(none)")
 
 
 def main():

@@ -17,6 +17,8 @@ KNOBS = {
     "CHUNK": 4096,  # chunk width of the looped kernel
     "LOOP_WARPS": 8,  # num_warps of the looped kernel
 }
+# The values the tuner may try (blocks over 32768 elements take ptxas a minute and spill).
+KNOB_SPACE = {"MAX_SINGLE_BLOCK": [8192, 16384, 32768], "CHUNK": [1024, 2048, 4096, 8192], "LOOP_WARPS": [4, 8, 16]}
 
 
 @triton.jit

@@ -1,0 +1,426 @@
+"""The archive: every run, candidate, LLM exchange and verdict of a search, in one SQLite file.
+
+The file (``runs/evolve.db`` by default) is plain SQLite in WAL mode; open it with ``sqlite3``, sqlite-utils or
+Datasette. Tables and columns:
+
+``runs``: one row per ``evolve run``.
+    id            integer primary key
+    problem       problem name (``problem.toml`` ``name``); duplicate detection spans all runs of a problem
+    problem_path  the problem folder as given
+    options       JSON: the run's options, with every key naming a key, token or secret removed (recursively)
+    device        device the verdicts were measured on (``"NVIDIA H200"``, ``"cpu"``)
+    versions      JSON: versions of python, torch, triton, evolve, ...
+    started       ISO time (UTC) the run began
+    ended         ISO time (UTC) it finished; null while running or after a crash
+    stop_reason   why it stopped (``"budget"``, ``"generations"``, ``"interrupted"``, ...); null while running
+
+``candidates``: one row per proposal, including failed ones: the log of every LLM exchange.
+    id            integer primary key
+    run_id        the run (references ``runs.id``)
+    hash          sha256 of the normalised source (comments, docstrings and formatting removed); "" if no source
+    source        the kernel file; null when the proposal produced none
+    parent_ids    JSON list of candidate ids it was derived from
+    island        island of the search population
+    generation    generation number
+    proposer      ``"llm"``, ``"seed"``, ``"tuner"`` or ``"migration"``
+    model         LLM that wrote it (null unless proposer is llm)
+    template      prompt template name
+    prompt        the full prompt sent
+    reply         the full reply received
+    tokens_in     prompt tokens
+    tokens_out    completion tokens
+    cost          USD cost of the call
+    latency_s     seconds the call took
+    knobs         JSON: tuned launch parameters, or null
+    status        ``"pending"`` (stored, not yet evaluated), ``"evaluated"``, or ``"invalid"`` (no usable source)
+    error         for invalid: why (garbage reply, diff did not apply, HTTP failure)
+    ok            1 if the verdict passed every rung, 0 if not, null before evaluation
+    fitness       roofline fitness (GPU only); null if incorrect or no GPU
+    score         what the search ranks by: fitness on a GPU, a relative speed score on the CPU interpreter;
+                  null if incorrect
+    failed_rung   name of the first failed rung, if any
+    reason        that rung's reason
+    created       ISO time (UTC) the proposal was stored
+
+``evaluations``: the latest verdict of each evaluated candidate (re-evaluating replaces it).
+    candidate_id  primary key, references ``candidates.id``
+    ok, fitness, score, failed_rung, reason   as in candidates
+    verdict_json  the harness's whole verdict (rungs with metrics, per-shape timings, device, secret, versions)
+    seconds       wall time of the evaluation (sum of rung seconds)
+    created       ISO time (UTC) it was recorded
+
+``_evolve_migrations``: schema migrations applied to this file.
+    name          migration function name (``m001_initial``, ...)
+    applied       ISO time (UTC) it was applied
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import sqlite_utils
+
+
+class ArchiveError(Exception):
+    """An archive problem the user can act on; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: int
+    run_id: int
+    hash: str
+    source: str | None
+    parent_ids: tuple[int, ...]
+    island: int
+    generation: int
+    proposer: str
+    model: str | None
+    template: str | None
+    prompt: str | None
+    reply: str | None
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    latency_s: float
+    knobs: dict | None
+    status: str
+    error: str | None
+    ok: bool | None
+    fitness: float | None
+    score: float | None
+    failed_rung: str | None
+    reason: str | None
+    created: str
+
+
+# --- duplicate detection ----------------------------------------------------------------------------------------
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or ([] if isinstance(node, ast.Module) else [ast.Pass()])
+    return tree
+
+
+def normalize_source(source: str) -> str:
+    """The source without comments, docstrings or formatting differences; unparseable source is only stripped."""
+    try:
+        return ast.unparse(_strip_docstrings(ast.parse(source)))
+    except (SyntaxError, ValueError, RecursionError):
+        return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(normalize_source(source).encode()).hexdigest()
+
+
+# --- migrations (named, ordered, each applied once; the pattern of simonw/llm migrations.py) ---------------------
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = []
+migration = MIGRATIONS.append
+
+
+@migration
+def m001_initial(db: sqlite_utils.Database) -> None:
+    db.execute("""CREATE TABLE runs (
+        id INTEGER PRIMARY KEY, problem TEXT NOT NULL, problem_path TEXT, options TEXT, device TEXT,
+        versions TEXT, started TEXT NOT NULL, ended TEXT, stop_reason TEXT)""")
+    db.execute("""CREATE TABLE candidates (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), hash TEXT NOT NULL, source TEXT,
+        parent_ids TEXT NOT NULL DEFAULT '[]', island INTEGER NOT NULL DEFAULT 0,
+        generation INTEGER NOT NULL DEFAULT 0, proposer TEXT NOT NULL, model TEXT, template TEXT, prompt TEXT,
+        reply TEXT, tokens_in INTEGER NOT NULL DEFAULT 0, tokens_out INTEGER NOT NULL DEFAULT 0,
+        cost REAL NOT NULL DEFAULT 0, latency_s REAL NOT NULL DEFAULT 0, knobs TEXT, status TEXT NOT NULL,
+        error TEXT, ok INTEGER, fitness REAL, score REAL, failed_rung TEXT, reason TEXT, created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_candidates_hash ON candidates (hash)")
+    db.execute("CREATE INDEX idx_candidates_run_id ON candidates (run_id)")
+    db.execute("CREATE INDEX idx_runs_problem ON runs (problem)")
+
+
+@migration
+def m002_evaluations(db: sqlite_utils.Database) -> None:
+    db.execute("""CREATE TABLE evaluations (
+        candidate_id INTEGER PRIMARY KEY REFERENCES candidates(id), ok INTEGER NOT NULL, fitness REAL,
+        score REAL, failed_rung TEXT, reason TEXT, verdict_json TEXT NOT NULL, seconds REAL, created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_candidates_run_status ON candidates (run_id, status)")
+
+
+def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
+    """Apply the pending migrations in order, all in one transaction; refuse a file from a newer evolve.
+
+    A migration takes the sqlite-utils Database; it runs inside that transaction, so sqlite-utils calls in it
+    (``transform``, ``create``) nest as savepoints and a failing migration leaves the file as it was."""
+    migrations = MIGRATIONS if migrations is None else migrations
+    known = {fn.__name__ for fn in MIGRATIONS}
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS _evolve_migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
+        applied = {row[0] for row in db.execute("SELECT name FROM _evolve_migrations")}
+        unknown = sorted(applied - known)
+        if unknown:
+            raise ArchiveError(f"{name} was written by a newer evolve (schema migration {unknown[-1]} is "
+                               "unknown to this one): upgrade evolve or pass --db PATH")
+        for fn in migrations:
+            if fn.__name__ not in applied:
+                fn(db)
+                db.execute("INSERT INTO _evolve_migrations (name, applied) VALUES (?, ?)", [fn.__name__, _now()])
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+# --- helpers ----------------------------------------------------------------------------------------------------
+
+_SECRET = re.compile(r"key|token|secret", re.IGNORECASE)
+
+
+def strip_secrets(value):
+    """A copy of value with every dict key that names a key, token or secret removed, at any depth."""
+    if isinstance(value, dict):
+        return {k: strip_secrets(v) for k, v in value.items() if not _SECRET.search(str(k))}
+    if isinstance(value, (list, tuple)):
+        return [strip_secrets(v) for v in value]
+    return value
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _failed_rung(verdict: dict) -> tuple[str | None, str | None]:
+    for rung in verdict.get("rungs") or []:
+        if rung.get("status") == "failed" or (rung.get("ok") is False and rung.get("status") != "skipped"):
+            return rung.get("name"), rung.get("reason")
+    return None, (None if verdict.get("ok") else verdict.get("reason"))
+
+
+_COLUMNS = [f for f in Candidate.__dataclass_fields__]
+_SELECT = "SELECT " + ", ".join(f"c.{c}" for c in _COLUMNS) + " FROM candidates c JOIN runs r ON r.id = c.run_id"
+
+
+def _candidate(row: sqlite3.Row) -> Candidate:
+    d = dict(zip(_COLUMNS, row))
+    d["parent_ids"] = tuple(json.loads(d["parent_ids"] or "[]"))
+    d["knobs"] = json.loads(d["knobs"]) if d["knobs"] is not None else None
+    d["ok"] = None if d["ok"] is None else bool(d["ok"])
+    return Candidate(**d)
+
+
+# --- the archive ------------------------------------------------------------------------------------------------
+
+class Archive:
+    """One SQLite file. Hands out frozen Candidates; every write commits before the method returns."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.is_dir():
+                raise ArchiveError(f"{path} is a folder, not a SQLite database: pass --db PATH to a file")
+        conn = None
+        try:
+            conn = sqlite3.connect(str(path), timeout=5, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            self._conn = conn
+            migrate(sqlite_utils.Database(conn), name=str(path))
+        except sqlite3.OperationalError as e:  # locked, unreadable, no permission: the file may be fine
+            if conn is not None:
+                conn.close()
+            raise ArchiveError(f"cannot open {path} ({e}): check the path and its permissions, stop any other "
+                               "evolve writing to it, or pass --db PATH") from e
+        except sqlite3.DatabaseError as e:
+            if conn is not None:
+                conn.close()
+            raise ArchiveError(f"{path} is not a SQLite database (or is corrupt: {e}): move it aside or pass "
+                               "--db PATH") from e
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _query(self, sql: str, params=()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def _dicts(self, sql: str, params=()) -> list[dict]:
+        with self._lock:
+            cur = self._conn.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def _write(self, fn):
+        """Run fn(conn) in one IMMEDIATE transaction (the write lock taken up front), committed before returning."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(self._conn)
+                self._conn.execute("COMMIT")
+                return result
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    # runs --------------------------------------------------------------------------------------------------------
+
+    def start_run(self, problem: str, problem_path: str, options: dict, device: str, versions: dict) -> int:
+        row = [problem, str(problem_path), json.dumps(strip_secrets(options or {}), default=str), device,
+               json.dumps(versions or {}, default=str), _now()]
+        return self._write(lambda c: c.execute(
+            "INSERT INTO runs (problem, problem_path, options, device, versions, started) VALUES (?,?,?,?,?,?)",
+            row).lastrowid)
+
+    @staticmethod
+    def _run_dict(row: dict) -> dict:
+        for key in ("options", "versions"):
+            row[key] = json.loads(row[key]) if row[key] else {}
+        return row
+
+    def last_run(self, problem: str) -> dict | None:
+        rows = self._dicts("SELECT * FROM runs WHERE problem = ? ORDER BY id DESC LIMIT 1", [problem])
+        return self._run_dict(rows[0]) if rows else None
+
+    def finish_run(self, run_id: int, stop_reason: str) -> None:
+        self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ? WHERE id = ?",
+                                        [_now(), stop_reason, run_id]))
+
+    def runs(self) -> list[dict]:
+        return [self._run_dict(r) for r in self._dicts("""
+            SELECT r.*, count(c.id) AS candidates,
+                   coalesce(sum(c.status = 'evaluated'), 0) AS evaluated, coalesce(sum(c.ok = 1), 0) AS correct,
+                   max(CASE WHEN c.ok = 1 THEN c.score END) AS best_score,
+                   max(CASE WHEN c.ok = 1 THEN c.fitness END) AS best_fitness,
+                   coalesce(sum(c.cost), 0.0) AS cost, coalesce(sum(c.tokens_in + c.tokens_out), 0) AS tokens,
+                   coalesce(sum(c.status = 'pending'), 0) AS pending
+            FROM runs r LEFT JOIN candidates c ON c.run_id = r.id GROUP BY r.id ORDER BY r.id""")]
+
+    # candidates --------------------------------------------------------------------------------------------------
+
+    def add_candidate(self, run_id: int, *, source: str | None, parent_ids=(), island: int = 0,
+                      generation: int = 0, proposer: str = "llm", model: str | None = None,
+                      template: str | None = None, prompt: str | None = None, reply: str | None = None,
+                      tokens_in: int = 0, tokens_out: int = 0, cost: float = 0.0, latency_s: float = 0.0,
+                      knobs: dict | None = None, error: str | None = None) -> Candidate | None:
+        """Store a proposal. Invalid ones (no source, or an error) are always stored; a source whose hash is
+        already in any run of the same problem is a duplicate: nothing is stored and None comes back."""
+        invalid = source is None or error is not None
+        if source is None and error is None:
+            error = "no source"
+        digest = "" if source is None else source_hash(source)
+        row = dict(run_id=run_id, hash=digest, source=source, parent_ids=json.dumps([int(p) for p in parent_ids]),
+                   island=island, generation=generation, proposer=proposer, model=model, template=template,
+                   prompt=prompt, reply=reply, tokens_in=int(tokens_in or 0), tokens_out=int(tokens_out or 0),
+                   cost=float(cost or 0.0), latency_s=float(latency_s or 0.0),
+                   knobs=None if knobs is None else json.dumps(knobs, default=str),
+                   status="invalid" if invalid else "pending", error=error, created=_now())
+
+        def insert(c: sqlite3.Connection) -> int | None:
+            problem = c.execute("SELECT problem FROM runs WHERE id = ?", [run_id]).fetchone()
+            if problem is None:
+                raise ArchiveError(f"no run {run_id} in {self.path}")
+            if not invalid and c.execute(
+                    "SELECT 1 FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.hash = ? AND r.problem = ? "
+                    "AND c.status != 'invalid' LIMIT 1", [digest, problem[0]]).fetchone():
+                return None
+            return c.execute(f"INSERT INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                             list(row.values())).lastrowid
+
+        new_id = self._write(insert)
+        return None if new_id is None else self.get(new_id)
+
+    def record_verdict(self, candidate_id: int, verdict: dict) -> Candidate:
+        """Store the harness verdict (replacing an earlier one) and update the candidate from it."""
+        ok = bool(verdict.get("ok"))
+        fitness = verdict.get("fitness")
+        score = verdict.get("score") if ok else None
+        failed_rung, reason = _failed_rung(verdict)
+        seconds = verdict.get("seconds")
+        if seconds is None:
+            seconds = sum(float(r.get("seconds") or 0.0) for r in verdict.get("rungs") or [])
+        verdict_json = json.dumps(verdict, default=str)
+
+        def update(c: sqlite3.Connection) -> None:
+            status = c.execute("SELECT status FROM candidates WHERE id = ?", [candidate_id]).fetchone()
+            if status is None:
+                raise ArchiveError(f"no candidate {candidate_id} in {self.path}")
+            if status[0] == "invalid":
+                raise ArchiveError(f"candidate {candidate_id} in {self.path} is invalid (no usable source); "
+                                   "there is nothing to evaluate")
+            c.execute("INSERT OR REPLACE INTO evaluations (candidate_id, ok, fitness, score, failed_rung, reason, "
+                      "verdict_json, seconds, created) VALUES (?,?,?,?,?,?,?,?,?)",
+                      [candidate_id, ok, fitness, score, failed_rung, reason, verdict_json, seconds, _now()])
+            c.execute("UPDATE candidates SET status = 'evaluated', ok = ?, fitness = ?, score = ?, failed_rung = ?, "
+                      "reason = ? WHERE id = ?", [ok, fitness, score, failed_rung, reason, candidate_id])
+
+        self._write(update)
+        return self.get(candidate_id)
+
+    def pending(self, run_id: int) -> list[Candidate]:
+        """Candidates stored but never evaluated, oldest first: what a crash left in flight."""
+        return [_candidate(r) for r in self._query(
+            _SELECT + " WHERE c.run_id = ? AND c.status = 'pending' ORDER BY c.id", [run_id])]
+
+    def get(self, candidate_id: int) -> Candidate:
+        rows = self._query(_SELECT + " WHERE c.id = ?", [candidate_id])
+        if not rows:
+            raise ArchiveError(f"no candidate {candidate_id} in {self.path}")
+        return _candidate(rows[0])
+
+    def candidates(self, run_id: int | None = None, problem: str | None = None) -> list[Candidate]:
+        where, params = [], []
+        if run_id is not None:
+            where.append("c.run_id = ?")
+            params.append(run_id)
+        if problem is not None:
+            where.append("r.problem = ?")
+            params.append(problem)
+        sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY c.id"
+        return [_candidate(r) for r in self._query(sql, params)]
+
+    def best(self, problem: str, run_id: int | None = None) -> Candidate | None:
+        """The ok candidate with the highest score (ties: the oldest), in one run or across the problem."""
+        sql = _SELECT + " WHERE r.problem = ? AND c.ok = 1"
+        params: list = [problem]
+        if run_id is not None:
+            sql += " AND c.run_id = ?"
+            params.append(run_id)
+        rows = self._query(sql + " ORDER BY c.score IS NULL, c.score DESC, c.id LIMIT 1", params)
+        return _candidate(rows[0]) if rows else None
+
+    def evaluation(self, candidate_id: int) -> dict | None:
+        rows = self._query("SELECT verdict_json FROM evaluations WHERE candidate_id = ?", [candidate_id])
+        return json.loads(rows[0][0]) if rows else None
+
+    def spend(self, run_id: int) -> dict:
+        """LLM spend of a run: cost, tokens and the number of LLM calls (failed ones included)."""
+        cost, tin, tout, calls = self._query(
+            "SELECT coalesce(sum(cost), 0.0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
+            "coalesce(sum(proposer = 'llm'), 0) FROM candidates WHERE run_id = ?", [run_id])[0]
+        return {"cost": float(cost), "tokens_in": int(tin), "tokens_out": int(tout), "calls": int(calls)}
+
+    def known_hashes(self, problem: str) -> set[str]:
+        """Hashes of every valid source already proposed for the problem, in any run."""
+        return {r[0] for r in self._query(
+            "SELECT DISTINCT c.hash FROM candidates c JOIN runs r ON r.id = c.run_id "
+            "WHERE r.problem = ? AND c.status != 'invalid'", [problem])}

@@ -1,0 +1,57 @@
+"""Run configuration: one frozen root, built once at the CLI edge and passed down explicitly."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .harness import EvalOptions
+from .proposer import ModelSpec
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(text: str) -> float:
+    """'90m', '8h', '45s', '1.5h', '600' (seconds) -> seconds."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ValueError(f"cannot read duration {text!r}: use a number with s, m, h or d, e.g. 90m or 8h")
+    return float(match.group(1)) * _UNIT[match.group(2)]
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    islands: int = 2
+    migrate_every: int = 10  # candidates between migrations of each island's best to the next island
+    exploit: float = 0.7  # chance of picking a parent from the island's top (else any correct member)
+    inspirations: int = 2
+    diff_share: float = 0.5  # share of LLM proposals asked as SEARCH/REPLACE edits (the rest: full rewrites)
+    tune_share: float = 0.2  # share of steps given to the knob tuner when a model is configured
+    repairs: int = 2  # load/compile failures sent back to the model before a candidate counts as dead
+    tuner_trials: int = 6  # knob settings tried per program structure
+    stagnation: int = 30  # stop after this many evaluated candidates without an improvement
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    problem_dir: str
+    db: str = "runs/evolve.db"
+    models: tuple[ModelSpec, ...] = ()
+    api_base: str | None = None
+    max_candidates: int | None = None
+    budget_s: float | None = None
+    max_cost: float | None = None
+    target: float = 0.95
+    resume: bool = False
+    seed: int = 0
+    search: SearchConfig = field(default_factory=SearchConfig)
+    eval: EvalOptions = field(default_factory=EvalOptions)
+
+    def public(self) -> dict:
+        """What the archive records about the run (no secrets live here: keys stay in the environment)."""
+        return {
+            "models": [{"name": m.name, "weight": m.weight} for m in self.models], "api_base": self.api_base,
+            "max_candidates": self.max_candidates, "budget_s": self.budget_s, "max_cost": self.max_cost,
+            "target": self.target, "seed": self.seed, "search": self.search.__dict__,
+            "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
+        }

@@ -1,0 +1,116 @@
+"""Progress of a run for people: a live rich view on a terminal, one plain line per candidate otherwise."""
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _score(c) -> str:
+    if c is None or c.score is None:
+        return "-"
+    return f"fitness {c.fitness:.3f}" if c.fitness is not None else f"cpu score {c.score:.3g}"
+
+
+def candidate_line(event: dict) -> str:
+    c = event["candidate"]
+    who = c.proposer + (f" {c.model}" if c.model else "") + (f" {c.template}" if c.template and c.proposer == "llm"
+                                                              else "")
+    if c.status == "invalid":
+        return f"#{c.id:<5} {who}: invalid proposal: {c.error}"
+    verdict = "ok" if c.ok else f"FAILED {c.failed_rung}: {c.reason}"
+    best = event.get("best")
+    best_text = f"  (best {_score(best)} #{best.id})" if best else ""
+    return f"#{c.id:<5} {who} island {c.island}: {verdict}  {_score(c) if c.ok else ''}{best_text}  " \
+           f"{event.get('seconds', 0):.1f} s"
+
+
+class Progress:
+    """Receives the search's events; draws a live table on a TTY, prints log lines elsewhere."""
+
+    def __init__(self, config, archive, stream=None):
+        self.config = config
+        self.archive = archive
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty()
+        self.started = time.monotonic()
+        self.run_id = None
+        self.counts = {"evaluated": 0, "correct": 0, "invalid": 0, "duplicate": 0}
+        self.best = None
+        self.recent: list[str] = []
+        self.live = None
+
+    def __enter__(self):
+        if self.tty:
+            from rich.console import Console
+            from rich.live import Live
+
+            self.live = Live(self._render(), console=Console(file=self.stream), refresh_per_second=2,
+                             transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.update(self._render())
+            self.live.__exit__(*exc)
+        return False
+
+    def __call__(self, event: dict) -> None:
+        kind = event["kind"]
+        line = None
+        if kind == "start":
+            self.run_id = event["run_id"]
+            line = f"run {self.run_id} {'resumed' if event['resumed'] else 'started'} " \
+                   f"({event['members']} correct kernels already in the archive)"
+        elif kind == "candidate":
+            c = event["candidate"]
+            self.counts["evaluated"] += 1
+            self.counts["correct"] += bool(c.ok)
+            self.best = event.get("best") or self.best
+            line = candidate_line(event)
+        elif kind == "invalid":
+            self.counts["invalid"] += 1
+            line = candidate_line(event)
+        elif kind == "duplicate":
+            self.counts["duplicate"] += 1
+        elif kind == "resume":
+            line = f"re-evaluating #{event['candidate'].id}, in flight when the last run stopped"
+        elif kind == "migrate":
+            line = f"migration: island sizes {event['islands']}"
+        if line is None:
+            return
+        if self.live is not None:
+            self.recent = (self.recent + [line])[-8:]
+            self.live.update(self._render())
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def _lineage(self) -> str:
+        chain, c = [], self.best
+        while c is not None and len(chain) < 6:
+            chain.append(f"#{c.id}")
+            c = self.archive.get(c.parent_ids[0]) if c.parent_ids else None
+        return " <- ".join(chain)
+
+    def _render(self):
+        from rich.table import Table
+
+        elapsed = time.monotonic() - self.started
+        n = self.counts["evaluated"]
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold")
+        table.add_column()
+        rate = f"{self.counts['correct']}/{n} correct ({100 * self.counts['correct'] / n:.0f}%)" if n else "-"
+        table.add_row("run", f"{self.run_id}  {self.config.problem_dir}  archive {self.config.db}")
+        table.add_row("candidates", f"{n} evaluated, {rate}, {self.counts['invalid']} invalid proposals, "
+                                    f"{self.counts['duplicate']} duplicates skipped")
+        table.add_row("best", f"{_score(self.best)}  {self._lineage()}" if self.best else "-")
+        table.add_row("pace", f"{3600 * n / elapsed:.0f} candidates/hour" if elapsed > 1 and n else "-")
+        spend = self.archive.spend(self.run_id)["cost"] if self.run_id else 0.0
+        cap = f" of ${self.config.max_cost:g}" if self.config.max_cost else ""
+        table.add_row("spend", f"${spend:.4f}{cap}")
+        left = f"{max(0.0, self.config.budget_s - elapsed) / 60:.1f} min left" if self.config.budget_s else "no limit"
+        table.add_row("time", f"{elapsed / 60:.1f} min elapsed, {left}")
+        for line in self.recent:
+            table.add_row("", line)
+        return table

@@ -1,0 +1,340 @@
+"""The LLM seam: render a prompt, ask a model (any provider, through litellm), turn the reply into candidate source.
+
+`LLMProposer.propose` is the only place that talks to a model. It never raises for anything the network or the model
+does: a failure comes back as a `Proposal` with `source=None` and a one-line `error`. litellm is imported lazily so
+that `import evolve.proposer` stays cheap.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import os
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+TEMPLATES = ("full_rewrite", "diff_edit", "repair")
+_MAX_BACKOFF_S = 60.0
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str  # any litellm model string, e.g. "anthropic/claude-sonnet-4-5", "openai/my-model"
+    weight: float = 1.0
+
+
+def parse_models(values: list[str]) -> list[ModelSpec]:
+    """Parse "name" or "name=weight" strings (weights are relative, >= 0, at least one positive)."""
+    specs = []
+    for value in values:
+        name, sep, weight_text = value.strip().rpartition("=") if "=" in value else (value.strip(), "", "")
+        name = name.strip()
+        if not name:
+            raise ValueError(f"model {value!r} has no name; write NAME or NAME=WEIGHT, e.g. openai/my-model=0.5")
+        weight = 1.0
+        if sep:
+            try:
+                weight = float(weight_text)
+            except ValueError:
+                raise ValueError(f"model {value!r}: weight {weight_text.strip()!r} is not a number; "
+                                 f"write e.g. {name}=0.5") from None
+            if not math.isfinite(weight) or weight < 0:
+                raise ValueError(f"model {value!r}: weight must be a finite number >= 0, got {weight_text.strip()}")
+        specs.append(ModelSpec(name, weight))
+    if specs and not any(s.weight > 0 for s in specs):
+        raise ValueError("every model has weight 0; give at least one a positive weight")
+    return specs
+
+
+@dataclass(frozen=True)
+class Proposal:
+    source: str | None  # the full candidate source, or None when the reply could not be used
+    error: str | None  # one line: why not
+    template: str  # "full_rewrite" | "diff_edit" | "repair"
+    model: str
+    prompt: str  # the rendered messages as one text (role headers + content)
+    reply: str | None  # raw reply text (None if no reply arrived)
+    tokens_in: int
+    tokens_out: int
+    cost: float  # USD from litellm.completion_cost; 0.0 when litellm has no price for the model
+    latency_s: float  # wall time of the whole proposal: every attempt and the waits between them
+    attempts: int  # HTTP attempts made (1 = no retry)
+
+
+def _litellm():
+    # Without this litellm fetches its price map from GitHub at import (and waits on retries when offline).
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on stdout: only the CLI prints
+    return litellm
+
+
+def check_models(models, api_base: str | None) -> list[str]:
+    """One human-readable problem per model litellm cannot call as configured (a missing provider key, mostly)."""
+    litellm = _litellm()
+    problems = []
+    for model in models:
+        name = model.name if isinstance(model, ModelSpec) else str(model)
+        try:
+            litellm.get_llm_provider(model=name, api_base=api_base)
+        except Exception:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
+            problems.append(
+                f"{name}: litellm cannot tell which provider serves this model; write it as provider/model, "
+                f"e.g. anthropic/claude-sonnet-4-5, or openai/{name} --api-base URL for an OpenAI-compatible server"
+            )
+            continue
+        if api_base:
+            continue  # local OpenAI-compatible servers need no key
+        missing = litellm.validate_environment(model=name).get("missing_keys") or []
+        if missing:
+            names = " and ".join(missing)
+            problems.append(
+                f"{name}: {names} {'is' if len(missing) == 1 else 'are'} not set; export {missing[0]}=... "
+                f"(your provider key), or serve a model on an OpenAI-compatible server and pass "
+                f"--api-base http://HOST:PORT/v1 --model openai/<served-name>"
+            )
+    return problems
+
+
+def _is_retryable(exc: BaseException, litellm) -> bool:
+    names = ("RateLimitError", "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "Timeout",
+             "BadGatewayError")
+    transient = tuple(t for t in (getattr(litellm, n, None) for n in names) if isinstance(t, type))
+    if isinstance(exc, getattr(litellm, "AuthenticationError", ())) or isinstance(
+        exc, getattr(litellm, "PermissionDeniedError", ())
+    ):
+        return False
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+        return False  # bad request, not found, context window...: the same request fails again
+    return isinstance(exc, transient) or (isinstance(status, int) and (status >= 500 or status in (408, 429)))
+
+
+def _retry_after(exc: BaseException) -> float:
+    response = getattr(exc, "response", None)
+    try:
+        return max(0.0, float(response.headers.get("retry-after")))
+    except Exception:  # noqa: BLE001 - absent, a date, or no response at all
+        return 0.0
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _secrets() -> list[str]:
+    keys = ("KEY", "TOKEN", "SECRET")
+    return [v for k, v in os.environ.items() if len(v) >= 8 and any(s in k.upper() for s in keys)]
+
+
+class LLMProposer:
+    def __init__(self, models: list[ModelSpec], prompts_dir: Path, api_base: str | None = None,
+                 timeout_s: float = 180.0, max_retries: int = 4, backoff_s: float = 2.0,
+                 concurrency: int = 4, rng: random.Random | None = None, temperature: float = 0.8):
+        if not models or not any(m.weight > 0 for m in models):
+            raise ValueError("LLMProposer needs at least one model with a positive weight")
+        import jinja2
+
+        self.models = list(models)
+        self.prompts_dir = Path(prompts_dir)
+        self.api_base = api_base
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.temperature = temperature
+        self.rng = rng or random.Random()
+        self._rng_lock = threading.Lock()
+        self._jitter = random.Random()  # backoff jitter must not shift the seeded model choice
+        self._slots = threading.Semaphore(max(1, concurrency))
+        self._env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(self.prompts_dir)),
+            undefined=jinja2.StrictUndefined,  # a typo in a user's template fails loudly, once, at the first render
+            trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False, autoescape=False,
+        )
+
+    def pick_model(self) -> ModelSpec:
+        with self._rng_lock:
+            return self.rng.choices(self.models, weights=[m.weight for m in self.models])[0]
+
+    def render(self, template: str, context: dict) -> list[dict]:
+        """system (prompts/system.j2) + user (prompts/<template>.j2). Template errors raise: they are config bugs."""
+        if template not in TEMPLATES:
+            raise ValueError(f"unknown template {template!r}; expected one of {', '.join(TEMPLATES)}")
+        context = {**context, "template": template}
+        system = self._env.get_template("system.j2").render(context).strip()
+        user = self._env.get_template(f"{template}.j2").render(context).strip()
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def _call(self, litellm, model: str, messages: list[dict]):
+        kwargs = dict(model=model, messages=messages, timeout=self.timeout_s, temperature=self.temperature,
+                      num_retries=0)  # we retry ourselves, with backoff; litellm and the openai client must not
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+            if litellm.validate_environment(model=model).get("missing_keys"):
+                kwargs["api_key"] = "not-needed"  # local OpenAI-compatible servers take any key
+        with self._slots:
+            return litellm.completion(**kwargs)
+
+    def propose(self, template: str, context: dict, parent_source: str | None = None) -> Proposal:
+        """Ask one model (weighted random pick) for a candidate. Thread-safe; never raises for HTTP or reply trouble."""
+        messages = self.render(template, context)
+        prompt = "\n\n".join(f"### {m['role']}\n{m['content']}" for m in messages)
+        model = self.pick_model().name
+        litellm = _litellm()
+        start = time.monotonic()
+        attempts, response, error = 0, None, None
+        while True:
+            attempts += 1
+            try:
+                response = self._call(litellm, model, messages)
+                break
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded Proposal
+                error = f"{type(exc).__name__}: {_one_line(str(exc))}"
+                if attempts > self.max_retries or not _is_retryable(exc, litellm):
+                    if attempts > 1:
+                        error = f"{error} (after {attempts} attempts)"
+                    break
+                delay = min(_MAX_BACKOFF_S, self.backoff_s * 2 ** (attempts - 1))
+                with self._rng_lock:
+                    delay += self._jitter.uniform(0, 0.25 * delay)
+                time.sleep(min(_MAX_BACKOFF_S, max(delay, _retry_after(exc))))
+
+        def done(source, err, reply=None, tokens_in=0, tokens_out=0, cost=0.0):
+            err = _redact(err, _secrets()) if err else None
+            return Proposal(source, err, template, model, prompt, reply, tokens_in, tokens_out, cost,
+                            time.monotonic() - start, attempts)
+
+        if response is None:
+            return done(None, error or "no response")
+        usage = getattr(response, "usage", None)
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        try:
+            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:  # noqa: BLE001 - no price for this model (local servers, new models)
+            cost = 0.0
+        try:
+            choice = response.choices[0]
+            reply, finish = choice.message.content, getattr(choice, "finish_reason", None)
+        except (AttributeError, IndexError):
+            reply, finish = None, None
+        if not reply:
+            return done(None, f"the model returned no text (finish_reason={finish})", reply, tokens_in, tokens_out,
+                        cost)
+        source, err = parse_reply(reply, template, parent_source)
+        if err and finish == "length":
+            err = f"{err} (the reply was cut off at the output token limit)"
+        return done(source, err, reply, tokens_in, tokens_out, cost)
+
+
+# -- reply parsing --------------------------------------------------------------------------------------------------
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
+_DEFINES = re.compile(r"^(?:async[ \t]+)?def[ \t]+custom_kernel[ \t]*\(|^custom_kernel[ \t]*=", re.MULTILINE)
+_DIFF = re.compile(
+    r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*\n(.*?)^[ \t]*={5,9}[ \t]*\n(.*?)^[ \t]*>{5,9}[ \t]*REPLACE[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+_CODE_START = re.compile(r"^(?:import |from \w|def |async def |class |@|\"\"\"|'''|#|[A-Za-z_]\w*\s*=)")
+
+
+def _syntax_error(source: str) -> str | None:
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        return f"SyntaxError at line {exc.lineno}: {exc.msg}"
+    except ValueError as exc:  # null bytes
+        return f"SyntaxError: {exc}"
+    return None
+
+
+def _bare_code(reply: str) -> str | None:
+    """The reply itself when it is code, else the code between leading and trailing prose lines, if any."""
+    if _DEFINES.search(reply) and _syntax_error(reply) is None:
+        return reply
+    lines = reply.splitlines()
+    first = next((i for i, line in enumerate(lines) if _CODE_START.match(line)), None)
+    if first is None:
+        return None
+    last = len(lines)
+    while last > first and lines[last - 1].strip() and not (
+        lines[last - 1][:1].isspace() or _CODE_START.match(lines[last - 1]) or lines[last - 1][:1] in ")]}"
+    ):
+        last -= 1
+    code = "\n".join(lines[first:last]).strip("\n") + "\n"
+    return code if _DEFINES.search(code) else None
+
+
+def _extract_program(reply: str) -> tuple[str | None, str | None]:
+    blocks = [(lang.lower(), code) for lang, code in _FENCE.findall(reply)]
+    python = [code for lang, code in blocks if lang in ("python", "py", "python3") and _DEFINES.search(code)]
+    anyfence = [code for _, code in blocks if _DEFINES.search(code)]
+    code = (python or anyfence or [None])[-1]
+    if code is None and not blocks:
+        code = _bare_code(reply)
+    if code is None:
+        if blocks:
+            return None, "the reply's code blocks do not define custom_kernel"
+        return None, "no code defining custom_kernel in the reply"
+    return code, None
+
+
+def _find_tolerant(lines: list[str], search: list[str]) -> int | None:
+    target = [s.rstrip() for s in search]
+    stripped = [s.rstrip() for s in lines]
+    for i in range(len(lines) - len(target) + 1):
+        if stripped[i:i + len(target)] == target:
+            return i
+    return None
+
+
+def _apply_diff(parent: str, blocks: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+    current = parent
+    for index, (search, replace) in enumerate(blocks, 1):
+        shown = _one_line(next((s for s in search.splitlines() if s.strip()), ""), 80)
+        if not search.strip():
+            return None, f"diff block {index} of {len(blocks)} has an empty SEARCH section"
+        if search in current:
+            current = current.replace(search, replace, 1)
+            continue
+        lines = current.splitlines(keepends=True)
+        search_lines = search.strip("\n").splitlines()
+        at = _find_tolerant(lines, search_lines)
+        if at is None:
+            return None, f"diff block {index} of {len(blocks)} does not match the parent: {shown}"
+        replacement = replace.strip("\n")
+        replacement = replacement + "\n" if replacement else ""
+        current = "".join(lines[:at]) + replacement + "".join(lines[at + len(search_lines):])
+    return current, None
+
+
+def parse_reply(reply: str, template: str, parent_source: str | None) -> tuple[str | None, str | None]:
+    """(source, None) when the reply yields a program that parses, else (None, one-line error)."""
+    if template not in TEMPLATES:
+        return None, f"unknown template {template!r}"
+    if template == "diff_edit":
+        blocks = _DIFF.findall(reply)
+        if blocks:
+            if parent_source is None:
+                return None, "diff_edit reply but no parent source to apply it to"
+            source, error = _apply_diff(parent_source, blocks)
+        else:
+            source, error = _extract_program(reply)  # a full program instead of a diff is accepted as a rewrite
+            if error:
+                error = f"no SEARCH/REPLACE block and {error[0].lower()}{error[1:]}"
+    else:
+        source, error = _extract_program(reply)
+    if error:
+        return None, error
+    error = _syntax_error(source)
+    return (None, error) if error else (source, None)

@@ -1,0 +1,314 @@
+"""The unattended loop: ask for code, hand it to the harness, write the verdict to the archive. Nothing flows back.
+
+Population in islands with periodic migration of each island's best; parents picked from an island's top
+(exploitation) or from any of its correct members (diversity); the global best is always kept (elitism). Proposals
+come from the LLM proposer (full rewrites, SEARCH/REPLACE edits, repairs of load/compile failures) and from the knob
+tuner. Every proposal and every verdict is committed before the next step, so a crash loses at most the evaluation in
+flight, which --resume runs again.
+"""
+from __future__ import annotations
+
+import math
+import random
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .archive import Archive, Candidate
+from .config import RunConfig
+from .harness import evaluate, load_problem
+from .knobs import KNOBS_DOC, Tuner, read_knobs
+from .render import ladder_lines
+
+CONTRACT = (
+    "Define custom_kernel(*inputs) returning the output tensor(s), computed by @triton.jit kernels that it launches. "
+    "Host code may only allocate tensors (torch.empty/empty_like/zeros/full), read metadata (shape, stride(), numel(), "
+    "dtype, device, contiguous(), view/reshape), compute a grid and launch kernels. Imports: torch, triton, math, "
+    "typing only. No eval/exec/getattr/dunder attributes, no global state, no torch compute ops on the host, and none "
+    "of the calls the problem forbids. Accumulate in float32; return new, contiguous memory of the input's dtype."
+)
+NOISE_FLOOR = 0.02  # the smallest relative score difference treated as real, whatever the measured noise
+
+
+@dataclass(frozen=True)
+class Summary:
+    run_id: int
+    stop_reason: str
+    evaluated: int
+    correct: int
+    best: Candidate | None
+    seed_best: Candidate | None
+    cost: float
+    seconds: float
+    db: str
+
+
+def device_name(device: str) -> str:
+    from .harness.ladder import gpu_available
+
+    if device == "cpu" or (device == "auto" and not gpu_available()):
+        return "cpu (Triton interpreter)"
+    import torch
+
+    return torch.cuda.get_device_name()
+
+
+def package_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("evolve", "torch", "triton", "litellm", "optuna", "sqlite-utils"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def score_of(verdict: dict) -> float | None:
+    """Fitness on a GPU; under the CPU interpreter the geomean of 1 / (interpreter ms) over the CPU shapes, which
+    only ranks kernels by how much work the interpreter does for them and says nothing about GPU speed."""
+    if not verdict.get("ok"):
+        return None
+    if verdict.get("fitness") is not None:
+        return float(verdict["fitness"])
+    times = [s["ms"] for s in verdict.get("shapes", []) if s.get("ms")]
+    return math.exp(-sum(math.log(t) for t in times) / len(times)) if times else None
+
+
+def noise_of(verdict: dict) -> float:
+    """Relative noise of a verdict's times: the median interquartile spread of its benchmark repetitions."""
+    bench = next((r for r in verdict.get("rungs", []) if r["name"] == "benchmark"), None)
+    spreads = sorted(s.get("iqr_rel", 0.0) for s in (bench or {}).get("metrics", {}).get("shapes", []))
+    return max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0)
+
+
+class Search:
+    def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None):
+        self.config = config
+        self.archive = archive
+        self.proposer = proposer
+        self.problem = load_problem(config.problem_dir)
+        self.rng = random.Random(config.seed)
+        self.tuner = Tuner(seed=config.seed, trials=config.search.tuner_trials)
+        self.emit = on_event or (lambda event: None)
+        self.islands: list[list[int]] = [[] for _ in range(config.search.islands)]
+        self.noise: dict[int, float] = {}
+        self.members: dict[int, Candidate] = {}
+        self.run_id = 0
+        self.evaluated = 0
+        self.since_improvement = 0
+        self.best: Candidate | None = None
+        self.started = time.monotonic()
+        self.work = Path(tempfile.mkdtemp(prefix="evolve-run-"))
+
+    # -- population -------------------------------------------------------------------------------------------------
+    def _admit(self, cand: Candidate) -> None:
+        if cand.status != "evaluated" or cand.score is None:
+            return
+        self.members[cand.id] = cand
+        island = self.islands[cand.island % len(self.islands)]
+        if cand.id not in island:
+            island.append(cand.id)
+        if self.best is None or self._better(cand, self.best):
+            self.best = cand
+            self.since_improvement = 0
+
+    def _better(self, a: Candidate, b: Candidate) -> bool:
+        """a beats b only by more than the timing noise measured for either (near-ties keep the incumbent)."""
+        noise = max(self.noise.get(a.id, NOISE_FLOOR), self.noise.get(b.id, NOISE_FLOOR))
+        return a.score > b.score * (1 + noise)
+
+    def _ranked(self, ids) -> list[Candidate]:
+        return sorted((self.members[i] for i in ids if i in self.members), key=lambda c: -c.score)
+
+    def pick_parent(self, island: int) -> Candidate | None:
+        pool = self._ranked(self.islands[island]) or self._ranked(self.members)
+        if not pool:
+            return None
+        if self.rng.random() < self.config.search.exploit:
+            return pool[min(int(self.rng.expovariate(1.0)), len(pool) - 1)]
+        return self.rng.choice(pool)
+
+    def inspirations(self, parent: Candidate) -> list[Candidate]:
+        ranked = [c for c in self._ranked(self.members) if c.id != parent.id]
+        chosen = ranked[: max(0, self.config.search.inspirations - 1)]
+        rest = [c for c in ranked if c not in chosen]
+        if rest:
+            chosen.append(self.rng.choice(rest))
+        return chosen[: self.config.search.inspirations]
+
+    def migrate(self) -> None:
+        bests = [self._ranked(ids)[:1] for ids in self.islands]
+        for i, best in enumerate(bests):
+            if best:
+                target = self.islands[(i + 1) % len(self.islands)]
+                if best[0].id not in target:
+                    target.append(best[0].id)
+        self.emit({"kind": "migrate", "islands": [len(i) for i in self.islands]})
+
+    # -- evaluation -------------------------------------------------------------------------------------------------
+    def evaluate(self, cand: Candidate) -> Candidate:
+        path = self.work / f"candidate_{cand.id}.py"
+        path.write_text(cand.source)
+        started = time.monotonic()
+        verdict = evaluate(path, self.problem.path, self.config.eval)
+        verdict["score"] = score_of(verdict)
+        done = self.archive.record_verdict(cand.id, verdict)
+        self.noise[done.id] = noise_of(verdict)
+        self.evaluated += 1
+        self.since_improvement += 1
+        self._admit(done)
+        self.emit({"kind": "candidate", "candidate": done, "seconds": time.monotonic() - started,
+                   "best": self.best, "ladder": ladder_lines(verdict)})
+        return done
+
+    def submit(self, **fields) -> Candidate | None:
+        """Archive a proposal (committed), then evaluate it unless it is invalid or a duplicate."""
+        cand = self.archive.add_candidate(self.run_id, **fields)
+        if cand is None:
+            self.emit({"kind": "duplicate", "proposer": fields.get("proposer")})
+            return None
+        if cand.status == "invalid":
+            self.emit({"kind": "invalid", "candidate": cand})
+            return cand
+        return self.evaluate(cand)
+
+    # -- proposals --------------------------------------------------------------------------------------------------
+    def context(self, parent: Candidate | None, error: str | None = None) -> dict:
+        def view(c: Candidate) -> dict:
+            verdict = self.archive.evaluation(c.id) or {}
+            compile_rung = next((r for r in verdict.get("rungs", []) if r["name"] == "compile"), {})
+            correctness = next((r for r in verdict.get("rungs", []) if r["name"] == "correctness"), {})
+            return {"source": c.source, "fitness": c.fitness, "score": c.score,
+                    "ladder": ladder_lines(verdict) if verdict else [], "failed_rung": c.failed_rung,
+                    "reason": c.reason, "kernels": compile_rung.get("metrics", {}).get("kernels", []),
+                    "shapes": verdict.get("shapes", []), "correctness": correctness.get("reason")}
+
+        return {
+            "problem": {"name": self.problem.name, "description": self.problem.description,
+                        "notes": self.problem.notes, "contract": CONTRACT},
+            "device": (self.best and (self.archive.evaluation(self.best.id) or {}).get("device")) or "unknown",
+            "parent": view(parent) if parent else None,
+            "inspirations": [view(c) for c in self.inspirations(parent)] if parent else [],
+            "error": error,
+            "knobs_doc": KNOBS_DOC,
+        }
+
+    def llm_step(self, island: int) -> None:
+        parent = self.pick_parent(island)
+        template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
+        proposal = self.proposer.propose(template, self.context(parent), parent.source if parent else None)
+        cand = self.submit(**self._fields(proposal, (parent.id,) if parent else (), island, parent))
+        for _ in range(self.config.search.repairs):
+            if cand is None or cand.status != "evaluated" or cand.failed_rung not in ("load", "compile"):
+                break
+            error = cand.reason or ""
+            log = next((r["metrics"].get("log") for r in (self.archive.evaluation(cand.id) or {}).get("rungs", [])
+                        if r["name"] == cand.failed_rung and r["metrics"].get("log")), None)
+            proposal = self.proposer.propose("repair", self.context(cand, error=log or error), cand.source)
+            cand = self.submit(**self._fields(proposal, (cand.id,), island, cand))
+
+    def _fields(self, proposal, parent_ids, island, parent) -> dict:
+        source = proposal.source
+        knobs = read_knobs(source)[0] if source else None
+        return {"source": source, "parent_ids": parent_ids, "island": island,
+                "generation": (parent.generation + 1) if parent else 0, "proposer": "llm", "model": proposal.model,
+                "template": proposal.template, "prompt": proposal.prompt, "reply": proposal.reply,
+                "tokens_in": proposal.tokens_in, "tokens_out": proposal.tokens_out, "cost": proposal.cost,
+                "latency_s": proposal.latency_s, "knobs": knobs, "error": proposal.error}
+
+    def tune_step(self, island: int) -> bool:
+        """One knob setting for the best structure that still has untried settings; False when none has."""
+        for base in self._ranked(self.islands[island]) + self._ranked(self.members):
+            if read_knobs(base.source)[0] is None or self.tuner.exhausted(base.source):
+                continue
+            suggestion = self.tuner.suggest(base.source)
+            if suggestion is None:
+                continue
+            source, values, trial = suggestion
+            cand = self.submit(source=source, parent_ids=(base.id,), island=island, generation=base.generation + 1,
+                               proposer="tuner", knobs=values)
+            self.tuner.tell(base.source, trial, cand.score if cand is not None else None)
+            return True
+        return False
+
+    # -- the loop ---------------------------------------------------------------------------------------------------
+    def stop_reason(self) -> str | None:
+        c = self.config
+        if self.best is not None and self.best.fitness is not None and self.best.fitness >= c.target:
+            return f"target reached: fitness {self.best.fitness:.3f} >= {c.target}"
+        if c.max_candidates is not None and self.evaluated >= c.max_candidates:
+            return f"--max-candidates {c.max_candidates} evaluated"
+        if c.budget_s is not None and time.monotonic() - self.started >= c.budget_s:
+            return f"--budget of {c.budget_s:.0f} s used"
+        if c.max_cost is not None and self.archive.spend(self.run_id)["cost"] >= c.max_cost:
+            return f"--max-cost ${c.max_cost:g} spent"
+        if self.since_improvement >= c.search.stagnation:
+            return f"no improvement in {c.search.stagnation} evaluated candidates"
+        return None
+
+    def start(self) -> None:
+        c = self.config
+        if c.resume:
+            last = self.archive.last_run(self.problem.name)
+            if last is None:
+                raise LookupError(f"no earlier run of {self.problem.name} in {c.db} to resume")
+            self.run_id = last["id"]
+        else:
+            self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(),
+                                                 device_name(c.eval.device), package_versions())
+        for cand in self.archive.candidates(problem=self.problem.name):
+            if cand.status == "evaluated":
+                self._admit(cand)
+                if cand.knobs and cand.source:
+                    self.tuner.remember(cand.source, cand.knobs, cand.score)
+        self.since_improvement = 0
+        self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
+        self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.members)})
+
+    def run(self) -> Summary:
+        self.start()
+        stop = None
+        try:
+            for cand in self.archive.pending(self.run_id):  # what a crash left in flight
+                self.emit({"kind": "resume", "candidate": cand})
+                self.evaluate(cand)
+            if not any(c.proposer == "seed" for c in self.archive.candidates(self.run_id)):
+                for i, path in enumerate(self.problem.seed_files()):
+                    source = path.read_text()
+                    knobs = read_knobs(source)[0]
+                    cand = self.submit(source=source, island=i % len(self.islands), proposer="seed", knobs=knobs,
+                                       template=path.name)
+                    if cand is not None and knobs:
+                        self.tuner.remember(source, knobs, cand.score)
+            step = 0
+            while (stop := self.stop_reason()) is None:
+                island = step % len(self.islands)
+                step += 1
+                if self.proposer is None:
+                    if not self.tune_step(island) and not any(self.tune_step(i) for i in range(len(self.islands))):
+                        stop = "every knob setting the tuner would try has been evaluated"
+                        break
+                elif self.rng.random() < self.config.search.tune_share and self.tune_step(island):
+                    pass
+                else:
+                    self.llm_step(island)
+                if step % self.config.search.migrate_every == 0:
+                    self.migrate()
+        except KeyboardInterrupt:
+            stop = "interrupted (Ctrl-C); continue with --resume"
+        self.archive.finish_run(self.run_id, stop)
+        return self.summary(stop)
+
+    def summary(self, stop: str) -> Summary:
+        seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]
+        everything = self.archive.candidates(self.run_id)
+        return Summary(
+            run_id=self.run_id, stop_reason=stop, evaluated=sum(c.status == "evaluated" for c in everything),
+            correct=sum(bool(c.ok) for c in everything), best=self.archive.best(self.problem.name, self.run_id),
+            seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
+            cost=self.archive.spend(self.run_id)["cost"], seconds=time.monotonic() - self.started,
+            db=str(self.archive.path),
+        )
