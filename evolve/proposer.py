@@ -127,6 +127,15 @@ def _one_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def _describe(exc: BaseException) -> str:
+    """One line: "RateLimitError (HTTP 429): <provider message>", without litellm's repeated class-name prefixes."""
+    name, message = type(exc).__name__, str(exc)
+    for prefix in (f"litellm.{name}: ", f"{name}: "):
+        message = message[len(prefix):] if message.startswith(prefix) else message
+    status = getattr(exc, "status_code", None)
+    return f"{name}{f' (HTTP {status})' if isinstance(status, int) else ''}: {_one_line(message)}"
+
+
 def _redact(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
@@ -178,7 +187,8 @@ class LLMProposer:
 
     def _call(self, litellm, model: str, messages: list[dict]):
         kwargs = dict(model=model, messages=messages, timeout=self.timeout_s, temperature=self.temperature,
-                      num_retries=0)  # we retry ourselves, with backoff; litellm and the openai client must not
+                      num_retries=0,  # we retry ourselves, with backoff; litellm and the openai client must not
+                      drop_params=True)  # reasoning models (gpt-5, o3) reject temperature != 1: drop, don't fail
         if self.api_base:
             kwargs["api_base"] = self.api_base
             if litellm.validate_environment(model=model).get("missing_keys"):
@@ -200,7 +210,7 @@ class LLMProposer:
                 response = self._call(litellm, model, messages)
                 break
             except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded Proposal
-                error = f"{type(exc).__name__}: {_one_line(str(exc))}"
+                error = _describe(exc)
                 if attempts > self.max_retries or not _is_retryable(exc, litellm):
                     if attempts > 1:
                         error = f"{error} (after {attempts} attempts)"

@@ -73,7 +73,7 @@ def test_fenced_kernel(llm_server):
     assert p.model == "openai/scripted-model" and p.template == "full_rewrite"
     assert p.attempts == 1 and p.reply.startswith("Here is a kernel.")
     body = llm_server.requests[0]
-    assert body["model"] == "scripted-model"
+    assert body["model"] == "scripted-model" and body["temperature"] == 0.8
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "Copy a tensor." in body["messages"][0]["content"]
     assert "### system" in p.prompt and "### user" in p.prompt and "Copy a tensor." in p.prompt
@@ -82,7 +82,8 @@ def test_fenced_kernel(llm_server):
 
 def test_prose_wrapped_code_takes_last_python_block(llm_server):
     draft = KERNEL.replace("1024", "512")
-    reply = (f"First a draft:\n{fenced(draft)}\nActually, better:\n{fenced('pip install triton', 'bash')}\n"
+    shell = fenced("pip install triton\n", "bash")
+    reply = (f"First a draft:\n{fenced(draft)}\nActually, better:\n{shell}\n"
              f"{fenced(KERNEL)}\nThis loads once and stores once.")
     llm_server.enqueue(reply)
     p = make(llm_server).propose("full_rewrite", CONTEXT)

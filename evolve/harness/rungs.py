@@ -326,7 +326,7 @@ class Context:
         started = _perf_counter()
         try:
             for case in self.problem.tests:
-                self.first_outputs[case] = self.check_case(case, self.problem.seeds[0], log_ops=self.mode == "gpu")
+                self.first_outputs[case] = self.check_case(case, self.problem.seeds[0], log_ops=True)
         except Fail as exc:
             self.ch.rung("run", False, str(exc), _perf_counter() - started)
             return False
@@ -341,7 +341,7 @@ class Context:
             for case in self.problem.tests:
                 results = [self.first_outputs.pop(case)] if case in self.first_outputs else []
                 for seed in self.problem.seeds[len(results):]:
-                    results.append(self.check_case(case, seed, log_ops=self.mode == "gpu"))
+                    results.append(self.check_case(case, seed, log_ops=True))
                 for m in results:
                     checks += 1
                     per_dtype[case.dtype] = metrics.worst_of(per_dtype.get(case.dtype), m)

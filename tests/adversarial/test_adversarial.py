@@ -1,0 +1,96 @@
+"""Cheating, crashing and hanging candidates: each must fail with its reason, and the harness must stay healthy.
+
+Every file in cases/ is a candidate that tries one trick. Its header says what must happen:
+
+    # expect: <rung>[|<rung>...]: <reason>[|<reason>...]      with the static check on (the default)
+    # expect-dynamic: <rung>...: <reason>...                   optional: with the static check off, so the sandbox's
+                                                               dynamic defences are tested on their own
+    # gpu                                                      optional: needs a CUDA GPU (run by hand there)
+    # max-memory: <GB>  /  # timeout: <seconds>                optional evaluation limits
+
+`<reason>` fragments are matched case-insensitively against the failed rung's reason. An expectation of `ok` means
+the candidate must pass (the honest control), possibly with a `hidden-work` flag: its time bounded by the host clock.
+"""
+import re
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from evolve.harness import EvalOptions, evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+SOFTMAX = ROOT / "problems" / "softmax"
+CASES = Path(__file__).parent / "cases"
+HEADER = re.compile(r"#\s*(expect|expect-dynamic|gpu|max-memory|timeout)\s*(?::\s*(.*))?$")
+
+
+def header(path: Path) -> dict:
+    out = {}
+    for line in path.read_text().splitlines():
+        match = HEADER.match(line.strip())
+        if not match:
+            if line.strip() and not line.startswith("#"):
+                break
+            continue
+        out[match.group(1)] = (match.group(2) or "").strip()
+    assert "expect" in out, f"{path.name}: needs a '# expect:' line"
+    return out
+
+
+def cases():
+    params = []
+    for path in sorted(CASES.glob("*.py")):
+        marks = [pytest.mark.gpu] if "gpu" in header(path) else []
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+def check(verdict: dict, expectation: str) -> None:
+    failed = [r for r in verdict["rungs"] if r["status"] == "failed"]
+    if expectation.startswith("ok"):
+        assert verdict["ok"], [f"{r['name']}: {r['reason']}" for r in failed]
+        if "hidden-work" in expectation:
+            assert any(s["hidden_work"] for s in verdict["shapes"]), verdict["shapes"]
+        return
+    rungs, _, reasons = expectation.partition(":")
+    assert not verdict["ok"] and len(failed) == 1, [(r["name"], r["status"], r["reason"]) for r in verdict["rungs"]]
+    assert failed[0]["name"] in rungs.split("|"), f"failed at {failed[0]['name']}: {failed[0]['reason']}"
+    reason = (failed[0]["reason"] or "").lower()
+    assert any(fragment.strip().lower() in reason for fragment in reasons.split("|")), failed[0]["reason"]
+
+
+def options_for(path: Path, cache_dir: str) -> EvalOptions:
+    h = header(path)
+    return EvalOptions(cache_dir=cache_dir, timeout_s=float(h.get("timeout", 120)),
+                       max_rss_gb=float(h.get("max-memory", 8)))
+
+
+@pytest.mark.parametrize("path", cases())
+def test_case(path, cache_dir):
+    h = header(path)
+    options = options_for(path, cache_dir)
+    check(evaluate(path, SOFTMAX, options), h["expect"])
+    if "expect-dynamic" in h:
+        check(evaluate(path, SOFTMAX, replace(options, static_check=False)), h["expect-dynamic"])
+
+
+@pytest.mark.slow
+def test_harness_not_degraded_by_the_suite(cache_dir):
+    """The whole suite in one parent process, between two runs of the honest control: same verdict, same figures."""
+    control = CASES / "honest_control.py"
+    options = EvalOptions(cache_dir=cache_dir, timeout_s=120)
+    before = evaluate(control, SOFTMAX, options)
+    assert before["ok"]
+    for path in sorted(CASES.glob("*.py")):
+        h = header(path)
+        if "gpu" in h and before["mode"] != "gpu":
+            continue
+        evaluate(path, SOFTMAX, replace(options_for(path, cache_dir), static_check=False))
+    after = evaluate(control, SOFTMAX, options)
+    assert after["ok"]
+    assert [r["status"] for r in after["rungs"]] == [r["status"] for r in before["rungs"]]
+    if before["mode"] == "gpu":  # times on a GPU agree within noise; interpreter times are too noisy to compare
+        ratios = [a["ms"] / b["ms"] for a, b in zip(after["shapes"], before["shapes"])]
+        assert 0.8 < statistics.median(ratios) < 1.25, ratios
