@@ -2,8 +2,10 @@
 
     python benchmarks/harness_overhead.py [CANDIDATE] [PROBLEM]
 
-Defaults to the softmax seed. Runs the evaluation twice: first with an empty cache (peaks and torch/torch.compile
-baselines measured), then with the cache warm, which is what every candidate after the first one pays.
+Defaults to the softmax seed. Runs the evaluation three times: with an empty cache (peaks and torch/torch.compile
+baselines measured); with the cache warm (what `evolve eval` pays); and with the cache warm and the child already
+started by the evaluation before (what each candidate pays inside `evolve run`, which starts the next child while
+the current one is evaluated).
 """
 import sys
 import tempfile
@@ -11,13 +13,14 @@ import time
 from pathlib import Path
 
 from evolve.harness import EvalOptions, evaluate
+from evolve.harness.sandbox import SPARES
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one(candidate, problem, cache_dir):
+def one(candidate, problem, cache_dir, prewarm=False):
     started = time.perf_counter()
-    verdict = evaluate(candidate, problem, EvalOptions(cache_dir=cache_dir))
+    verdict = evaluate(candidate, problem, EvalOptions(cache_dir=cache_dir, prewarm=prewarm))
     wall = time.perf_counter() - started
     per = {r["name"]: r["seconds"] for r in verdict["rungs"]}
     return verdict, wall, per
@@ -28,9 +31,10 @@ def main():
     problem = sys.argv[2] if len(sys.argv) > 2 else ROOT / "problems/softmax"
     rows = []
     with tempfile.TemporaryDirectory() as cache:
-        for label in ("cold cache", "warm cache"):
-            verdict, wall, per = one(candidate, problem, cache)
+        for label, prewarm in (("cold cache", False), ("warm cache", True), ("spare child", True)):
+            verdict, wall, per = one(candidate, problem, cache, prewarm)
             rows.append((label, verdict, wall, per))
+        SPARES.clear()
     print(f"device: {rows[0][1]['device']}  mode: {rows[0][1]['mode']}")
     print(f"{'run':<12}{'ok':>4}{'load':>7}{'compile':>9}{'run':>7}{'correct':>9}{'bench':>8}{'other':>8}{'total':>8}")
     for label, verdict, wall, per in rows:
@@ -38,8 +42,8 @@ def main():
         other = wall - sum(per.get(r, 0.0) for r in rungs)
         cells = "".join(f"{per.get(r, 0.0):>{w}.1f}" for r, w in zip(rungs, (7, 9, 7, 9, 8)))
         print(f"{label:<12}{'yes' if verdict['ok'] else 'no':>4}{cells}{other:>8.1f}{wall:>8.1f}")
-        setup = ", ".join(f"{s['mode']} child: start {s['start_s']:.1f} s, imports {s['import_s']:.1f} s, "
-                          f"prepare {s['prepare_s']:.1f} s"
+        setup = ", ".join(f"{s['mode']} child: waited {s['wait_s']:.1f} s for start-up "
+                          f"(which took {s['warm_s']:.1f} s), prepare {s['prepare_s']:.1f} s"
                           for s in verdict.get("setup", []))
         print(f"{'':<12}{setup}")
     print("seconds; 'other' = process start, imports, device setup, reference inputs, peaks/baselines when cold")

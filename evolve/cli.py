@@ -157,7 +157,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
         search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share),
-        eval=EvalOptions(device=device, timeout_s=timeout_s))
+        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True))
     if not specs:
         click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
                    "the archive's kernels; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "

@@ -8,14 +8,13 @@ from __future__ import annotations
 import math
 import secrets
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import peaks as peak_cache
 from .problem import load_problem
-from .sandbox import run_child
+from .sandbox import SPARES
 
 RUNGS = ("load", "compile", "run", "correctness", "benchmark", "roofline")
 ROOFLINE_CEILING = 1.05
@@ -35,6 +34,7 @@ class EvalOptions:
     static_check: bool = True  # off only to test the sandbox's dynamic defences on their own
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir()))
     keep_work: bool = False
+    prewarm: bool = False  # start the next evaluation's child while this one runs (for loops over many candidates)
 
 
 def gpu_available() -> bool:
@@ -62,7 +62,6 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     mode = "gpu" if options.device == "cuda" or (options.device == "auto" and gpu_available()) else "cpu"
     secret = secrets.randbits(62)
     cache = Path(options.cache_dir)
-    work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
     verdict = {"ok": False, "problem": problem.name, "candidate": str(candidate), "device": None, "mode": mode,
                "rungs": [], "fitness": None, "shapes": [], "secret": secret, "versions": {}, "setup": []}
     state = {"peaks": None, "mode": None, "spawned": 0.0}
@@ -83,9 +82,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             verdict["device"] = message.get("device")
             verdict["versions"] = {"torch": message.get("torch"), "triton": message.get("triton")}
         elif kind == "setup":
-            verdict["setup"].append({"mode": state["mode"], "start_s": round(message["entered"] - state["spawned"], 3),
-                                     "import_s": round(message["imported"] - message["entered"], 3),
-                                     "prepare_s": message["prepare_s"]})
+            verdict["setup"].append({"mode": state["mode"], "wait_s": round(message["job_at"] - state["spawned"], 3),
+                                     "warm_s": message["warm_s"], "prepare_s": message["prepare_s"]})
         elif kind == "peaks":
             state["peaks"] = message
             if not message.get("cached"):
@@ -95,29 +93,34 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             entry[message["case"]] = {k: v for k, v in message.items() if k not in ("kind", "key", "case")}
             peak_cache.store(cache, message["key"], entry, "baselines.json")
 
-    try:
-        candidate_copy = work / "candidate.py"
-        shutil.copyfile(candidate, candidate_copy)
-        for job_mode, rungs in _jobs(mode):
+    triton_cache = str(cache / "triton")
+    for job_mode, rungs in _jobs(mode):
+        child = SPARES.take(job_mode, triton_cache)
+        try:
+            candidate_copy = child.work / "candidate.py"
+            shutil.copyfile(candidate, candidate_copy)
             job = {"mode": job_mode, "rungs": rungs, "problem": str(problem.path), "candidate": str(candidate_copy),
                    "secret": secret, "dump": options.dump_dir and str(Path(options.dump_dir).resolve()),
                    "bench_budget_s": options.bench_budget_s, "static_check": options.static_check,
-                   "triton_cache": str(cache / "triton"), "peaks": _read_json(cache / "peaks.json"), "baselines": _read_json(cache / "baselines.json")}
+                   "peaks": _read_json(cache / "peaks.json"), "baselines": _read_json(cache / "baselines.json")}
             state["mode"], state["spawned"] = job_mode, time.time()
-            result = run_child(job, work, options.timeout_s, options.max_rss_gb, on_message)
-            decided = {r["name"] for r in verdict["rungs"]}
-            pending = [name for name in rungs if name not in decided]
-            if not result.finished and pending:
-                decide({"name": pending[0], "ok": False,
-                        "reason": result.death(options.timeout_s, options.max_rss_gb),
-                        "seconds": result.seconds})
-            if any(not r["ok"] for r in verdict["rungs"]):
-                break
-        if all(r["ok"] for r in verdict["rungs"]) and verdict["rungs"]:
-            decide(_roofline(verdict, state["peaks"], mode))
-    finally:
-        if not options.keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+            if options.prewarm:
+                SPARES.prepare(job_mode, triton_cache)  # the next evaluation's child starts up while this one runs
+            result = child.run(job, options.timeout_s, options.max_rss_gb, on_message)
+        finally:
+            if options.keep_work:
+                verdict.setdefault("work", []).append(str(child.work))
+            else:
+                shutil.rmtree(child.work, ignore_errors=True)
+        decided = {r["name"] for r in verdict["rungs"]}
+        pending = [name for name in rungs if name not in decided]
+        if not result.finished and pending:
+            decide({"name": pending[0], "ok": False, "reason": result.death(options.timeout_s, options.max_rss_gb),
+                    "seconds": result.seconds})
+        if any(not r["ok"] for r in verdict["rungs"]):
+            break
+    if all(r["ok"] for r in verdict["rungs"]) and verdict["rungs"]:
+        decide(_roofline(verdict, state["peaks"], mode))
     failed = False
     for name in RUNGS:
         if not any(r["name"] == name for r in verdict["rungs"]):

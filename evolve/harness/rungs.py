@@ -116,6 +116,12 @@ class OpLog(torch.utils._python_dispatch.TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def warm_up(mode: str) -> None:
+    """Pay one-time costs (the dispatch-mode machinery, first allocations) before the job arrives."""
+    with OpLog():
+        _empty((1,), device="cuda" if mode == "gpu" else "cpu")
+
+
 def _mix(secret: int, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{secret}:{seed}".encode()).digest()[:7], "little")
 
@@ -212,11 +218,6 @@ class Context:
         except Exception as exc:  # noqa: BLE001 - torch.compile missing a compiler is not the candidate's fault
             figures["compile_error"] = str(exc)[:200]
         return figures
-
-    def warm_up(self) -> None:
-        """Pay one-time import costs (the dispatch-mode machinery) in setup rather than inside the first check."""
-        with OpLog():
-            _empty((1,), device=self.device)
 
     def prepare_cases(self) -> None:
         cases = self.problem.benchmarks if self.mode == "gpu" else self.problem.cpu_benchmarks

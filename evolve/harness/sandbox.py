@@ -7,6 +7,7 @@ that started a new session to escape the group kill, say) is killed too.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import hmac
 import json
@@ -14,9 +15,11 @@ import os
 import re
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,68 +123,120 @@ def kill_everything(pgid: int, token: str) -> None:
             continue
 
 
-def run_child(job: dict, work: Path, timeout_s: float, max_rss_gb: float, on_message=None) -> ChildResult:
-    """Run one child on `job`; returns its verified messages and how it ended."""
-    key = secrets.token_bytes(32)
-    token = secrets.token_hex(16)
-    job = {**job, "key": key.hex(), "work": str(work)}
-    job_r, job_w = os.pipe()
-    msg_r, msg_w = os.pipe()
-    out_path, err_path = work / f"{job['mode']}.stdout", work / f"{job['mode']}.stderr"
-    result = ChildResult()
-    started = time.monotonic()
-    with open(out_path, "wb") as out_file, open(err_path, "wb") as err_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "evolve.harness.child", str(job_r), str(msg_w)],
-            pass_fds=(job_r, msg_w), stdin=subprocess.DEVNULL, stdout=out_file, stderr=err_file, cwd=work,
-            env=_child_env(token, job["mode"], work, job.get("triton_cache")), start_new_session=True,
-            preexec_fn=_limits(1 << 30),
-        )
-    os.close(job_r)
-    os.close(msg_w)
-    with os.fdopen(job_w, "wb") as pipe:
-        pipe.write(json.dumps(job).encode())
-    buffer = b""
-    try:
-        with os.fdopen(msg_r, "rb", buffering=0) as channel:
-            while True:
-                left = timeout_s - (time.monotonic() - started)
-                if left <= 0:
-                    result.timed_out = True
-                    break
-                ready, _, _ = select.select([channel], [], [], min(left, 0.25))
-                if max_rss_gb and _group_rss(proc.pid) > max_rss_gb * 2**30:
-                    result.memory_killed = True
-                    break
-                if not ready:
-                    continue
-                chunk = channel.read(1 << 16)
-                if not chunk:
-                    break
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    message = _verify(line, key)
-                    if message is None:
-                        result.tampered = "a message failed its signature check"
-                        break
-                    if message.get("kind") == "done":
-                        result.finished = True
-                    result.messages.append(message)
-                    if on_message:
-                        on_message(message)
-                if result.tampered or result.finished:
-                    break
-    finally:
-        # Once the verdict is in, nothing the child does is needed: kill it rather than wait for its CUDA teardown.
-        kill_everything(proc.pid, token)
-        result.returncode = proc.wait()
-        result.seconds = time.monotonic() - started
+class Child:
+    """One started child: it imports torch and Triton and sets up the device, then waits for its job.
+
+    Starting it ahead of time (a spare) hides that start-up behind the evaluation before; the wall-clock limit counts
+    from the moment the job is sent."""
+
+    def __init__(self, mode: str, triton_cache: str | None):
+        self.mode = mode
+        self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
+        self.key = secrets.token_bytes(32)
+        self.token = secrets.token_hex(16)
+        job_r, self._job_w = os.pipe()
+        self._msg_r, msg_w = os.pipe()
+        self.err_path = self.work / f"{mode}.stderr"
+        with open(self.work / f"{mode}.stdout", "wb") as out_file, open(self.err_path, "wb") as err_file:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "evolve.harness.child", str(job_r), str(msg_w), mode],
+                pass_fds=(job_r, msg_w), stdin=subprocess.DEVNULL, stdout=out_file, stderr=err_file, cwd=self.work,
+                env=_child_env(self.token, mode, self.work, triton_cache), start_new_session=True,
+                preexec_fn=_limits(1 << 30),
+            )
+        os.close(job_r)
+        os.close(msg_w)
+
+    def discard(self) -> None:
+        kill_everything(self.proc.pid, self.token)
+        self.proc.wait()
+        for fd in (self._job_w, self._msg_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> ChildResult:
+        """Send the job; collect verified messages until 'done', death, the time limit or the memory limit."""
+        key, proc = self.key, self.proc
+        job = {**job, "key": key.hex(), "work": str(self.work)}
+        result = ChildResult()
+        started = time.monotonic()
         try:
-            result.stderr_tail = err_path.read_bytes()[-4000:].decode(errors="replace")
-        except OSError:
-            pass
-    return result
+            with os.fdopen(self._job_w, "wb") as pipe:
+                pipe.write(json.dumps(job).encode())
+        except BrokenPipeError:
+            pass  # the child died during start-up; its exit status tells why
+        buffer = b""
+        try:
+            with os.fdopen(self._msg_r, "rb", buffering=0) as channel:
+                while True:
+                    left = timeout_s - (time.monotonic() - started)
+                    if left <= 0:
+                        result.timed_out = True
+                        break
+                    ready, _, _ = select.select([channel], [], [], min(left, 0.25))
+                    if max_rss_gb and _group_rss(proc.pid) > max_rss_gb * 2**30:
+                        result.memory_killed = True
+                        break
+                    if not ready:
+                        continue
+                    chunk = channel.read(1 << 16)
+                    if not chunk:
+                        break
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        message = _verify(line, key)
+                        if message is None:
+                            result.tampered = "a message failed its signature check"
+                            break
+                        if message.get("kind") == "done":
+                            result.finished = True
+                        result.messages.append(message)
+                        if on_message:
+                            on_message(message)
+                    if result.tampered or result.finished:
+                        break
+        finally:
+            # Once the verdict is in, nothing the child does is needed: kill it rather than wait for its teardown.
+            kill_everything(proc.pid, self.token)
+            result.returncode = proc.wait()
+            result.seconds = time.monotonic() - started
+            try:
+                result.stderr_tail = self.err_path.read_bytes()[-4000:].decode(errors="replace")
+            except OSError:
+                pass
+        return result
+
+
+class Spares:
+    """Children started ahead of need, one per (mode, Triton cache); all killed at interpreter exit."""
+
+    def __init__(self):
+        self._ready: dict[tuple, Child] = {}
+        atexit.register(self.clear)
+
+    def take(self, mode: str, triton_cache: str | None) -> Child:
+        child = self._ready.pop((mode, triton_cache), None)
+        if child is not None and child.proc.poll() is None:
+            return child
+        if child is not None:
+            child.discard()
+        return Child(mode, triton_cache)
+
+    def prepare(self, mode: str, triton_cache: str | None) -> None:
+        if (mode, triton_cache) not in self._ready:
+            self._ready[(mode, triton_cache)] = Child(mode, triton_cache)
+
+    def clear(self) -> None:
+        for child in self._ready.values():
+            child.discard()
+        self._ready.clear()
+
+
+SPARES = Spares()
 
 
 def _verify(line: bytes, key: bytes) -> dict | None:
