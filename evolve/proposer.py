@@ -93,7 +93,7 @@ def check_models(models, api_base: str | None) -> list[str]:
         if missing:
             names = " and ".join(missing)
             problems.append(
-                f"{name}: {names} {'is' if len(missing) == 1 else 'are'} not set; export {missing[0]}=... "
+                f"{name}: {names} {'is' if len(missing) == 1 else 'are'} not set; export {' '.join(k + '=...' for k in missing)} "
                 f"(your provider key), or serve a model on an OpenAI-compatible server and pass "
                 f"--api-base http://HOST:PORT/v1 --model openai/<served-name>"
             )
@@ -329,7 +329,7 @@ def _apply_diff(parent: str, blocks: list[tuple[str, str]]) -> tuple[str | None,
 
 
 def parse_reply(reply: str, template: str, parent_source: str | None) -> tuple[str | None, str | None]:
-    """(source, None) when the reply yields a program that parses, else (None, one-line error)."""
+    """(source, None) when the reply yields a program (parsing or not), else (None, one-line error)."""
     if template not in TEMPLATES:
         return None, f"unknown template {template!r}"
     if template == "diff_edit":
@@ -346,5 +346,6 @@ def parse_reply(reply: str, template: str, parent_source: str | None) -> tuple[s
         source, error = _extract_program(reply)
     if error:
         return None, error
-    error = _syntax_error(source)
-    return (None, error) if error else (source, None)
+    # Code that does not parse is still a program: the harness's load rung reports the SyntaxError with its line,
+    # and the repair loop sends it back to the model, which can fix what it wrote.
+    return source, None

@@ -1,0 +1,37 @@
+# expect: correctness|benchmark: > rtol|wrong output
+# gpu
+"""Cheat: outputs cached by x.data_ptr(): the caching allocator hands a benchmark's input copy the same address every
+repetition, so a naive timing loop measures a dictionary lookup. Fresh, distinct inputs must catch it."""
+import torch
+import triton
+import triton.language as tl
+
+CACHE = {}
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(x - tl.max(x, axis=0))
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * n_cols + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def prepare_kernel(out_ptr):
+    pass
+
+
+def custom_kernel(x):
+    key = (x.data_ptr(), tuple(x.shape), x.dtype)
+    if key in CACHE:
+        prepare_kernel[(1,)](CACHE[key])
+        return CACHE[key]
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    CACHE[key] = out
+    return out

@@ -1,0 +1,37 @@
+# expect: correctness: > rtol
+"""Cheat: remember the first output per (shape, dtype) in a module-level dict and return it on every later call
+(with a no-op launch, for a launch counter). A dict mutation needs no 'global', so the static check lets it through;
+fresh inputs per check must catch it."""
+import torch
+import triton
+import triton.language as tl
+
+CACHE = {}
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(x - tl.max(x, axis=0))
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * n_cols + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def prepare_kernel(out_ptr):
+    pass
+
+
+def custom_kernel(x):
+    key = (tuple(x.shape), x.dtype)
+    if key in CACHE:
+        prepare_kernel[(1,)](CACHE[key])
+        return CACHE[key]
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    CACHE[key] = out
+    return out

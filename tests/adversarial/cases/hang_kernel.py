@@ -1,0 +1,29 @@
+# expect: compile|run: timed out
+# timeout: 20
+"""Hang: a Triton kernel whose loop never ends (a doubling counter that starts at zero). Under the CPU interpreter the compile rung only compiles, so the run rung hangs; on a GPU
+the compile rung's own launch hangs. The process group must be killed at the limit."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(x - tl.max(x, axis=0))
+    i = 0
+    while i < n_cols:
+        num = num * 1.0
+        i = i * 2
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * n_cols + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out

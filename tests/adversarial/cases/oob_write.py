@@ -1,0 +1,26 @@
+# expect: compile|run: crashed
+# gpu
+"""Crash: the right softmax, plus a store 2**36 elements past the end of the output (a stray write that could corrupt
+another tensor); on a GPU an illegal address, which must be a crash of this candidate only."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    num = tl.exp(x - tl.max(x, axis=0))
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * n_cols + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + (1 << 36) + row * n_cols + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
