@@ -165,7 +165,8 @@ class LLMProposer:
         self.rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._jitter = random.Random()  # backoff jitter must not shift the seeded model choice
-        self._slots = threading.Semaphore(max(1, concurrency))
+        self.concurrency = max(1, concurrency)
+        self._slots = threading.Semaphore(self.concurrency)
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(self.prompts_dir)),
             undefined=jinja2.StrictUndefined,  # a typo in a user's template fails loudly, once, at the first render

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import random
 import tempfile
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +104,8 @@ class Search:
         self.best: Candidate | None = None
         self.started = time.monotonic()
         self.work = Path(tempfile.mkdtemp(prefix="evolve-run-"))
+        self.inflight: deque = deque()
+        self.concurrency = getattr(proposer, "concurrency", 1)
 
     # -- population -------------------------------------------------------------------------------------------------
     def _admit(self, cand: Candidate) -> None:
@@ -196,10 +200,35 @@ class Search:
             "knobs_doc": KNOBS_DOC,
         }
 
-    def llm_step(self, island: int) -> None:
+    def _ask(self, island: int) -> None:
+        """Start one proposal in the background: parent and template are chosen now, the model answers later."""
         parent = self.pick_parent(island)
         template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
-        proposal = self.proposer.propose(template, self.context(parent), parent.source if parent else None)
+        context = self.context(parent)
+        slot: dict = {"island": island, "parent": parent}
+        done = threading.Event()
+
+        def work():
+            try:
+                slot["proposal"] = self.proposer.propose(template, context, parent.source if parent else None)
+            except BaseException as exc:  # noqa: BLE001 - e.g. a broken user template: surfaced on the main thread
+                slot["error"] = exc
+            done.set()
+
+        slot["done"] = done
+        threading.Thread(target=work, daemon=True, name="evolve-propose").start()
+        self.inflight.append(slot)
+
+    def llm_step(self, island: int) -> None:
+        """Evaluate the oldest proposal in flight, keeping up to --concurrency model calls running meanwhile."""
+        while len(self.inflight) < max(1, self.concurrency):
+            self._ask(island)
+            island = (island + 1) % len(self.islands)
+        slot = self.inflight.popleft()
+        slot["done"].wait()
+        if "error" in slot:
+            raise slot["error"]
+        parent, island, proposal = slot["parent"], slot["island"], slot["proposal"]
         cand = self.submit(**self._fields(proposal, (parent.id,) if parent else (), island, parent))
         for _ in range(self.config.search.repairs):
             if cand is None or cand.status != "evaluated" or cand.failed_rung not in ("load", "compile"):
@@ -299,8 +328,18 @@ class Search:
                     self.migrate()
         except KeyboardInterrupt:
             stop = "interrupted (Ctrl-C); continue with --resume"
+        self.keep_answered()
         self.archive.finish_run(self.run_id, stop)
         return self.summary(stop)
+
+    def keep_answered(self) -> None:
+        """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them."""
+        for slot in self.inflight:
+            if slot["done"].is_set() and "proposal" in slot:
+                parent = slot["parent"]
+                self.archive.add_candidate(self.run_id, **self._fields(slot["proposal"], (parent.id,) if parent else (),
+                                                                        slot["island"], parent))
+        self.inflight.clear()
 
     def summary(self, stop: str) -> Summary:
         seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]

@@ -99,7 +99,7 @@ def test_scripted_llm_run(tmp_path):
             fenced(good(1)), fenced(good(32)),
         )
         result = evolve("run", MINI, "--db", db, "--model", "openai/scripted", "--api-base", llm.url,
-                        "--max-candidates", 6, "--device", "cpu", "--tune-share", 0, "--llm-timeout", 3,
+                        "--max-candidates", 6, "--device", "cpu", "--tune-share", 0, "--llm-timeout", 3, "--concurrency", 1,
                         "--seed", 1, OPENAI_API_KEY="sk-test-not-for-the-archive")
         served = len(llm.requests)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
