@@ -1,5 +1,5 @@
 # expect: load: imports threading
-# expect-dynamic: run: background thread
+# expect-dynamic: compile|run: background thread
 """Cheat: a no-op launch on the calling thread, the real kernel launched from a thread that outlives the call, so a
 timer around the call measures nothing (and the result is usually there by the time anyone looks)."""
 import threading
@@ -29,7 +29,8 @@ def custom_kernel(x):
     x = x.contiguous()
     out = torch.empty_like(x)
     prepare_kernel[(1,)](out)
-    grid = (x.shape[0],)
-    threading.Thread(target=lambda: softmax_kernel[grid](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1])),
-                     daemon=True).start()
+    n = x.shape[1]
+    work = lambda: softmax_kernel[(x.shape[0],)](out, x, n, BLOCK=triton.next_power_of_2(n),
+                                                 num_warps=16 if n > 8192 else 4)
+    threading.Thread(target=work, daemon=True).start()
     return out

@@ -33,6 +33,7 @@ def custom_kernel(x):
         return OUTPUTS[key]
     x = x.contiguous()
     out = torch.empty_like(x)
-    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]),
+                                  num_warps=16 if x.shape[1] > 8192 else 4)
     OUTPUTS[key] = out
     return out

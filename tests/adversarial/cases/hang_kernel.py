@@ -1,7 +1,8 @@
 # expect: compile|run: timed out
-# timeout: 20
-"""Hang: a Triton kernel whose loop never ends (a doubling counter that starts at zero). Under the CPU interpreter the compile rung only compiles, so the run rung hangs; on a GPU
-the compile rung's own launch hangs. The process group must be killed at the limit."""
+# timeout: 30
+"""Hang: a Triton kernel whose loop never ends (a doubling counter that starts at zero). Under the CPU interpreter
+the compile rung only compiles, so the run rung hangs; on a GPU the compile rung's own launch hangs. The process group
+must be killed at the limit."""
 import torch
 import triton
 import triton.language as tl
@@ -25,5 +26,6 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
 def custom_kernel(x):
     x = x.contiguous()
     out = torch.empty_like(x)
-    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]),
+                                  num_warps=16 if x.shape[1] > 8192 else 4)
     return out

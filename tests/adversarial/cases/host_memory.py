@@ -1,7 +1,8 @@
 # expect: compile|run: more than 2 gb of host memory
 # max-memory: 2
-"""Resource exhaustion: a 32 GiB host allocation (torch.full is an allowed allocation), which would take the machine
-down with it; the memory watchdog must kill the child at the limit."""
+"""Resource exhaustion: 32 GiB of host memory in 256 MiB pieces (torch.full is an allowed allocation, and filled
+pages are resident), enough to take the machine down with it; the memory watchdog must kill the child at the limit.
+(One 32 GiB request would fail at once with ENOMEM on a small machine, a plain exception, not this test.)"""
 import torch
 import triton
 import triton.language as tl
@@ -13,7 +14,7 @@ def prepare_kernel(out_ptr):
 
 
 def custom_kernel(x):
-    scratch = torch.full((1 << 33,), 1.0)
+    scratch = [torch.full((1 << 26,), 1.0) for _ in range(128)]
     out = torch.empty_like(x)
     prepare_kernel[(1,)](out)
     return out

@@ -22,5 +22,6 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
 def custom_kernel(x):
     x = x.contiguous()
     out = torch.empty_like(x)
-    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]),
+                                  num_warps=16 if x.shape[1] > 8192 else 4)
     return out

@@ -1,4 +1,4 @@
-# expect: load: assigns into torch.allclose|assigns into torch.testing
+# expect: load: assigns into torch
 # expect-dynamic: load: replaced
 """Cheat: every comparison passes; the output is garbage from a no-op launch."""
 import torch

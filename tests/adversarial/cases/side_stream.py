@@ -30,5 +30,6 @@ def custom_kernel(x):
     side = SIDE["s"]
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]),
+                                      num_warps=16 if x.shape[1] > 8192 else 4)
     return out

@@ -21,5 +21,6 @@ def custom_kernel(x):
     x = x.contiguous()
     n_rows, n_cols = x.shape
     out = torch.empty_strided((n_rows, n_cols), (1, n_rows), dtype=x.dtype, device=x.device)
-    softmax_kernel[(n_rows,)](out, x, n_rows, n_cols, BLOCK=triton.next_power_of_2(n_cols))
+    softmax_kernel[(n_rows,)](out, x, n_rows, n_cols, BLOCK=triton.next_power_of_2(n_cols),
+                              num_warps=16 if n_cols > 8192 else 4)
     return out

@@ -1,0 +1,35 @@
+# expect: load: typing.sys|module
+"""Cheat that passes the static check: `typing` is an allowed import and typing.sys is the sys module. Take the
+harness's rungs module from typing.sys.modules into a local name (assignments are judged by the name they go
+through, and a local name is no module alias), then replace Context.check_case and Context._timed_check: every check
+reports a perfect output. Class methods are not among the functions the sandbox watches. The output is garbage."""
+import typing
+
+import torch
+import triton
+import triton.language as tl
+
+PERFECT = {"max_abs": 0.0, "max_rel": 0.0, "mse": 0.0, "rmse": 0.0, "psnr": 999.0, "cosine": 1.0,
+           "frac_off": 0.0, "n_off": 0, "worst_index": [], "reason": None}
+
+
+def check_case(self, case, seed, log_ops):
+    self.call(self.make_inputs(case, seed), log_ops)
+    return dict(PERFECT)
+
+
+harness = typing.sys.modules.get("evolve.harness.rungs")
+if harness is not None:
+    harness.Context.check_case = check_case
+    harness.Context._timed_check = lambda self, case, refs: (lambda out, index: None)
+
+
+@triton.jit
+def prepare_kernel(out_ptr):
+    pass
+
+
+def custom_kernel(x):
+    out = torch.empty_like(x)
+    prepare_kernel[(1,)](out)
+    return out
