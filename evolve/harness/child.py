@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -72,7 +73,7 @@ def _load_module(name: str, path: Path):
     return module
 
 
-def static_rung(ch: Channel, job: dict, problem) -> bool:
+def static_rung(ch: Channel, job: dict, problem, rung: str = "load") -> bool:
     """The static check, before any candidate code runs (and before the GPU is prepared for it)."""
     from .static_check import Rejection, check_source
 
@@ -81,34 +82,32 @@ def static_rung(ch: Channel, job: dict, problem) -> bool:
     try:
         problems = check_source(path.read_text(), str(path), problem.forbid_calls, problem.forbid_modules)
     except Rejection as exc:
-        ch.rung("load", False, str(exc), _perf_counter() - started)
+        ch.rung(rung, False, str(exc), _perf_counter() - started)
         return False
     except (OSError, UnicodeDecodeError) as exc:
-        ch.rung("load", False, f"cannot read the candidate: {exc}", _perf_counter() - started)
+        ch.rung(rung, False, f"cannot read the candidate: {exc}", _perf_counter() - started)
         return False
     if not job.get("static_check", True):
         problems = [p for p in problems if p.endswith("custom_kernel(*inputs)")]
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        ch.rung("load", False, problems[0] + more, _perf_counter() - started, violations=problems)
+        ch.rung(rung, False, problems[0] + more, _perf_counter() - started, violations=problems)
         return False
     return True
 
 
-def import_rung(ch: Channel, job: dict, report: bool):
+def import_rung(ch: Channel, job: dict, rung: str = "load"):
     """Import the candidate from its real file (Triton reads kernel source with inspect). Returns the module."""
     started = _perf_counter()
     try:
         module = _load_module("candidate", Path(job["candidate"]))
     except BaseException as exc:  # noqa: BLE001 - anything the candidate raises at import is its failure
-        ch.rung("load", False, f"import failed: {_short_exception(exc)}", _perf_counter() - started,
+        ch.rung(rung, False, f"import failed: {_short_exception(exc)}", _perf_counter() - started,
                 log=traceback.format_exc()[-4000:])
         return None
     if not callable(getattr(module, "custom_kernel", None)):
-        ch.rung("load", False, "custom_kernel is not a function", _perf_counter() - started)
+        ch.rung(rung, False, "custom_kernel is not a function", _perf_counter() - started)
         return None
-    if report:
-        ch.rung("load", True, None, _perf_counter() - started)
     return module
 
 
@@ -120,6 +119,7 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
 
     log = ctx.launch_log
     started = _perf_counter()
+    threads = threading.active_count()
     error = None
     try:
         for case in ctx.problem.tests:
@@ -132,6 +132,9 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
     except BaseException as exc:  # noqa: BLE001
         error = exc
     seconds = _perf_counter() - started
+    if threading.active_count() > threads:
+        ch.rung("compile", False, "custom_kernel left a background thread running", seconds)
+        return False
     if not log.kernels:
         if error is not None:
             reason = f"custom_kernel raised before any kernel compiled: {_short_exception(error)}"
@@ -144,7 +147,7 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
         return False
     kernels = []
     work = Path(job["work"])
-    for index, kernel in enumerate(log.kernels.values()):
+    for index, kernel in enumerate(list(log.kernels.values())):
         info = describe(kernel, work)
         if job.get("dump"):
             info["files"] = dump(kernel, info, Path(job["dump"]), index)
@@ -181,7 +184,10 @@ def main(argv) -> int:
 
     ctx = rungs.Context(job, ch)
     ch.send({"kind": "device", **ctx.device_info()})
-    if not static_rung(ch, job, ctx.problem):
+    # In a job without a load rung (the interpreter child after the compile child), a failure to load is charged to
+    # the job's first rung: it is still a failure, never a silent pass.
+    load = "load" if "load" in job["rungs"] else job["rungs"][0]
+    if not static_rung(ch, job, ctx.problem, load):
         ch.send({"kind": "done"})
         return 0
     prepare_started = _perf_counter()
@@ -191,15 +197,15 @@ def main(argv) -> int:
     ch.send({"kind": "setup", "job_at": job_at, "warm_s": round(warm_s, 3),
              "prepare_s": round(_perf_counter() - prepare_started, 3)})
     ctx.launch_log.install(job["mode"])
-    ctx.sentinels.capture()
-    module = import_rung(ch, job, report="load" in job["rungs"])
-    if module is None:
+    ctx.sentinels.capture(extra=[("reference", ctx.reference)])
+    load_started = _perf_counter()
+    module = import_rung(ch, job, load)
+    if module is None or not ctx.untouched(load):
         ch.send({"kind": "done"})
         return 0
     ctx.candidate = module
-    if not ctx.untouched("load"):
-        ch.send({"kind": "done"})
-        return 0
+    if load == "load":
+        ch.rung("load", True, None, _perf_counter() - load_started)
     steps = {"compile": lambda: compile_rung(ch, job, ctx), "run": ctx.run_rung,
              "correctness": ctx.correctness_rung, "benchmark": ctx.benchmark_rung}
     for name in job["rungs"]:

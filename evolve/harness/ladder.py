@@ -64,7 +64,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     cache = Path(options.cache_dir)
     verdict = {"ok": False, "problem": problem.name, "candidate": str(candidate), "device": None, "mode": mode,
                "rungs": [], "fitness": None, "shapes": [], "secret": secret, "versions": {}, "setup": []}
-    state = {"peaks": None, "mode": None, "spawned": 0.0}
+    state = {"peaks": None, "mode": None, "spawned": 0.0, "late_failure": None}
 
     def decide(rung: dict) -> None:
         status = rung.get("status") or ("ok" if rung["ok"] else "failed")
@@ -76,8 +76,11 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
 
     def on_message(message: dict) -> None:
         kind = message.get("kind")
-        if kind == "rung" and not any(r["name"] == message["name"] for r in verdict["rungs"]):
-            decide(message)
+        if kind == "rung":
+            if not any(r["name"] == message["name"] for r in verdict["rungs"]):
+                decide(message)
+            elif not message.get("ok"):  # a late failure for a decided rung goes to the first undecided one
+                state["late_failure"] = message
         elif kind == "device":
             verdict["device"] = message.get("device")
             verdict["versions"] = {"torch": message.get("torch"), "triton": message.get("triton")}
@@ -114,12 +117,18 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                 shutil.rmtree(child.work, ignore_errors=True)
         decided = {r["name"] for r in verdict["rungs"]}
         pending = [name for name in rungs if name not in decided]
-        if not result.finished and pending:
-            decide({"name": pending[0], "ok": False, "reason": result.death(options.timeout_s, options.max_rss_gb),
-                    "seconds": result.seconds})
+        if pending and not any(not r["ok"] for r in verdict["rungs"]):
+            late = state.pop("late_failure", None)
+            if not result.finished:
+                reason = result.death(options.timeout_s, options.max_rss_gb)
+            elif late is not None:
+                reason = f"{late['name']}: {late['reason']}"
+            else:
+                reason = "the evaluation ended without deciding this rung"
+            decide({"name": pending[0], "ok": False, "reason": reason, "seconds": result.seconds})
         if any(not r["ok"] for r in verdict["rungs"]):
             break
-    if all(r["ok"] for r in verdict["rungs"]) and verdict["rungs"]:
+    if all(r["ok"] for r in verdict["rungs"]) and any(r["name"] == "benchmark" for r in verdict["rungs"]):
         decide(_roofline(verdict, state["peaks"], mode))
     failed = False
     for name in RUNGS:

@@ -11,6 +11,7 @@ import importlib
 import math
 import sys
 import threading
+import types
 import time
 
 import torch
@@ -32,15 +33,15 @@ _count_nonzero = torch.count_nonzero
 _logical_not = torch.logical_not
 _untyped_storage = torch.Tensor.untyped_storage
 
+# Namespaces whose functions, classes and modules must not change once the candidate is loaded: the harness's own
+# modules and classes, and what it and the reference compute with.
 WATCHED = (
-    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic", "torch.cuda.synchronize",
-    "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time", "torch.cuda.Event.synchronize", "torch.allclose",
-    "torch.testing.assert_close", "torch.equal", "torch.isfinite", "torch.Tensor.copy_", "torch.Tensor.clone",
-    "torch.Tensor.to", "torch.Tensor.data_ptr", "torch.abs", "torch.max", "torch.sub", "torch.div",
-    "triton.runtime.jit.JITFunction.run", "os.write", "os._exit", "hmac.new", "json.dumps", "builtins.print",
+    "evolve.harness.metrics", "evolve.harness.timing", "evolve.harness.child", "evolve.harness.rungs",
+    "evolve.harness.launches", "evolve.harness.static_check", "evolve.harness.problem", "time", "os", "json", "hmac",
+    "hashlib", "threading", "builtins", "importlib", "torch", "torch.Tensor", "torch._C.TensorBase", "torch.cuda",
+    "torch.cuda.Event", "torch.nn.functional", "torch.testing", "torch.utils._python_dispatch",
+    "triton.runtime.jit.JITFunction", "triton.runtime.autotuner.Autotuner",
 )
-HARNESS_MODULES = ("evolve.harness.metrics", "evolve.harness.timing", "evolve.harness.child", "evolve.harness.rungs",
-                   "evolve.harness.launches")
 
 # torch ops a candidate's host code may run (allocation, views, fills); anything else is library compute.
 ALLOWED_OPS = frozenset({
@@ -56,54 +57,68 @@ class Fail(Exception):
 
 
 class Sentinels:
-    """Functions the harness relies on, captured before the candidate loads and compared after every call.
+    """Namespaces the harness relies on, snapshotted before the candidate loads and compared after every call.
 
-    Each is held as (module name, module object, attribute path, value); a check is a dict lookup and a few getattrs,
-    cheap enough to run after every call."""
+    A snapshot holds every function, class and module in each namespace (plain data such as counters may change);
+    a replaced or removed one is reported, and so is one added to a class, where it would shadow an inherited
+    method. Additions to modules are not: importing a submodule adds one. The harness's own classes are watched
+    like its modules."""
 
     def __init__(self):
-        self.captured: list[tuple[str, object, tuple, object]] = []
+        self.snapshots: list[tuple[str, object, dict]] = []
 
     @staticmethod
-    def _split(dotted: str):
-        parts = dotted.split(".")
-        for split in range(len(parts), 0, -1):
-            try:
-                return ".".join(parts[:split]), importlib.import_module(".".join(parts[:split])), tuple(parts[split:])
-            except ImportError:
-                continue
-        raise ImportError(dotted)
+    def _watchable(value) -> bool:
+        return callable(value) or isinstance(value, (types.ModuleType, staticmethod, classmethod, property))
 
-    @staticmethod
-    def _get(module, attrs):
-        obj = module
-        for attr in attrs:
-            obj = getattr(obj, attr)
-        return obj
+    def _snap(self, label: str, namespace) -> None:
+        entries = {k: v for k, v in vars(namespace).items() if self._watchable(v)}
+        self.snapshots.append((label, namespace, entries))
 
-    def capture(self) -> None:
+    def capture(self, extra=()) -> None:
         for dotted in WATCHED:
-            try:
-                name, module, attrs = self._split(dotted)
-                self.captured.append((name, module, attrs, self._get(module, attrs)))
-            except (ImportError, AttributeError):
+            namespace = _resolve(dotted)
+            if namespace is None:
                 continue
-        for module_name in HARNESS_MODULES:
-            module = importlib.import_module(module_name)
-            for attr, value in vars(module).items():
-                if callable(value) and not attr.startswith("__"):
-                    self.captured.append((module_name, module, (attr,), value))
+            self._snap(dotted, namespace)
+            if dotted.startswith("evolve.harness."):
+                for name, value in list(vars(namespace).items()):
+                    if isinstance(value, type) and value.__module__ == dotted:
+                        self._snap(f"{dotted}.{name}", value)
+        for label, namespace in extra:
+            self._snap(label, namespace)
 
     def changed(self) -> list[str]:
         out = []
-        for name, module, attrs, value in self.captured:
-            try:
-                same = _modules.get(name) is module and self._get(module, attrs) is value
-            except AttributeError:
-                same = False
-            if not same:
-                out.append(".".join((name,) + attrs))
+        for label, namespace, entries in self.snapshots:
+            now = vars(namespace)
+            for key, value in entries.items():
+                if now.get(key, _MISSING) is not value:
+                    out.append(f"{label}.{key}")
+            if isinstance(namespace, type):  # a new attribute on a class shadows an inherited one (Tensor.max)
+                for key, value in now.items():
+                    if key not in entries and self._watchable(value) and not key.startswith("__"):
+                        out.append(f"{label}.{key}")
         return out
+
+
+_MISSING = object()
+
+
+def _resolve(dotted: str):
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[split:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
 
 
 class OpLog(torch.utils._python_dispatch.TorchDispatchMode):
@@ -150,6 +165,7 @@ class Context:
         self.baselines: dict = {}
         self.roofline_inputs: dict = {}
         self.first_outputs: dict = {}
+        self._timed_ops: set = set()
 
     # -- setup, all before the candidate is imported ----------------------------------------------------------------
     def device_info(self) -> dict:
@@ -365,6 +381,10 @@ class Context:
         def check(out, index):
             self.guards(state["threads"], state["launches"])
             state["launches"] = self.launch_log.launches
+            extra = self._timed_ops - ALLOWED_OPS
+            if extra:
+                raise Fail(f"{case.label}: a timed call ran torch ops {', '.join(sorted(extra)[:4])}: host code may "
+                           f"only allocate and launch Triton kernels")
             outs = self.validate(out, (refs[index],), case, ())
             worst = metrics.max_rel(outs[0], refs[index], tol.floor)
             if not worst <= tol.rtol:
@@ -403,13 +423,18 @@ class Context:
         return True
 
     def _raw_call(self, *inputs):
-        """The timed call itself: nothing of the harness's between the events but the candidate."""
+        """The timed call: the candidate under the op log (host-side only; the GPU spin before the start event
+        covers it), with the log's verdict left for the check after the call."""
+        op_log = OpLog()
         try:
-            return self.candidate.custom_kernel(*inputs)
+            with op_log:
+                out = self.candidate.custom_kernel(*inputs)
         except Fail:
             raise
         except BaseException as exc:  # noqa: BLE001
             raise Fail(f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]) from exc
+        self._timed_ops = op_log.ops
+        return out
 
     def _shape_record(self, case, figures: dict, baseline: dict) -> dict:
         record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype, **figures, **baseline,

@@ -35,6 +35,18 @@ TORCH_HOST_ALLOWED = frozenset({
     "torch.cuda.get_device_capability",
 })
 
+TRITON_HOST_ALLOWED = frozenset({
+    "triton.jit", "triton.cdiv", "triton.next_power_of_2", "triton.Config", "triton.autotune", "triton.heuristics",
+    "triton.constexpr", "triton.language",
+})
+
+# Attributes that reach frames, code and tracebacks: from there a candidate could walk into the harness's own frames.
+INTROSPECTION = frozenset({
+    "gi_frame", "gi_code", "gi_yieldfrom", "gi_running", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code",
+    "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "f_lasti", "tb_frame", "tb_next",
+})
+SAFE_MODULES = ("torch", "triton", "math", "typing")
+
 TENSOR_HOST_ALLOWED = frozenset({
     "shape", "stride", "numel", "nelement", "dim", "ndim", "ndimension", "size", "dtype", "device", "is_cuda",
     "is_contiguous", "contiguous", "view", "reshape", "element_size", "data_ptr", "storage_offset", "unsqueeze",
@@ -109,13 +121,25 @@ class _Checker(ast.NodeVisitor):
     def _check_path(self, node, path: str):
         if path in self.forbid_calls:
             self.fail(node, f"uses {path}, which this problem forbids")
+            return
+        escape = _module_escape(path)
+        if escape:
+            self.fail(node, f"uses {path}, which reaches the module {escape}: candidates may use only "
+                            f"{', '.join(SAFE_MODULES)}")
         elif self.in_jit:
             return
         elif path.startswith("torch") and path not in TORCH_HOST_ALLOWED and path != "torch":
             self.fail(node, f"uses {path} in host code: host code may only allocate tensors, read their metadata "
                             f"and launch Triton kernels (the computation belongs in @triton.jit code)")
+        elif path.startswith("triton.") and not any(path == a or path.startswith(a + ".")
+                                                     for a in TRITON_HOST_ALLOWED):
+            self.fail(node, f"uses {path} in host code: from triton, host code may use only "
+                            f"{', '.join(sorted(TRITON_HOST_ALLOWED))}")
 
     def visit_Attribute(self, node):
+        if node.attr in INTROSPECTION or node.attr.startswith("co_"):
+            self.fail(node, f"touches {node.attr}: candidates may not inspect frames, code or tracebacks")
+            return
         if node.attr.startswith("__") and node.attr.endswith("__"):
             self.fail(node, f"touches the dunder attribute {node.attr}: candidates may not reach into internals")
             return
@@ -134,7 +158,12 @@ class _Checker(ast.NodeVisitor):
         if node.id in BLOCKED_BUILTINS and node.id not in self.aliases:
             self.fail(node, f"uses the builtin {node.id}: candidates may not use dynamic code, reflection or files")
         elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
-            self._check_path(node, self.aliases[node.id])
+            path = self.aliases[node.id]
+            if _is_module(path):
+                self.fail(node, f"uses the module {path} as a value: use it only as the root of a name "
+                                f"(`{node.id}.x`), so every use can be checked")
+            else:
+                self._check_path(node, path)
 
     # -- writes through modules -----------------------------------------------------------------------------------
     def _check_target(self, target):
@@ -187,6 +216,45 @@ class _Checker(ast.NodeVisitor):
         self.in_jit -= jit
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _resolve(path: str):
+    """Walk a dotted path from an importable root; the objects along the way, or [] if it does not resolve."""
+    import importlib
+
+    parts = path.split(".")
+    try:
+        obj = importlib.import_module(parts[0])
+    except ImportError:
+        return []
+    chain = [obj]
+    for part in parts[1:]:
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            try:
+                obj = importlib.import_module(".".join(parts[: len(chain) + 1]))
+            except ImportError:
+                return chain
+        chain.append(obj)
+    return chain
+
+
+def _module_escape(path: str) -> str | None:
+    """The first module along the path that lies outside the safe packages (typing.sys -> 'sys'), if any."""
+    import types
+
+    for obj in _resolve(path):
+        if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in SAFE_MODULES:
+            return obj.__name__
+    return None
+
+
+def _is_module(path: str) -> bool:
+    import types
+
+    chain = _resolve(path)
+    return bool(chain) and len(chain) == len(path.split(".")) and isinstance(chain[-1], types.ModuleType)
 
 
 def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=()) -> list[str]:

@@ -1,6 +1,8 @@
 # expect: load: torch.utils|torch.softmax
-# expect-dynamic: run: torch ops
-"""Cheat: the op log is a Python dispatch mode; suspend the active modes around the library call so it is never seen."""
+"""Cheat: the op log is a Python dispatch mode; suspend the active modes around the library call so it is never seen.
+
+Only the static check stops this one (torch.utils is not for candidates): with the static check off, the op log is
+blind to it. README, 'What the harness guarantees', lists this limit."""
 import torch
 import torch.utils._python_dispatch
 import triton
