@@ -219,23 +219,30 @@ class _Checker(ast.NodeVisitor):
 
 
 def _resolve(path: str):
-    """Walk a dotted path from an importable root; the objects along the way, or [] if it does not resolve."""
+    """Walk a dotted path from an importable root; the objects along the way (as far as it resolves).
+
+    Attributes are read with inspect.getattr_static, so no property or descriptor runs: resolving
+    triton.runtime.driver.active must not start a driver. The walk stops at anything that is not a module or class."""
     import importlib
+    import inspect
+    import types
 
     parts = path.split(".")
     try:
         obj = importlib.import_module(parts[0])
-    except ImportError:
+    except Exception:  # noqa: BLE001 - an unimportable root is judged by the import rules, not here
         return []
     chain = [obj]
     for part in parts[1:]:
+        if not isinstance(obj, (types.ModuleType, type)):
+            break
         try:
-            obj = getattr(obj, part)
+            obj = inspect.getattr_static(obj, part)
         except AttributeError:
             try:
                 obj = importlib.import_module(".".join(parts[: len(chain) + 1]))
-            except ImportError:
-                return chain
+            except Exception:  # noqa: BLE001
+                break
         chain.append(obj)
     return chain
 

@@ -1,4 +1,5 @@
-# expect: load|run: import failed
+# expect: load: triton.runtime.driver
+# expect-dynamic: load|run: import failed
 """Not a cheat: the Triton tutorials' idiom DEVICE = triton.runtime.driver.active.get_active_torch_device(). It imports
 in the compile child (the sm_90 stand-in driver is active) and raises at import in the interpreter child (no driver).
 A failure at import in the second child must still fail a rung, with its reason."""
