@@ -132,19 +132,18 @@ def describe(kernel, work_dir: Path) -> dict:
     if cubin and cuobjdump:
         path = work_dir / f"{name}.cubin"
         path.write_bytes(cubin)
-        usage = subprocess.run([cuobjdump, "--dump-resource-usage", str(path)], capture_output=True, text=True,
-                               timeout=60).stdout
-        match = _RESOURCE.search(usage)
+        dumped = subprocess.run([cuobjdump, "--dump-resource-usage", "--dump-sass", str(path)], capture_output=True,
+                                text=True, timeout=60).stdout
+        match = _RESOURCE.search(dumped)
         if match:
             info["regs"] = int(match.group(2))
             info["local_bytes"] = int(match.group(5))
             info["smem"] = int(match.group(4)) if info["smem"] is None else info["smem"]
             if info["spills"] is None:
                 info["spills"] = int(match.group(5))
-        sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, timeout=60).stdout
-        arch = _ARCH.search(sass)
+        arch = _ARCH.search(dumped)
         info["arch"] = arch.group(1) if arch else None
-        info["_sass"] = sass
+        info["_sass"] = dumped[dumped.find("code for"):] if arch else dumped
     return info
 
 

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,9 +201,13 @@ class Child:
                     if result.tampered or result.finished:
                         break
         finally:
-            # Once the verdict is in, nothing the child does is needed: kill it rather than wait for its teardown.
+            # Once the verdict is in, nothing the child does is needed: kill it rather than wait for its teardown,
+            # and reap it in the background (a killed CUDA process can take seconds to release its context).
             kill_everything(proc.pid, self.token)
-            result.returncode = proc.wait()
+            if result.finished:
+                threading.Thread(target=proc.wait, daemon=True, name="evolve-reap").start()
+            else:
+                result.returncode = proc.wait()
             result.seconds = time.monotonic() - started
             try:
                 result.stderr_tail = self.err_path.read_bytes()[-4000:].decode(errors="replace")
