@@ -81,6 +81,15 @@ def test_embedded_default_without_key_or_gpu(tmp_path):
     assert run["stop_reason"] == "--max-candidates 3 evaluated" and run["ended"]
     status = evolve("status", "--db", db)
     assert status.returncode == 0 and "mini_softmax" in status.stdout and "--max-candidates 3" in status.stdout
+    best_id = max((c for c in cands if c["ok"]), key=lambda c: c["score"])["id"]
+    exported = tmp_path / "best.py"
+    best = evolve("best", MINI, "--db", db, "--export", exported, "--device", "cpu")
+    assert best.returncode == 0, best.stderr[-2000:]
+    assert best.stdout.startswith(f"#{best_id} ") and "[correctness] ok" in best.stdout  # re-verified
+    assert exported.read_text() == cands[best_id - 1]["source"]
+    show = evolve("show", best_id, "--db", db)
+    assert show.returncode == 0 and "proposer" in show.stdout and "lineage: #" in show.stdout
+    assert evolve("show", 999, "--db", db).returncode == 1
 
 
 @pytest.mark.slow
