@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
 import tempfile
 import threading
 import time
@@ -330,6 +331,7 @@ class Search:
             stop = "interrupted (Ctrl-C); continue with --resume"
         self.keep_answered()
         self.archive.finish_run(self.run_id, stop)
+        shutil.rmtree(self.work, ignore_errors=True)
         return self.summary(stop)
 
     def keep_answered(self) -> None:
