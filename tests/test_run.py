@@ -99,8 +99,8 @@ def test_scripted_llm_run(tmp_path):
     with ScriptedLLM() as llm:
         llm.enqueue(
             Status(429), fenced(good(4)),                                        # retried, then a good kernel
-            Status(500), fenced(good(2).replace("x - tl.max(x, axis=0)", "x"),   # retried; a wrong kernel
-                                "I removed the max subtraction, which is unnecessary."),
+            Status(500), fenced(good(2).replace("e / tl.sum(e, axis=0)", "e / (tl.sum(e, axis=0) + 1.0)"),
+                                "I added one to the sum to avoid dividing by zero."),  # retried; a wrong kernel
             "def custom_kernel(x):\n    return (\n",                             # a syntax error ...
             fenced(good(8)),                                                     # ... and its repair
             bad_diff,                                                            # a diff that applies nowhere
@@ -119,10 +119,8 @@ def test_scripted_llm_run(tmp_path):
     llm_rows = [c for c in cands if c["proposer"] == "llm"]
     assert all(c["model"] == "openai/scripted" and c["prompt"] and "softmax" in c["prompt"] for c in llm_rows)
     assert all(c["tokens_in"] > 0 and c["tokens_out"] > 0 for c in llm_rows if c["reply"])
-    # The kernel without max subtraction overflows (NaN) on rows whose secret random offset is large; which check
-    # meets such a row first (run: one seed; correctness: the others) depends on the secret drawn per evaluation.
-    wrong = [c for c in evaluated if c["failed_rung"] in ("run", "correctness")]
-    assert wrong and ("not finite" in wrong[0]["reason"] or "max_rel" in wrong[0]["reason"])
+    wrong = [c for c in evaluated if c["failed_rung"] == "correctness"]
+    assert wrong and "max_rel" in wrong[0]["reason"]
     broken = [c for c in evaluated if c["failed_rung"] == "load"]
     assert broken and "SyntaxError" in broken[0]["reason"]
     repairs = [c for c in cands if c["template"] == "repair"]
