@@ -49,7 +49,6 @@ class LaunchLog:
         self.launches = 0
         self.kernels: dict[str, object] = {}  # "name/specialization" -> CompiledKernel
         self.compile_seconds = 0.0
-        self._compile_only = False
 
     def install(self, mode: str) -> None:
         """mode: 'gpu' (launch and record), 'compile' (sm_90 compile only), 'interpret' (count launches)."""

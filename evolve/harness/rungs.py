@@ -17,6 +17,7 @@ import time
 import torch
 
 from . import metrics
+from .child import _load_module, _short_exception
 from .launches import LaunchLog
 from .problem import load_problem
 
@@ -152,8 +153,6 @@ class Context:
         self.mode = job["mode"]
         self.problem = load_problem(job["problem"])
         name = "evolve_reference_" + hashlib.sha256(str(self.problem.path).encode()).hexdigest()[:12]
-        from .child import _load_module
-
         self.reference = _load_module(name, self.problem.reference_path)
         self.device = torch.device("cuda", torch.cuda.current_device()) if self.mode == "gpu" else torch.device("cpu")
         self.secret = int(job["secret"])
@@ -276,7 +275,7 @@ class Context:
         except Fail:
             raise
         except BaseException as exc:  # noqa: BLE001
-            text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
+            text = _short_exception(exc)
             if "CUDA error" in text or "illegal" in text.lower():
                 raise Fail(f"crashed: {text}") from exc
             raise Fail(text) from exc
@@ -432,7 +431,7 @@ class Context:
         except Fail:
             raise
         except BaseException as exc:  # noqa: BLE001
-            raise Fail(f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]) from exc
+            raise Fail(_short_exception(exc)) from exc
         self._timed_ops = op_log.ops
         return out
 

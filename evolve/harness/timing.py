@@ -33,10 +33,6 @@ HOST_SLACK_CYCLES = 500_000
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
 
 
-class HiddenWork(Exception):
-    pass
-
-
 def fresh_copy(inputs):
     """New allocations holding the same values: a cache keyed by pointer or identity sees a new object."""
     out = []
