@@ -123,6 +123,9 @@ def _open_archive(db, must_exist=True):
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Most LLM calls in flight at once.")
 @click.option("--tune-share", type=float, default=0.2, show_default=True,
               help="With a model configured, the share of steps given to the knob tuner instead of the model.")
+@click.option("--tune-trials", type=int,
+              help="Knob settings the tuner tries per program structure [default: 6 with a model; 64 without one, "
+                   "where the tuner is the whole search].")
 @click.option("--llm-timeout", type=float, default=180.0, show_default=True,
               help="Seconds to wait for one LLM reply before retrying.")
 @click.option("--llm-retries", type=int, default=4, show_default=True,
@@ -132,7 +135,7 @@ def _open_archive(db, must_exist=True):
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
               help="Wall-clock limit in seconds of each sandboxed evaluation child.")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
-                repairs, stagnation, concurrency, tune_share, llm_timeout, llm_retries, device, timeout_s):
+                repairs, stagnation, concurrency, tune_share, tune_trials, llm_timeout, llm_retries, device, timeout_s):
     """Evolve kernels for PROBLEM unattended; every proposal and verdict goes to the archive (--db).
 
     Stops at --target, --max-candidates, --budget, --max-cost or after --stagnation candidates without
@@ -156,7 +159,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     config = RunConfig(
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
-        search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share),
+        search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
+                            tuner_trials=tune_trials),
         eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True))
     if not specs:
         click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
@@ -186,6 +190,10 @@ def _print_summary(summary, archive, problem):
         seed = summary.seed_best
         versus = f" (best seed: #{seed.id} {seed.score:.3g})" if seed and seed.id != best.id else ""
         click.echo(f"best: #{best.id} {kind}{versus}")
+        tie = summary.near_tie
+        if tie is not None:
+            click.echo(f"  #{tie.id} measured {tie.score:.3g}, above it by less than the timing noise: not counted as "
+                       f"an improvement")
         verdict = archive.evaluation(best.id) or {}
         from .render import shape_table
 

@@ -28,7 +28,7 @@ class SearchConfig:
     diff_share: float = 0.5  # share of LLM proposals asked as SEARCH/REPLACE edits (the rest: full rewrites)
     tune_share: float = 0.2  # share of steps given to the knob tuner when a model is configured
     repairs: int = 2  # load/compile failures sent back to the model before a candidate counts as dead
-    tuner_trials: int = 6  # knob settings tried per program structure
+    tuner_trials: int | None = None  # knob settings tried per structure; None: 6 with a model, 64 without one
     stagnation: int = 30  # stop after this many evaluated candidates without an improvement
 
 

@@ -75,23 +75,12 @@ def _load_module(name: str, path: Path):
 
 def static_rung(ch: Channel, job: dict, problem, rung: str = "load") -> bool:
     """The static check, before any candidate code runs (and before the GPU is prepared for it)."""
-    from .static_check import Rejection, check_source
+    from .static_check import screen, summary
 
     started = _perf_counter()
-    path = Path(job["candidate"])
-    try:
-        problems = check_source(path.read_text(), str(path), problem.forbid_calls, problem.forbid_modules)
-    except Rejection as exc:
-        ch.rung(rung, False, str(exc), _perf_counter() - started)
-        return False
-    except (OSError, UnicodeDecodeError) as exc:
-        ch.rung(rung, False, f"cannot read the candidate: {exc}", _perf_counter() - started)
-        return False
-    if not job.get("static_check", True):
-        problems = [p for p in problems if p.endswith("custom_kernel(*inputs)")]
+    problems = screen(job["candidate"], problem.forbid_calls, problem.forbid_modules, job.get("static_check", True))
     if problems:
-        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        ch.rung(rung, False, problems[0] + more, _perf_counter() - started, violations=problems)
+        ch.rung(rung, False, summary(problems), _perf_counter() - started, violations=problems)
         return False
     return True
 
@@ -115,7 +104,7 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
     """Call custom_kernel once per test case; every launch compiles (for sm_90 when there is no GPU)."""
     from triton.compiler.errors import CompilationError
 
-    from .launches import describe, dump
+    from .launches import describe_all, dump
 
     log = ctx.launch_log
     started = _perf_counter()
@@ -145,14 +134,13 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
             ch.rung("compile", False, "no Triton kernel launched by custom_kernel: the computation must run in "
                                       "@triton.jit kernels", seconds)
         return False
-    kernels = []
-    work = Path(job["work"])
-    for index, kernel in enumerate(list(log.kernels.values())):
-        info = describe(kernel, work)
+    compiled = list(log.kernels.values())
+    kernels = describe_all(compiled, Path(job["work"]), sass=bool(job.get("dump")))
+    for index, (kernel, info) in enumerate(zip(compiled, kernels)):
         if job.get("dump"):
             info["files"] = dump(kernel, info, Path(job["dump"]), index)
         info.pop("_sass", None)
-        kernels.append(info)
+    seconds = _perf_counter() - started  # compiling and reading back the cubins
     ch.rung("compile", True, None, seconds, kernels=kernels, compile_seconds=round(log.compile_seconds, 3))
     if error is not None and "CUDA error" in str(error):
         # The kernels compiled but running them broke the CUDA context; nothing more can run in this process.

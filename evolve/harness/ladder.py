@@ -15,6 +15,7 @@ from pathlib import Path
 from . import peaks as peak_cache
 from .problem import load_problem
 from .sandbox import SPARES
+from .static_check import screen, summary
 
 RUNGS = ("load", "compile", "run", "correctness", "benchmark", "roofline")
 ROOFLINE_CEILING = 1.05
@@ -44,6 +45,15 @@ def gpu_available() -> bool:
         return torch.cuda.is_available()
     except Exception:  # noqa: BLE001 - a broken torch install means no GPU for us
         return False
+
+
+def device_name(device: str) -> str:
+    """What the verdict names as its device: the GPU's name, or the CPU interpreter."""
+    if device == "cpu" or (device == "auto" and not gpu_available()):
+        return "cpu (Triton interpreter)"
+    import torch
+
+    return torch.cuda.get_device_name()
 
 
 def _jobs(mode: str) -> list[tuple[str, list[str]]]:
@@ -96,8 +106,14 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             entry[message["case"]] = {k: v for k, v in message.items() if k not in ("kind", "key", "case")}
             peak_cache.store(cache, message["key"], entry, "baselines.json")
 
+    # The static check needs no child: a rejected file costs milliseconds. The child repeats it on its own copy.
+    started = time.perf_counter()
+    problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check)
+    if problems:
+        decide({"name": "load", "ok": False, "reason": summary(problems), "seconds": time.perf_counter() - started,
+                "metrics": {"violations": problems}})
     triton_cache = str(cache / "triton")
-    for job_mode, rungs in _jobs(mode):
+    for job_mode, rungs in ([] if problems else _jobs(mode)):
         child = SPARES.take(job_mode, triton_cache)
         try:
             candidate_copy = child.work / "candidate.py"
@@ -128,6 +144,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             decide({"name": pending[0], "ok": False, "reason": reason, "seconds": result.seconds})
         if any(not r["ok"] for r in verdict["rungs"]):
             break
+    if verdict["device"] is None:  # no child reported one (the static check rejected the file)
+        verdict["device"] = device_name("cuda" if mode == "gpu" else "cpu")
     if all(r["ok"] for r in verdict["rungs"]) and any(r["name"] == "benchmark" for r in verdict["rungs"]):
         decide(_roofline(verdict, state["peaks"], mode))
     failed = False

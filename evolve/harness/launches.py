@@ -7,6 +7,7 @@ reports an sm_90 target, so each launch compiles real Hopper code through Triton
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -49,6 +50,7 @@ class LaunchLog:
         self.launches = 0
         self.kernels: dict[str, object] = {}  # "name/specialization" -> CompiledKernel
         self.compile_seconds = 0.0
+        self.side_stream = None  # the first stream other than the harness's that a launch was issued on (GPU mode)
 
     def install(self, mode: str) -> None:
         """mode: 'gpu' (launch and record), 'compile' (sm_90 compile only), 'interpret' (count launches)."""
@@ -67,6 +69,15 @@ class LaunchLog:
 
         original_run = JITFunction.run
         compile_only = mode == "compile"
+        stream_of = None
+        if mode == "gpu":  # the harness times its own current stream: a launch on any other escapes the events
+            import torch
+
+            raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch.cuda.current_device
+            harness_stream = raw_stream(current_device())
+
+            def stream_of():
+                return raw_stream(current_device())
         if compile_only:
             from triton.runtime.driver import driver
 
@@ -75,6 +86,10 @@ class LaunchLog:
 
         def run(self, *args, grid, warmup, **kwargs):
             log.launches += 1
+            if stream_of is not None and log.side_stream is None:
+                stream = stream_of()
+                if stream != harness_stream:
+                    log.side_stream = stream
             before = time.perf_counter()
             kernel = original_run(self, *args, grid=grid, warmup=warmup or compile_only, **kwargs)
             if kernel is not None and not hasattr(kernel, "result"):
@@ -110,11 +125,20 @@ def tool(name: str) -> str | None:
 
 
 _RESOURCE = re.compile(r"Function (\S+):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
-_ARCH = re.compile(r"code for (sm_\w+)")
+_ARCH = re.compile(r"\.(sm_\w+)\.cubin|code for (sm_\w+)")
 
 
-def describe(kernel, work_dir: Path) -> dict:
-    """Registers, spills, shared memory and architecture of a compiled kernel, read from its cubin."""
+def describe_all(kernels: list, work_dir: Path, sass: bool = False) -> list[dict]:
+    """describe() of each kernel, the cuobjdump calls side by side."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1, len(kernels)))) as pool:
+        return list(pool.map(lambda pair: describe(pair[1], work_dir, pair[0], sass), enumerate(kernels)))
+
+
+def describe(kernel, work_dir: Path, index: int = 0, sass: bool = False) -> dict:
+    """Registers, spills, shared memory and architecture of a compiled kernel, read from its cubin (a few ms);
+    with sass=True also its SASS (about 0.3 s a kernel), under the key "_sass"."""
     name = kernel.metadata.name if hasattr(kernel.metadata, "name") else kernel.name
     info = {
         "name": name,
@@ -129,20 +153,24 @@ def describe(kernel, work_dir: Path) -> dict:
     cubin = kernel.asm.get("cubin") if hasattr(kernel, "asm") else None
     cuobjdump = tool("cuobjdump")
     if cubin and cuobjdump:
-        path = work_dir / f"{name}.cubin"
+        path = work_dir / f"{index:02d}_{name}.cubin"
         path.write_bytes(cubin)
-        dumped = subprocess.run([cuobjdump, "--dump-resource-usage", "--dump-sass", str(path)], capture_output=True,
-                                text=True, timeout=60).stdout
-        match = _RESOURCE.search(dumped)
+
+        def run(*flags):
+            return subprocess.run([cuobjdump, *flags, str(path)], capture_output=True, text=True, timeout=60).stdout
+
+        match = _RESOURCE.search(run("--dump-resource-usage"))
         if match:
             info["regs"] = int(match.group(2))
             info["local_bytes"] = int(match.group(5))
             info["smem"] = int(match.group(4)) if info["smem"] is None else info["smem"]
             if info["spills"] is None:
                 info["spills"] = int(match.group(5))
-        arch = _ARCH.search(dumped)
-        info["arch"] = arch.group(1) if arch else None
-        info["_sass"] = dumped[dumped.find("code for"):] if arch else dumped
+        arch = _ARCH.search(run("--list-elf"))
+        info["arch"] = (arch.group(1) or arch.group(2)) if arch else None
+        if sass:
+            dumped = run("--dump-sass")
+            info["_sass"] = dumped[dumped.find("code for"):] if "code for" in dumped else dumped
     return info
 
 

@@ -16,6 +16,7 @@ for whatever a static reading cannot see.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 ALLOWED_MODULES = ("torch", "triton", "math", "typing", "__future__")
 
@@ -285,3 +286,24 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=())
             out.append(f"line {line}: {message}" if line else message)
     return out
 
+
+
+def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True) -> list[str]:
+    """The load rung's static verdict on a candidate file: its violations, or a reason it cannot be read.
+
+    strict=False keeps only what no candidate can pass without (a custom_kernel, valid syntax), so that the
+    sandbox's dynamic defences can be tested on their own.
+    """
+    try:
+        problems = check_source(Path(path).read_text(), str(path), forbid_calls, forbid_modules)
+    except Rejection as exc:
+        return [str(exc)]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"cannot read the candidate: {exc}"]
+    if not strict:
+        problems = [p for p in problems if p.endswith("custom_kernel(*inputs)")]
+    return problems
+
+
+def summary(problems: list[str]) -> str:
+    return problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")

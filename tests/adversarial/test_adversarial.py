@@ -5,6 +5,7 @@ Every file in cases/ is a candidate that tries one trick. Its header says what m
     # expect: <rung>[|<rung>...]: <reason>[|<reason>...]      with the static check on (the default)
     # expect-dynamic: <rung>...: <reason>...                   optional: with the static check off, so the sandbox's
                                                                dynamic defences are tested on their own
+    # expect-gpu: / # expect-dynamic-gpu: ...                  optional: what replaces the line above on a GPU
     # gpu                                                      optional: needs a CUDA GPU (run by hand there)
     # max-memory: <GB>  /  # timeout: <seconds>                optional evaluation limits
 
@@ -23,7 +24,7 @@ from evolve.harness import EvalOptions, evaluate
 ROOT = Path(__file__).resolve().parents[2]
 SOFTMAX = ROOT / "problems" / "softmax"
 CASES = Path(__file__).parent / "cases"
-HEADER = re.compile(r"#\s*(expect|expect-dynamic|gpu|max-memory|timeout)\s*(?::\s*(.*))?$")
+HEADER = re.compile(r"#\s*(expect-dynamic-gpu|expect-dynamic|expect-gpu|expect|gpu|max-memory|timeout)\s*(?::\s*(.*))?$")
 
 
 def header(path: Path) -> dict:
@@ -45,6 +46,11 @@ def cases():
         marks = [pytest.mark.gpu] if "gpu" in header(path) else []
         params.append(pytest.param(path, id=path.stem, marks=marks))
     return params
+
+
+def expected(h: dict, key: str, verdict: dict) -> str:
+    """The header's expectation `key` for this verdict's mode: a `-gpu` line wins on a GPU."""
+    return h.get(f"{key}-gpu", h[key]) if verdict["mode"] == "gpu" else h[key]
 
 
 def check(verdict: dict, expectation: str) -> None:
@@ -71,9 +77,11 @@ def options_for(path: Path, cache_dir: str) -> EvalOptions:
 def test_case(path, cache_dir):
     h = header(path)
     options = options_for(path, cache_dir)
-    check(evaluate(path, SOFTMAX, options), h["expect"])
+    verdict = evaluate(path, SOFTMAX, options)
+    check(verdict, expected(h, "expect", verdict))
     if "expect-dynamic" in h:
-        check(evaluate(path, SOFTMAX, replace(options, static_check=False)), h["expect-dynamic"])
+        verdict = evaluate(path, SOFTMAX, replace(options, static_check=False))
+        check(verdict, expected(h, "expect-dynamic", verdict))
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 # expect: compile|run: timed out
 # timeout: 30
-"""Hang: a Triton kernel whose loop never ends (a doubling counter that starts at zero). Under the CPU interpreter
-the compile rung only compiles, so the run rung hangs; on a GPU the compile rung's own launch hangs. The process group
-must be killed at the limit."""
+"""Hang: a Triton kernel whose loop never ends. The loop re-reads x with a volatile load each turn (a side effect the
+compiler may not delete: a side-effect-free endless loop is removed by LLVM and the kernel returns) and only exits
+on a NaN, which the inputs never hold. Under the CPU interpreter the compile rung only compiles, so the run rung
+hangs; on a GPU the compile rung's own launch hangs. The process group must be killed at the limit."""
 import torch
 import triton
 import triton.language as tl
@@ -15,10 +16,9 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
     mask = offs < n_cols
     x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=-float("inf")).to(tl.float32)
     num = tl.exp(x - tl.max(x, axis=0))
-    i = 0
-    while i < n_cols:
-        num = num * 1.0
-        i = i * 2
+    first = tl.load(x_ptr + row * n_cols, volatile=True)
+    while first == first:
+        first = tl.load(x_ptr + row * n_cols, volatile=True)
     y = num / tl.sum(num, axis=0)
     tl.store(out_ptr + row * n_cols + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 

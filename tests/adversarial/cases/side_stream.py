@@ -1,9 +1,10 @@
 # expect: load: torch.cuda.stream
-# expect-dynamic: ok hidden-work
+# expect-dynamic: compile|run: side stream
 # gpu
 """Trick: the kernel runs on a side stream and the call returns without making the default stream wait, so CUDA
-events recorded on the default stream around the call time nothing. The host clock around a device-wide synchronize
-must still see the work: the candidate passes, timed honestly, flagged hidden_work."""
+events recorded on the default stream around the call time nothing. The launch log sees every Triton launch and the
+stream it was issued on: a launch off the harness's stream fails the call. (Behind that, the host clock around a
+device-wide synchronize bounds the event time, and a figure above the roofline fails the roofline rung.)"""
 import torch
 import triton
 import triton.language as tl

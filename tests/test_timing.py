@@ -1,0 +1,48 @@
+"""The timer: fresh copies on the CPU; on a GPU, event times against do_bench and work hidden on a side stream."""
+import pytest
+import torch
+
+from evolve.harness.timing import GpuTimer, cpu_time, fresh_copy
+
+
+def test_fresh_copy_is_a_new_allocation_with_the_same_values():
+    x = torch.randn(5, 7)
+    (copy, scale) = fresh_copy((x, 3))
+    assert copy.data_ptr() != x.data_ptr() and torch.equal(copy, x) and scale == 3
+
+
+def test_cpu_time_checks_every_output_and_labels_its_clock():
+    seen = []
+    result = cpu_time(lambda x: x * 2, [(torch.ones(3),), (torch.zeros(3),)],
+                      check=lambda out, i: seen.append((i, out.sum().item())), budget_s=0.05, max_reps=6)
+    assert result["clock"] == "cpu-interpreter" and result["reps"] == len(seen) >= 2
+    assert all(total == (6.0 if i == 0 else 0.0) for i, total in seen)
+
+
+@pytest.mark.gpu
+def test_gpu_timer_agrees_with_do_bench():
+    import triton.testing
+
+    timer = GpuTimer(torch.device("cuda"))
+    x = torch.randn(8192, 8192, device="cuda")
+    ours = timer.time(lambda t: torch.softmax(t, -1), [(x,)])
+    theirs = triton.testing.do_bench(lambda: torch.softmax(x, -1), warmup=25, rep=200, return_mode="median")
+    assert 0.9 < ours["ms"] / theirs < 1.1, (ours, theirs)
+    assert not ours["hidden_work"]
+
+
+@pytest.mark.gpu
+def test_work_on_a_side_stream_is_timed_by_the_host_clock():
+    timer = GpuTimer(torch.device("cuda"))
+    side = torch.cuda.Stream()
+    x = torch.randn(8192, 8192, device="cuda")
+    honest = timer.time(lambda t: torch.softmax(t, -1), [(x,)])
+
+    def hidden(t):
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            return torch.softmax(t, -1)
+
+    sneaky = timer.time(hidden, [(x,)])
+    assert sneaky["event_ms"] < 0.5 * honest["ms"], (sneaky, honest)  # the events alone are fooled
+    assert sneaky["hidden_work"] and sneaky["ms"] > 0.8 * honest["ms"], (sneaky, honest)
