@@ -81,8 +81,11 @@ def main():
     print(f"{sum(r['match'] for r in rows)} of {len(rows)} verdicts as expected; "
           f"slowest rejection {slowest[0]:.1f} s: {slowest[1]}")
     b, a = before["verdict"], after["verdict"]
-    print(f"honest control before: {'ok' if b['ok'] else 'FAILED'} fitness {b['fitness']}; "
-          f"after: {'ok' if a['ok'] else 'FAILED'} fitness {a['fitness']}")
+    def fit(v):
+        return "-" if v["fitness"] is None else f"{v['fitness']:.4f}"
+
+    print(f"honest control before: {'ok' if b['ok'] else 'FAILED'} fitness {fit(b)}; "
+          f"after: {'ok' if a['ok'] else 'FAILED'} fitness {fit(a)}")
     if b["shapes"] and a["shapes"]:
         ratios = [x["ms"] / y["ms"] for x, y in zip(a["shapes"], b["shapes"])]
         print(f"per-shape time after/before: median {statistics.median(ratios):.3f} "
