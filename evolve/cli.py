@@ -132,8 +132,9 @@ def _open_archive(db, must_exist=True):
               help="Retries of an LLM call on rate limits, 5xx errors and timeouts (exponential backoff).")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where candidates are evaluated (cpu: sm_90 compile + Triton interpreter).")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
-              help="Wall-clock limit in seconds of each sandboxed evaluation child.")
+@click.option("--timeout", "timeout_s", type=float, default=180.0, show_default=True,
+              help="Wall-clock limit in seconds of each sandboxed evaluation child; a candidate that hangs costs "
+                   "this much. An honest softmax evaluation takes under 40 s even with an empty cache.")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, tune_trials, llm_timeout, llm_retries, device, timeout_s):
     """Evolve kernels for PROBLEM unattended; every proposal and verdict goes to the archive (--db).
