@@ -286,6 +286,8 @@ class Search:
                                                  device_name(c.eval.device), package_versions())
         for cand in self.archive.candidates(problem=self.problem.name):
             if cand.status == "evaluated":
+                if cand.score is not None:  # the noise measured then, so near-ties are judged as before a crash
+                    self.noise[cand.id] = noise_of(self.archive.evaluation(cand.id) or {})
                 self._admit(cand)
                 if cand.knobs and cand.source:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)

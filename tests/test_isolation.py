@@ -124,3 +124,16 @@ def test_python_exception_is_a_failed_rung(tmp_path, options):
     verdict = evaluate(path, SOFTMAX, options)
     bad = failed(verdict)
     assert bad["name"] == "run" and "ValueError: too wide" in bad["reason"]
+
+
+def test_a_static_rejection_starts_no_child_and_no_cuda(tmp_path, options):
+    """The parent judges the file first: no child process, and no CUDA call in the parent (here there is no GPU,
+    so asking torch for a device name would raise)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\n\ndef custom_kernel(x):\n    return x\n")
+    verdict = evaluate(bad, SOFTMAX, replace(options, device="cuda"))
+    assert verdict["setup"] == [] and verdict["device"] == "cuda" and verdict["versions"]["torch"]
+    assert [(r["name"], r["status"]) for r in verdict["rungs"]] == [
+        ("load", "failed"), ("compile", "skipped"), ("run", "skipped"), ("correctness", "skipped"),
+        ("benchmark", "skipped"), ("roofline", "skipped")]
+    assert "imports os" in verdict["rungs"][0]["reason"] and not verdict["ok"] and verdict["fitness"] is None

@@ -5,20 +5,21 @@ from pathlib import Path
 from evolve.archive import Archive
 from evolve.config import RunConfig
 from evolve.harness import EvalOptions
-from evolve.search import NOISE_FLOOR, Search
+from evolve.search import NOISE_FLOOR, Search, noise_of
 
 MINI = Path(__file__).resolve().parent / "data" / "mini_softmax"
 
 
-def verdict(fitness: float) -> dict:
-    return {"ok": True, "fitness": fitness, "score": fitness, "rungs": [], "shapes": []}
+def verdict(fitness: float, noise: float = NOISE_FLOOR) -> dict:
+    bench = {"name": "benchmark", "ok": True, "metrics": {"shapes": [{"iqr_rel": noise}]}}
+    return {"ok": True, "fitness": fitness, "score": fitness, "rungs": [bench], "shapes": []}
 
 
-def admit(search: Search, fitness: float, n: int) -> int:
+def admit(search: Search, fitness: float, n: int, noise: float = NOISE_FLOOR) -> int:
     cand = search.archive.add_candidate(search.run_id, source=f"def custom_kernel(x):\n    return x * {n}\n",
                                        proposer="tuner")
-    done = search.archive.record_verdict(cand.id, verdict(fitness))
-    search.noise[done.id] = NOISE_FLOOR
+    done = search.archive.record_verdict(cand.id, verdict(fitness, noise))
+    search.noise[done.id] = noise_of(search.archive.evaluation(done.id))
     search._admit(done)
     return done.id
 
@@ -39,3 +40,21 @@ def test_a_near_tie_is_not_an_improvement(tmp_path):
     assert summary.best.id == better and summary.near_tie is None
     search.archive.close()
     shutil.rmtree(search.work, ignore_errors=True)
+
+
+def test_a_restarted_search_judges_near_ties_with_the_noise_measured_before(tmp_path):
+    db = str(tmp_path / "b.db")
+    config = RunConfig(problem_dir=str(MINI), db=db, eval=EvalOptions(device="cpu"))
+    first = Search(config, Archive(db))
+    first.start()
+    incumbent = admit(first, 0.700, 1, noise=0.05)
+    admit(first, 0.700 * 1.03, 2, noise=0.05)  # 3% higher, inside the 5% noise both were measured with
+    assert first.best.id == incumbent
+    first.archive.close()
+    shutil.rmtree(first.work, ignore_errors=True)
+
+    again = Search(config, Archive(db))
+    again.start()  # what --resume and every later run of the problem do: re-admit the archive
+    assert again.best.id == incumbent
+    again.archive.close()
+    shutil.rmtree(again.work, ignore_errors=True)

@@ -49,6 +49,21 @@ def custom_kernel(x):
     ("CACHE = {}\ndef custom_kernel(x):\n    global CACHE\n    return x\n", "global statement"),
     ("def custom_kernel(x):\n    return torch.ops.aten._softmax(x, -1, False)\n", "torch.ops.aten._softmax"),
     ("def other(x):\n    return x\n", "defines no function custom_kernel"),
+    # host code hidden where a visitor might not look: annotations, return annotations, defaults of jit functions
+    ("def f(a: eval('1')):\n    return a\ndef custom_kernel(x):\n    return x\n", "builtin eval"),
+    ("def f(a) -> torch.cuda.Stream():\n    return a\ndef custom_kernel(x):\n    return x\n",
+     "torch.cuda.Stream in host code"),
+    ("@triton.jit\ndef k(p, s=torch.cuda.Stream()):\n    pass\ndef custom_kernel(x):\n    return x\n",
+     "torch.cuda.Stream in host code"),
+    # Triton's launch internals and the autotuner's own timing
+    ("def custom_kernel(x):\n    c = copy_kernel.warmup(x, x, 1, BLOCK=8, grid=(1,))\n    return x\n", "uses .warmup"),
+    ("def custom_kernel(x):\n    c = copy_kernel[(1,)](x, x, 1, BLOCK=8)\n    c[(1, 1, 1)](x, x, 1, 8, stream=0)\n"
+     "    return x\n", "passes stream="),
+    ("@triton.autotune(configs=[triton.Config({})], key=[], use_cuda_graph=True)\n@triton.jit\ndef k(p):\n    pass\n"
+     "def custom_kernel(x):\n    return x\n", "passes use_cuda_graph="),
+    # modules that run code when imported
+    ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
+    ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),
 ])
 def test_rejections(body, fragment):
     problems = check(body)
@@ -62,3 +77,16 @@ def test_jit_code_may_use_triton_freely():
 def test_syntax_error_raises_with_line():
     with pytest.raises(Rejection, match="SyntaxError at line 2"):
         check_source("def custom_kernel(x):\n    return (\n", "cand.py")
+
+
+def test_the_check_imports_nothing_the_candidate_names():
+    """It runs in the parent before any child: naming a module must not import (and so run) it."""
+    import sys
+
+    names = ["this", "torch.utils.model_dump", "torch.utils.model_dump.__main__", "unittest.__main__"]
+    before = {n for n in names if n in sys.modules}
+    body = ("import this\nfrom torch.utils.model_dump import __main__ as md\nfrom unittest import __main__ as um\n"
+            "import torch.utils.model_dump\n"
+            "def custom_kernel(x):\n    return (this, md, um, torch.utils.model_dump.main(x))\n")
+    problems = check(body)
+    assert problems and {n for n in names if n in sys.modules} == before, problems

@@ -56,6 +56,16 @@ def device_name(device: str) -> str:
     return torch.cuda.get_device_name()
 
 
+_REPORTED: dict[str, str] = {}  # the device name children last reported, per mode (the parent starts no CUDA)
+
+
+def _versions() -> dict:
+    import torch
+    import triton
+
+    return {"torch": torch.__version__, "triton": triton.__version__}
+
+
 def _jobs(mode: str) -> list[tuple[str, list[str]]]:
     if mode == "gpu":
         return [("gpu", ["load", "compile", "run", "correctness", "benchmark"])]
@@ -108,7 +118,10 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
 
     # The static check needs no child: a rejected file costs milliseconds. The child repeats it on its own copy.
     started = time.perf_counter()
-    problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check)
+    try:
+        problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
+        problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
     if problems:
         decide({"name": "load", "ok": False, "reason": summary(problems), "seconds": time.perf_counter() - started,
                 "metrics": {"violations": problems}})
@@ -144,8 +157,12 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             decide({"name": pending[0], "ok": False, "reason": reason, "seconds": result.seconds})
         if any(not r["ok"] for r in verdict["rungs"]):
             break
-    if verdict["device"] is None:  # no child reported one (the static check rejected the file)
-        verdict["device"] = device_name("cuda" if mode == "gpu" else "cpu")
+    if verdict["device"] is None:  # no child reported one (the static check rejected the file, or it died first)
+        verdict["device"] = _REPORTED.get(mode) or ("cuda" if mode == "gpu" else "cpu")
+    else:
+        _REPORTED[mode] = verdict["device"]
+    if not verdict["versions"]:
+        verdict["versions"] = _versions()
     if all(r["ok"] for r in verdict["rungs"]) and any(r["name"] == "benchmark" for r in verdict["rungs"]):
         decide(_roofline(verdict, state["peaks"], mode))
     failed = False

@@ -44,13 +44,48 @@ class _HopperStandIn:
 
 
 class LaunchLog:
-    """Counts launches and keeps compiled kernels; `calls` is reset by the sandbox around each candidate call."""
+    """Counts launches, keeps compiled kernels, and (on a GPU) notes a launch off the harness's stream."""
 
     def __init__(self):
         self.launches = 0
         self.kernels: dict[str, object] = {}  # "name/specialization" -> CompiledKernel
         self.compile_seconds = 0.0
-        self.side_stream = None  # the first stream other than the harness's that a launch was issued on (GPU mode)
+        self.side_stream = None  # the first (device, stream) other than the harness's that a launch used (GPU mode)
+        self._hook = None
+        self._chain = None
+
+    def observer(self, expected, where):
+        """The launch hook: counts the launch and notes where it runs when that is not `expected`.
+
+        where() is the (device, stream) the launch is issued from; the stream Triton hands the launcher (in the hook's
+        metadata) wins over the current one, since a compiled kernel can be launched with a stream argument of its own.
+        Only the metadata's plain dict is read: its lazy extras would call the candidate's own launch_metadata
+        function. The hook never raises, so a candidate cannot learn anything by catching an error from it."""
+        log = self
+
+        def on_launch(metadata=None):
+            log.launches += 1
+            if log.side_stream is not None:
+                return
+            try:
+                device, stream = where()
+                data = getattr(metadata, "data", None)
+                if isinstance(data, dict) and isinstance(data.get("stream"), int):
+                    stream = data["stream"]
+                if (device, stream) != expected:
+                    log.side_stream = (device, stream)
+            except Exception as exc:  # noqa: BLE001 - an unreadable launch is treated as one off the stream
+                log.side_stream = (None, f"unreadable launch: {type(exc).__name__}")
+
+        return on_launch
+
+    def hook_intact(self) -> bool:
+        """False when the launch hook installed on a GPU was removed from Triton's hook chain."""
+        if self._hook is None:
+            return True
+        from triton import knobs
+
+        return knobs.runtime.launch_enter_hook is self._chain and self._hook in self._chain.calls
 
     def install(self, mode: str) -> None:
         """mode: 'gpu' (launch and record), 'compile' (sm_90 compile only), 'interpret' (count launches)."""
@@ -69,15 +104,18 @@ class LaunchLog:
 
         original_run = JITFunction.run
         compile_only = mode == "compile"
-        stream_of = None
+        watch = None
         if mode == "gpu":  # the harness times its own current stream: a launch on any other escapes the events
             import torch
 
             raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch.cuda.current_device
-            harness_stream = raw_stream(current_device())
 
-            def stream_of():
-                return raw_stream(current_device())
+            def where():
+                device = current_device()
+                return device, raw_stream(device)
+
+            watch = self.observer(where(), where)
+            self._install_hook(watch)
         if compile_only:
             from triton.runtime.driver import driver
 
@@ -85,11 +123,10 @@ class LaunchLog:
             _compile_every_autotune_config()
 
         def run(self, *args, grid, warmup, **kwargs):
-            log.launches += 1
-            if stream_of is not None and log.side_stream is None:
-                stream = stream_of()
-                if stream != harness_stream:
-                    log.side_stream = stream
+            if watch is not None and not warmup:
+                watch()  # the current stream; the launcher's own hook sees the stream it really gets
+            elif compile_only or not warmup:
+                log.launches += 1
             before = time.perf_counter()
             kernel = original_run(self, *args, grid=grid, warmup=warmup or compile_only, **kwargs)
             if kernel is not None and not hasattr(kernel, "result"):
@@ -100,6 +137,18 @@ class LaunchLog:
             return kernel
 
         JITFunction.run = run
+
+    def _install_hook(self, hook) -> None:
+        """Triton calls knobs.runtime.launch_enter_hook from its C launcher before every real launch, whichever Python
+        path led there (kernel[grid], or a compiled kernel called with a stream of its own)."""
+        try:
+            from triton import knobs
+
+            chain = knobs.runtime.launch_enter_hook
+            chain.add(hook)
+        except (ImportError, AttributeError):  # an older Triton without hook chains: JITFunction.run still watches
+            return
+        self._hook, self._chain = hook, chain
 
 
 def _compile_every_autotune_config() -> None:

@@ -256,8 +256,12 @@ class Context:
         if changed:
             raise Fail(f"the candidate replaced {', '.join(changed[:3])}: patching the harness, timers or comparison "
                        f"functions is not allowed")
+        if not self.launch_log.hook_intact():
+            raise Fail("the candidate removed the harness's Triton launch hook: patching the harness is not allowed")
         if self.launch_log.side_stream is not None:
-            raise Fail(f"custom_kernel launched a Triton kernel on a side stream ({self.launch_log.side_stream:#x}): "
+            device, stream = self.launch_log.side_stream
+            stream = f"{stream:#x}" if isinstance(stream, int) else stream
+            raise Fail(f"custom_kernel launched a Triton kernel on a side stream (device {device}, stream {stream}): "
                        f"launch on the current stream, where the harness times the work")
         if self.launch_log.launches == launches:
             raise Fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit kernels")

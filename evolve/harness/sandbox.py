@@ -72,6 +72,9 @@ def _child_env(token: str, mode: str, work: Path, triton_cache: str | None) -> d
         env["TRITON_INTERPRET"] = "1"
     else:
         env.pop("TRITON_INTERPRET", None)
+    if mode == "gpu":  # one device per evaluation: work on another GPU would escape the harness's events and syncs
+        visible = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+        env["CUDA_VISIBLE_DEVICES"] = visible[0] if visible else "0"
     return env
 
 

@@ -48,6 +48,19 @@ INTROSPECTION = frozenset({
 })
 SAFE_MODULES = ("torch", "triton", "math", "typing")
 
+LAUNCH_KEYWORDS = {
+    "stream": "kernels run on the current stream, where the harness times them",
+    "use_cuda_graph": "the autotuner must time on the current stream (the harness does the timing)",
+    "do_bench": "the autotuner must time on the current stream (the harness does the timing)",
+}
+
+# Attributes of Triton's kernel objects that compile or launch past kernel[grid](...) (a compiled kernel takes a
+# stream argument of its own), and autotuner options that time on a stream of their own.
+KERNEL_INTERNALS = frozenset({
+    "warmup", "run", "cache", "device_caches", "kernel_cache", "launch_metadata", "packed_metadata", "function",
+    "asm", "src", "fn", "compile", "_init_handles", "_run", "launcher", "do_bench", "use_cuda_graph",
+})
+
 TENSOR_HOST_ALLOWED = frozenset({
     "shape", "stride", "numel", "nelement", "dim", "ndim", "ndimension", "size", "dtype", "device", "is_cuda",
     "is_contiguous", "contiguous", "view", "reshape", "element_size", "data_ptr", "storage_offset", "unsqueeze",
@@ -82,6 +95,9 @@ class _Checker(ast.NodeVisitor):
     # -- imports --------------------------------------------------------------------------------------------------
     def _check_module(self, node, module: str):
         top = module.split(".")[0]
+        if any(part.startswith("__") for part in module.split(".")) and module != "__future__":
+            self.fail(node, f"imports {module}: candidates may not import dunder modules (they run code at import)")
+            return
         if module in self.forbid_modules or top in self.forbid_modules:
             self.fail(node, f"imports {module}: this problem forbids it (the reference is not for candidates)")
         elif top not in ALLOWED_MODULES:
@@ -106,6 +122,8 @@ class _Checker(ast.NodeVisitor):
             if alias.name == "*":
                 self.fail(node, f"uses 'from {module} import *': import names explicitly")
                 continue
+            if alias.name.startswith("__") and module != "__future__":
+                self.fail(node, f"imports {alias.name} from {module}: candidates may not import dunder names")
             self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
 
     # -- names ----------------------------------------------------------------------------------------------------
@@ -148,7 +166,10 @@ class _Checker(ast.NodeVisitor):
         if path is not None:
             self._check_path(node, path)
             return  # the chain is judged as a whole
-        if node.attr in self.forbid_methods:
+        if node.attr in KERNEL_INTERNALS:
+            self.fail(node, f"uses .{node.attr}: launch kernels only as kernel[grid](...), so the harness sees "
+                            f"every launch")
+        elif node.attr in self.forbid_methods:
             self.fail(node, f"uses Tensor.{node.attr}, which this problem forbids")
         elif (not self.in_jit and node.attr in self.tensor_names and node.attr not in TENSOR_HOST_ALLOWED):
             self.fail(node, f"uses Tensor.{node.attr} in host code: host code may only allocate tensors, read "
@@ -192,6 +213,11 @@ class _Checker(ast.NodeVisitor):
             self._check_target(target)
         self.generic_visit(node)
 
+    def visit_keyword(self, node):
+        if node.arg in LAUNCH_KEYWORDS:
+            self.fail(node, f"passes {node.arg}=: {LAUNCH_KEYWORDS[node.arg]}")
+        self.generic_visit(node)
+
     def visit_Global(self, node):
         self.fail(node, "uses a global statement: keep state out of candidates (no caching across calls)")
 
@@ -207,31 +233,38 @@ class _Checker(ast.NodeVisitor):
         return False
 
     def visit_FunctionDef(self, node):
-        for decorator in node.decorator_list:
-            self.visit(decorator)
-        jit = self._is_jit(node)
-        self.in_jit += jit
-        for child in node.args.defaults + node.args.kw_defaults + node.body:
-            if child is not None:
-                self.visit(child)
-        self.in_jit -= jit
+        # Decorators, defaults and annotations run on the host when the file is imported, whatever the decorator.
+        args = node.args
+        host = list(node.decorator_list) + args.defaults + [d for d in args.kw_defaults if d is not None]
+        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        host += [a.annotation for a in every if a.annotation is not None]
+        host += [node.returns] if node.returns is not None else []
+        host += list(getattr(node, "type_params", []))
+        outer, self.in_jit = self.in_jit, 0
+        for child in host:
+            self.visit(child)
+        self.in_jit = outer + self._is_jit(node)
+        for child in node.body:
+            self.visit(child)
+        self.in_jit = outer
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
 
 def _resolve(path: str):
-    """Walk a dotted path from an importable root; the objects along the way (as far as it resolves).
+    """Walk a dotted path through modules already loaded in this process; the objects along the way.
 
-    Attributes are read with inspect.getattr_static, so no property or descriptor runs: resolving
-    triton.runtime.driver.active must not start a driver. The walk stops at anything that is not a module or class."""
-    import importlib
+    Nothing is imported (a module the candidate names could run code at import, and this runs in the parent) and
+    attributes are read with inspect.getattr_static, so no property or descriptor runs either: resolving
+    triton.runtime.driver.active must not start a driver. The walk stops at anything that is not a module or class,
+    and at a module not loaded yet (the rules on imports and host code still judge that name)."""
     import inspect
+    import sys
     import types
 
     parts = path.split(".")
-    try:
-        obj = importlib.import_module(parts[0])
-    except Exception:  # noqa: BLE001 - an unimportable root is judged by the import rules, not here
+    obj = sys.modules.get(parts[0]) if parts[0] in SAFE_MODULES else None
+    if obj is None:
         return []
     chain = [obj]
     for part in parts[1:]:
@@ -240,9 +273,8 @@ def _resolve(path: str):
         try:
             obj = inspect.getattr_static(obj, part)
         except AttributeError:
-            try:
-                obj = importlib.import_module(".".join(parts[: len(chain) + 1]))
-            except Exception:  # noqa: BLE001
+            obj = sys.modules.get(".".join(parts[: len(chain) + 1]))
+            if obj is None:
                 break
         chain.append(obj)
     return chain

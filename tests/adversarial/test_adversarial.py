@@ -37,6 +37,8 @@ def header(path: Path) -> dict:
             continue
         out[match.group(1)] = (match.group(2) or "").strip()
     assert "expect" in out, f"{path.name}: needs a '# expect:' line"
+    for key in ("expect-gpu", "expect-dynamic-gpu"):
+        assert key not in out or key[: -len("-gpu")] in out, f"{path.name}: '# {key}:' overrides a line it lacks"
     return out
 
 
