@@ -61,6 +61,22 @@ def custom_kernel(x):
      "    return x\n", "passes stream="),
     ("@triton.autotune(configs=[triton.Config({})], key=[], use_cuda_graph=True)\n@triton.jit\ndef k(p):\n    pass\n"
      "def custom_kernel(x):\n    return x\n", "passes use_cuda_graph="),
+    # attribute reads by name, past the attribute rules
+    ("from typing import Protocol, runtime_checkable\n@runtime_checkable\nclass Any_(Protocol):\n    pass\n"
+     "def custom_kernel(x):\n    match custom_kernel:\n        case Any_(__globals__=g):\n            return g\n",
+     "class pattern in match"),
+    ("def custom_kernel(x, b={}):\n    return b['__import__']\n", "the string '__import__'"),
+    ("def custom_kernel(x):\n    return '{0.__globals__}'.format(custom_kernel)\n", "uses .format"),
+    # a name that looks like an import but is not: host code dressed as a kernel
+    ("from triton import jit\ndef jit(fn):\n    return fn\n@jit\ndef host(x):\n    return torch.exp(x)\n"
+     "def custom_kernel(x):\n    return host(x)\n", "rebinds the imported name jit"),
+    ("def custom_kernel(x):\n    for tl in (x,):\n        pass\n    return x\n", "rebinds the imported name tl"),
+    ("def custom_kernel(x, torch=None):\n    return x\n", "rebinds the imported name torch"),
+    ("import math as triton\ndef custom_kernel(x):\n    return x\n", "rebinds the imported name triton"),
+    ("KEEP = []\n@triton.jit\n@(lambda fn: KEEP.append(fn) or fn)\ndef host(x):\n    return torch.exp(x)\n"
+     "def custom_kernel(x):\n    return KEEP[0](x)\n", "decorates the @triton.jit function host"),
+    ("@triton.jit\ndef k(x_ptr):\n    torch.ops.aten._softmax(x_ptr, -1, False)\ndef custom_kernel(x):\n    return x\n",
+     "inside a @triton.jit function"),
     # modules that run code when imported
     ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
     ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),

@@ -16,6 +16,7 @@ for whatever a static reading cannot see.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ALLOWED_MODULES = ("torch", "triton", "math", "typing", "__future__")
@@ -47,6 +48,9 @@ INTROSPECTION = frozenset({
     "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "f_lasti", "tb_frame", "tb_next",
 })
 SAFE_MODULES = ("torch", "triton", "math", "typing")
+
+DUNDER = re.compile(r"__\w+__")
+JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 
 LAUNCH_KEYWORDS = {
     "stream": "kernels run on the current stream, where the harness times them",
@@ -106,11 +110,10 @@ class _Checker(ast.NodeVisitor):
     def visit_Import(self, node):
         for alias in node.names:
             self._check_module(node, alias.name)
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-            else:
-                top = alias.name.split(".")[0]
-                self.aliases[top] = top
+            name, target = (alias.asname, alias.name) if alias.asname else ((top := alias.name.split(".")[0]), top)
+            if self.aliases.get(name, target) != target:
+                self.fail(node, f"rebinds the imported name {name}: every use of an import must mean the import")
+            self.aliases[name] = target
 
     def visit_ImportFrom(self, node):
         if node.level:
@@ -124,7 +127,10 @@ class _Checker(ast.NodeVisitor):
                 continue
             if alias.name.startswith("__") and module != "__future__":
                 self.fail(node, f"imports {alias.name} from {module}: candidates may not import dunder names")
-            self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+            name, target = alias.asname or alias.name, f"{module}.{alias.name}"
+            if self.aliases.get(name, target) != target:
+                self.fail(node, f"rebinds the imported name {name}: every use of an import must mean the import")
+            self.aliases[name] = target
 
     # -- names ----------------------------------------------------------------------------------------------------
     def _dotted(self, node) -> str | None:
@@ -146,6 +152,8 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"uses {path}, which reaches the module {escape}: candidates may use only "
                             f"{', '.join(SAFE_MODULES)}")
         elif self.in_jit:
+            if path == "torch" or path.startswith("torch."):
+                self.fail(node, f"uses {path} inside a @triton.jit function: kernels use triton.language")
             return
         elif path.startswith("torch") and path not in TORCH_HOST_ALLOWED and path != "torch":
             self.fail(node, f"uses {path} in host code: host code may only allocate tensors, read their metadata "
@@ -166,7 +174,9 @@ class _Checker(ast.NodeVisitor):
         if path is not None:
             self._check_path(node, path)
             return  # the chain is judged as a whole
-        if node.attr in KERNEL_INTERNALS:
+        if node.attr in ("format", "format_map"):
+            self.fail(node, f"uses .{node.attr}: format strings read attributes by name; use an f-string")
+        elif node.attr in KERNEL_INTERNALS:
             self.fail(node, f"uses .{node.attr}: launch kernels only as kernel[grid](...), so the harness sees "
                             f"every launch")
         elif node.attr in self.forbid_methods:
@@ -176,7 +186,15 @@ class _Checker(ast.NodeVisitor):
                             f"their metadata and launch Triton kernels (the computation belongs in @triton.jit code)")
         self.generic_visit(node)
 
+    def _rebinds(self, node, name: str) -> bool:
+        if name in self.aliases:
+            self.fail(node, f"rebinds the imported name {name}: every use of an import must mean the import")
+            return True
+        return False
+
     def visit_Name(self, node):
+        if not isinstance(node.ctx, ast.Load) and self._rebinds(node, node.id):
+            return
         if node.id in BLOCKED_BUILTINS and node.id not in self.aliases:
             self.fail(node, f"uses the builtin {node.id}: candidates may not use dynamic code, reflection or files")
         elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
@@ -218,6 +236,32 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"passes {node.arg}=: {LAUNCH_KEYWORDS[node.arg]}")
         self.generic_visit(node)
 
+    def visit_arg(self, node):
+        self._rebinds(node, node.arg)
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node):
+        self._rebinds(node, node.name)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and DUNDER.fullmatch(node.value) and node.value != "__main__":
+            self.fail(node, f"uses the string {node.value!r}: candidates may not reach into internals by name")
+
+    def visit_MatchClass(self, node):
+        self.fail(node, "uses a class pattern in match: it reads attributes by name, past the attribute rules")
+        self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node):
+        if node.name:
+            self._rebinds(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node):
+        if node.name is not None:
+            self._rebinds(node, node.name)
+        self.generic_visit(node)
+
     def visit_Global(self, node):
         self.fail(node, "uses a global statement: keep state out of candidates (no caching across calls)")
 
@@ -233,10 +277,19 @@ class _Checker(ast.NodeVisitor):
         return False
 
     def visit_FunctionDef(self, node):
+        self._rebinds(node, node.name)
+        if self._is_jit(node):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if self._dotted(target) not in JIT_DECORATORS:
+                    self.fail(decorator, f"decorates the @triton.jit function {node.name} with something other "
+                                         f"than {', '.join(sorted(JIT_DECORATORS))}")
         # Decorators, defaults and annotations run on the host when the file is imported, whatever the decorator.
         args = node.args
         host = list(node.decorator_list) + args.defaults + [d for d in args.kw_defaults if d is not None]
         every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        for a in every:
+            self._rebinds(a, a.arg)
         host += [a.annotation for a in every if a.annotation is not None]
         host += [node.returns] if node.returns is not None else []
         host += list(getattr(node, "type_params", []))
