@@ -77,6 +77,13 @@ def custom_kernel(x):
      "def custom_kernel(x):\n    return KEEP[0](x)\n", "decorates the @triton.jit function host"),
     ("@triton.jit\ndef k(x_ptr):\n    torch.ops.aten._softmax(x_ptr, -1, False)\ndef custom_kernel(x):\n    return x\n",
      "inside a @triton.jit function"),
+    # typing evaluates strings: annotations as code, ForwardRef, get_type_hints
+    ("class H:\n    sm: \"torch.softmax\"\ndef custom_kernel(x):\n    return x\n", "string annotation"),
+    ("def f(a: 'torch.softmax'):\n    return a\ndef custom_kernel(x):\n    return x\n", "string annotation"),
+    ("import typing\ndef custom_kernel(x):\n    return typing.get_type_hints(x)\n", "uses typing.get_type_hints"),
+    ("from typing import ForwardRef\ndef custom_kernel(x):\n    return x\n", "imports typing.ForwardRef"),
+    ("from typing import Optional\ndef custom_kernel(x, y: Optional[int] = None):\n    return y._evaluate\n",
+     "private attribute _evaluate"),
     # modules that run code when imported
     ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
     ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),
@@ -84,6 +91,13 @@ def custom_kernel(x):
 def test_rejections(body, fragment):
     problems = check(body)
     assert any(fragment in p for p in problems), problems
+
+
+def test_annotations_with_typing_names_pass():
+    body = ("from typing import Optional, Tuple\n"
+            "def custom_kernel(x: torch.Tensor, scale: Optional[float] = None) -> Tuple[torch.Tensor]:\n"
+            "    return (x,)\n")
+    assert check(body) == []
 
 
 def test_jit_code_may_use_triton_freely():

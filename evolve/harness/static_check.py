@@ -49,6 +49,13 @@ INTROSPECTION = frozenset({
 })
 SAFE_MODULES = ("torch", "triton", "math", "typing")
 
+# From typing, only names for annotations: get_type_hints, ForwardRef, NamedTuple, TypedDict and the like evaluate
+# strings (an eval with builtins), and Protocol makes isinstance() true of anything.
+TYPING_ALLOWED = frozenset({
+    "TYPE_CHECKING", "Any", "Optional", "Union", "Tuple", "List", "Dict", "Sequence", "Iterable", "Callable",
+    "Mapping",
+})
+
 DUNDER = re.compile(r"__\w+__")
 JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 
@@ -127,6 +134,9 @@ class _Checker(ast.NodeVisitor):
                 continue
             if alias.name.startswith("__") and module != "__future__":
                 self.fail(node, f"imports {alias.name} from {module}: candidates may not import dunder names")
+            if module == "typing" and alias.name not in TYPING_ALLOWED:
+                self.fail(node, f"imports typing.{alias.name}: from typing, candidates may use only "
+                                f"{', '.join(sorted(TYPING_ALLOWED))}")
             name, target = alias.asname or alias.name, f"{module}.{alias.name}"
             if self.aliases.get(name, target) != target:
                 self.fail(node, f"rebinds the imported name {name}: every use of an import must mean the import")
@@ -144,6 +154,9 @@ class _Checker(ast.NodeVisitor):
         return ".".join([self.aliases[node.id]] + parts[::-1])
 
     def _check_path(self, node, path: str):
+        if path.startswith("typing.") and path.split(".")[1] not in TYPING_ALLOWED:
+            self.fail(node, f"uses {path}: from typing, candidates may use only {', '.join(sorted(TYPING_ALLOWED))}")
+            return
         if path in self.forbid_calls:
             self.fail(node, f"uses {path}, which this problem forbids")
             return
@@ -162,6 +175,8 @@ class _Checker(ast.NodeVisitor):
                                                      for a in TRITON_HOST_ALLOWED):
             self.fail(node, f"uses {path} in host code: from triton, host code may use only "
                             f"{', '.join(sorted(TRITON_HOST_ALLOWED))}")
+        elif any(part.startswith("_") for part in path.split(".")[1:]):
+            self.fail(node, f"uses {path} in host code: host code may use only public names")
 
     def visit_Attribute(self, node):
         if node.attr in INTROSPECTION or node.attr.startswith("co_"):
@@ -174,6 +189,9 @@ class _Checker(ast.NodeVisitor):
         if path is not None:
             self._check_path(node, path)
             return  # the chain is judged as a whole
+        if not self.in_jit and node.attr.startswith("_"):
+            self.fail(node, f"touches the private attribute {node.attr}: host code may use only public names")
+            return
         if node.attr in ("format", "format_map"):
             self.fail(node, f"uses .{node.attr}: format strings read attributes by name; use an f-string")
         elif node.attr in KERNEL_INTERNALS:
@@ -236,6 +254,16 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"passes {node.arg}=: {LAUNCH_KEYWORDS[node.arg]}")
         self.generic_visit(node)
 
+    def _no_string_annotation(self, annotation) -> None:
+        for sub in ast.walk(annotation):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                self.fail(sub, "uses a string annotation: typing can evaluate it as code; annotate with names")
+                return
+
+    def visit_AnnAssign(self, node):
+        self._no_string_annotation(node.annotation)
+        self.generic_visit(node)
+
     def visit_arg(self, node):
         self._rebinds(node, node.arg)
         self.generic_visit(node)
@@ -290,8 +318,11 @@ class _Checker(ast.NodeVisitor):
         every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
         for a in every:
             self._rebinds(a, a.arg)
-        host += [a.annotation for a in every if a.annotation is not None]
-        host += [node.returns] if node.returns is not None else []
+        annotations = [a.annotation for a in every if a.annotation is not None]
+        annotations += [node.returns] if node.returns is not None else []
+        for annotation in annotations:
+            self._no_string_annotation(annotation)
+        host += annotations
         host += list(getattr(node, "type_params", []))
         outer, self.in_jit = self.in_jit, 0
         for child in host:

@@ -1,4 +1,4 @@
-# expect: load: torch.cuda.stream|warmup|stream=
+# expect: load: torch.cuda.stream|warmup|stream=|string annotation
 # expect-dynamic: compile|run: side stream
 # gpu
 """Trick: hide part of the work on a side stream without `with torch.cuda.stream(...)`: make the stream in a function

@@ -1,4 +1,4 @@
-# expect: load: torch.utils|torch.softmax
+# expect: load: torch.utils|torch.softmax|private attribute
 """Cheat: the op log is a Python dispatch mode; suspend the active modes around the library call so it is never seen.
 
 Only the static check stops this one (torch.utils is not for candidates): with the static check off, the op log is
