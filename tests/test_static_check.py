@@ -84,6 +84,12 @@ def custom_kernel(x):
     ("from typing import ForwardRef\ndef custom_kernel(x):\n    return x\n", "imports typing.ForwardRef"),
     ("from typing import Optional\ndef custom_kernel(x, y: Optional[int] = None):\n    return y._evaluate\n",
      "private attribute _evaluate"),
+    # runtime objects re-exported under triton.language: sys.modules, the driver, importlib machinery
+    ("def custom_kernel(x):\n    return triton.language.extra.modules['os']\n", "triton.language.extra.modules"),
+    ("def custom_kernel(x):\n    return tl.target_info.driver.active\n", "tl.target_info" if False else
+     "triton.language.target_info.driver"),
+    ("@triton.jit\ndef k(p):\n    m = tl.extra.modules\ndef custom_kernel(x):\n    return x\n", "reaches a builtins.dict"),
+    ("def custom_kernel(x, d={}):\n    return d.system('id')\n", "uses .system"),
     # modules that run code when imported
     ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
     ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),

@@ -39,8 +39,18 @@ TORCH_HOST_ALLOWED = frozenset({
 
 TRITON_HOST_ALLOWED = frozenset({
     "triton.jit", "triton.cdiv", "triton.next_power_of_2", "triton.Config", "triton.autotune", "triton.heuristics",
-    "triton.constexpr", "triton.language",
-})
+    "triton.constexpr", "triton.language", "triton.language.constexpr",
+} | {f"triton.language.{t}" for t in (
+    "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64", "int1", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64")})
+
+# What a name under triton may resolve to: the kernel language's modules, classes, functions, dtypes and constants.
+# Anything else along the way (sys.modules re-exported as a dict, the active driver, importlib's loaders and finders,
+# typing objects) is a runtime object, not part of the language.
+TRITON_KINDS = ("builtins.function", "builtins.builtin_function_or_method", "builtins.module", "builtins.int",
+                "builtins.float", "builtins.bool", "builtins.str", "triton.runtime.jit.JITFunction",
+                "triton.runtime.jit.ConstexprFunction", "triton.language.core.dtype",
+                "triton.language.core.pointer_type", "triton.language.core.constexpr")
 
 # Attributes that reach frames, code and tracebacks: from there a candidate could walk into the harness's own frames.
 INTROSPECTION = frozenset({
@@ -56,6 +66,10 @@ TYPING_ALLOWED = frozenset({
     "Mapping",
 })
 
+PROCESS_ATTRIBUTES = frozenset({
+    "modules", "system", "popen", "spawn", "fork", "execv", "execve", "kill", "remove", "unlink", "rmtree",
+    "exec_module", "load_module", "module_from_spec", "set_active", "reset_active",
+})
 DUNDER = re.compile(r"__\w+__")
 JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 
@@ -160,6 +174,10 @@ class _Checker(ast.NodeVisitor):
         if path in self.forbid_calls:
             self.fail(node, f"uses {path}, which this problem forbids")
             return
+        odd = _triton_runtime_object(path) if path.startswith("triton.") else None
+        if odd:
+            self.fail(node, f"uses {path}, which reaches a {odd}: only the kernel language's own names may be used")
+            return
         escape = _module_escape(path)
         if escape:
             self.fail(node, f"uses {path}, which reaches the module {escape}: candidates may use only "
@@ -171,10 +189,9 @@ class _Checker(ast.NodeVisitor):
         elif path.startswith("torch") and path not in TORCH_HOST_ALLOWED and path != "torch":
             self.fail(node, f"uses {path} in host code: host code may only allocate tensors, read their metadata "
                             f"and launch Triton kernels (the computation belongs in @triton.jit code)")
-        elif path.startswith("triton.") and not any(path == a or path.startswith(a + ".")
-                                                     for a in TRITON_HOST_ALLOWED):
-            self.fail(node, f"uses {path} in host code: from triton, host code may use only "
-                            f"{', '.join(sorted(TRITON_HOST_ALLOWED))}")
+        elif path.startswith("triton.") and path not in TRITON_HOST_ALLOWED:
+            names = sorted(n for n in TRITON_HOST_ALLOWED if n.count(".") < 2) + ["triton.language dtypes"]
+            self.fail(node, f"uses {path} in host code: from triton, host code may use only {', '.join(names)}")
         elif any(part.startswith("_") for part in path.split(".")[1:]):
             self.fail(node, f"uses {path} in host code: host code may use only public names")
 
@@ -192,7 +209,9 @@ class _Checker(ast.NodeVisitor):
         if not self.in_jit and node.attr.startswith("_"):
             self.fail(node, f"touches the private attribute {node.attr}: host code may use only public names")
             return
-        if node.attr in ("format", "format_map"):
+        if node.attr in BLOCKED_BUILTINS or node.attr in PROCESS_ATTRIBUTES:
+            self.fail(node, f"uses .{node.attr}: candidates may not use dynamic code, reflection, files or processes")
+        elif node.attr in ("format", "format_map"):
             self.fail(node, f"uses .{node.attr}: format strings read attributes by name; use an f-string")
         elif node.attr in KERNEL_INTERNALS:
             self.fail(node, f"uses .{node.attr}: launch kernels only as kernel[grid](...), so the harness sees "
@@ -364,6 +383,15 @@ def _resolve(path: str):
     return chain
 
 
+def _triton_runtime_object(path: str) -> str | None:
+    """The type of the first object along a triton path that is not part of the kernel language, if any."""
+    for obj in _resolve(path)[1:]:
+        kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        if not isinstance(obj, type) and kind not in TRITON_KINDS:
+            return kind
+    return None
+
+
 def _module_escape(path: str) -> str | None:
     """The first module along the path that lies outside the safe packages (typing.sys -> 'sys'), if any."""
     import types
@@ -386,6 +414,10 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=())
 
     A syntax error raises Rejection with the compiler's message.
     """
+    import importlib
+
+    for name in SAFE_MODULES:  # the allowed packages themselves (never a name the candidate chose), so that paths
+        importlib.import_module(name)  # into them resolve the same in the parent as in the child
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
