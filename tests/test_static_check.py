@@ -90,6 +90,12 @@ def custom_kernel(x):
      "triton.language.target_info.driver"),
     ("@triton.jit\ndef k(p):\n    m = tl.extra.modules\ndef custom_kernel(x):\n    return x\n", "reaches a builtins.dict"),
     ("def custom_kernel(x, d={}):\n    return d.system('id')\n", "uses .system"),
+    # code Python or torch runs implicitly, after the op log has closed
+    ("class L(list):\n    def __iter__(self):\n        yield 1\ndef custom_kernel(x):\n    return L()\n",
+     "special method __iter__"),
+    ("def custom_kernel(x):\n    print(x)\n    return x\n", "builtin print"),
+    ("def custom_kernel(x):\n    s = f'{x}'\n    return x\n", "formats a value in an f-string"),
+    ("def custom_kernel(x):\n    s = '%s' % x\n    return x\n", "%-formatting"),
     # modules that run code when imported
     ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
     ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),
@@ -126,3 +132,18 @@ def test_the_check_imports_nothing_the_candidate_names():
             "def custom_kernel(x):\n    return (this, md, um, torch.utils.model_dump.main(x))\n")
     problems = check(body)
     assert problems and {n for n in names if n in sys.modules} == before, problems
+
+
+def test_the_seed_passes_under_the_interpreter_too():
+    """Under TRITON_INTERPRET=1 the language's functions are interpreter wrappers; they are still the language."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("from evolve.harness.static_check import screen; import sys; "
+            "problems = screen(sys.argv[1]); print(problems); sys.exit(1 if problems else 0)")
+    for seed in sorted((root / "problems" / "softmax" / "seeds").glob("*.py")):
+        result = subprocess.run([sys.executable, "-c", code, str(seed)], capture_output=True, text=True, cwd=root,
+                                env={**__import__("os").environ, "TRITON_INTERPRET": "1"}, timeout=300)
+        assert result.returncode == 0, (seed.name, result.stdout, result.stderr[-2000:])

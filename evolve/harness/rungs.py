@@ -300,7 +300,13 @@ class Context:
             del block
 
     def validate(self, out, refs, case, inputs) -> tuple:
-        outs = _as_tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        # Exact types only: a subclass of tuple or list could run code when iterated, after the op log has closed.
+        if type(out) in (tuple, list):
+            outs = tuple(out)
+        elif isinstance(out, (tuple, list)):
+            raise Fail(f"{case.label}: returned a {type(out).__name__}, not a plain tuple, list or torch.Tensor")
+        else:
+            outs = (out,)
         if len(outs) != len(refs):
             raise Fail(f"{case.label}: returned {len(outs)} output(s), expected {len(refs)}")
         expected_dtype = getattr(torch, case.dtype)

@@ -25,6 +25,8 @@ BLOCKED_BUILTINS = frozenset({
     "eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals", "vars", "open",
     "input", "breakpoint", "memoryview", "type", "object", "super", "__builtins__", "__loader__", "__spec__", "help",
     "exit", "quit", "classmethod", "staticmethod", "property",
+    # text of a tensor is made with the op log suspended (torch's printing code does that), so no tensor to text
+    "str", "repr", "ascii", "format", "print",
 })
 
 TORCH_HOST_ALLOWED = frozenset({
@@ -49,7 +51,8 @@ TRITON_HOST_ALLOWED = frozenset({
 # typing objects) is a runtime object, not part of the language.
 TRITON_KINDS = ("builtins.function", "builtins.builtin_function_or_method", "builtins.module", "builtins.int",
                 "builtins.float", "builtins.bool", "builtins.str", "triton.runtime.jit.JITFunction",
-                "triton.runtime.jit.ConstexprFunction", "triton.language.core.dtype",
+                "triton.runtime.jit.ConstexprFunction", "triton.runtime.interpreter.InterpretedFunction",
+                "triton.language.core.dtype",
                 "triton.language.core.pointer_type", "triton.language.core.constexpr")
 
 # Attributes that reach frames, code and tracebacks: from there a candidate could walk into the harness's own frames.
@@ -295,6 +298,17 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node.value, str) and DUNDER.fullmatch(node.value) and node.value != "__main__":
             self.fail(node, f"uses the string {node.value!r}: candidates may not reach into internals by name")
 
+    def visit_FormattedValue(self, node):
+        if not self.in_jit and not isinstance(node.value, (ast.Attribute, ast.Constant)):
+            self.fail(node, "formats a value in an f-string: host code may format only attributes such as x.shape "
+                            "(text of a tensor is made out of the harness's sight)")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node):
+        if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+            self.fail(node, "uses %-formatting: text of a tensor is made out of the harness's sight")
+        self.generic_visit(node)
+
     def visit_MatchClass(self, node):
         self.fail(node, "uses a class pattern in match: it reads attributes by name, past the attribute rules")
         self.generic_visit(node)
@@ -325,6 +339,9 @@ class _Checker(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node):
         self._rebinds(node, node.name)
+        if DUNDER.fullmatch(node.name) and node.name != "__init__":
+            self.fail(node, f"defines the special method {node.name}: Python and torch call such methods implicitly, "
+                            f"where the harness does not watch")
         if self._is_jit(node):
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
