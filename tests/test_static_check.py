@@ -96,6 +96,8 @@ def custom_kernel(x):
     ("def custom_kernel(x):\n    print(x)\n    return x\n", "builtin print"),
     ("def custom_kernel(x):\n    s = f'{x}'\n    return x\n", "formats a value in an f-string"),
     ("def custom_kernel(x):\n    s = '%s' % x\n    return x\n", "%-formatting"),
+    # a kernel body run as Python (the interpreter) must not hand tensors to numpy or the host
+    ("@triton.jit\ndef k(x):\n    a = x.numpy()\ndef custom_kernel(x):\n    return x\n", ".numpy inside a @triton.jit"),
     # modules that run code when imported
     ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
     ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),

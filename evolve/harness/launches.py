@@ -93,13 +93,27 @@ class LaunchLog:
         if mode == "interpret":
             from triton.runtime.interpreter import InterpretedFunction
 
-            original = InterpretedFunction.run
+            original, original_call = InterpretedFunction.run, InterpretedFunction.__call__
+            inside = [0]  # launches in progress: a kernel may call other @triton.jit functions while it runs
 
             def interpreted_run(self, *args, **kwargs):
                 log.launches += 1
-                return original(self, *args, **kwargs)
+                inside[0] += 1
+                try:
+                    return original(self, *args, **kwargs)
+                finally:
+                    inside[0] -= 1
+
+            def interpreted_call(self, *args, **kwargs):
+                # Called from host code, the interpreter would run the kernel's body as plain Python on real
+                # tensors (where numpy could do the work); a GPU build refuses such a call, and so does this.
+                if not inside[0]:
+                    raise RuntimeError(f"{self.__name__} is a @triton.jit function called directly from host code: "
+                                       f"launch it as kernel[grid](...)")
+                return original_call(self, *args, **kwargs)
 
             InterpretedFunction.run = interpreted_run
+            InterpretedFunction.__call__ = interpreted_call
             return
 
         original_run = JITFunction.run

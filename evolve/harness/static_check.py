@@ -73,6 +73,12 @@ PROCESS_ATTRIBUTES = frozenset({
     "modules", "system", "popen", "spawn", "fork", "execv", "execve", "kill", "remove", "unlink", "rmtree",
     "exec_module", "load_module", "module_from_spec", "set_active", "reset_active",
 })
+# torch.Tensor methods that leave the kernel language (run as Python, e.g. under the interpreter, they hand the data
+# to numpy or the host); none of them is a triton.language tensor method.
+JIT_TENSOR_ESCAPES = frozenset({
+    "numpy", "tolist", "item", "data_ptr", "cpu", "cuda", "storage", "untyped_storage", "detach", "clone", "copy_",
+    "fill_", "zero_", "data", "grad", "backward", "tobytes",
+})
 DUNDER = re.compile(r"__\w+__")
 JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 
@@ -219,6 +225,8 @@ class _Checker(ast.NodeVisitor):
         elif node.attr in KERNEL_INTERNALS:
             self.fail(node, f"uses .{node.attr}: launch kernels only as kernel[grid](...), so the harness sees "
                             f"every launch")
+        elif self.in_jit and node.attr in JIT_TENSOR_ESCAPES:
+            self.fail(node, f"uses .{node.attr} inside a @triton.jit function: kernels use triton.language")
         elif node.attr in self.forbid_methods:
             self.fail(node, f"uses Tensor.{node.attr}, which this problem forbids")
         elif (not self.in_jit and node.attr in self.tensor_names and node.attr not in TENSOR_HOST_ALLOWED):
