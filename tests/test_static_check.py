@@ -98,6 +98,7 @@ def custom_kernel(x):
     ("def custom_kernel(x):\n    s = '%s' % x\n    return x\n", "%-formatting"),
     # a kernel body run as Python (the interpreter) must not hand tensors to numpy or the host
     ("@triton.jit\ndef k(x):\n    a = x.numpy()\ndef custom_kernel(x):\n    return x\n", ".numpy inside a @triton.jit"),
+    ("def custom_kernel(x):\n    return id(x)\n", "builtin id"),
     # modules that run code when imported
     ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
     ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),

@@ -27,6 +27,8 @@ BLOCKED_BUILTINS = frozenset({
     "exit", "quit", "classmethod", "staticmethod", "property",
     # text of a tensor is made with the op log suspended (torch's printing code does that), so no tensor to text
     "str", "repr", "ascii", "format", "print",
+    # object addresses: under the interpreter a kernel's pointers are host addresses
+    "id", "hash",
 })
 
 TORCH_HOST_ALLOWED = frozenset({
