@@ -21,7 +21,6 @@ from pathlib import Path
 from .archive import Archive, Candidate
 from .config import RunConfig
 from .harness import evaluate, load_problem
-from .harness.ladder import device_name
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .render import ladder_lines
 
@@ -47,6 +46,16 @@ class Summary:
     seconds: float
     db: str
     near_tie: Candidate | None = None  # measured above `best`, but by less than the timing noise
+
+
+def device_name(device: str) -> str:
+    from .harness.ladder import gpu_available
+
+    if device == "cpu" or (device == "auto" and not gpu_available()):
+        return "cpu (Triton interpreter)"
+    import torch
+
+    return torch.cuda.get_device_name()
 
 
 def package_versions() -> dict:
@@ -343,13 +352,12 @@ class Search:
     def summary(self, stop: str) -> Summary:
         seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]
         everything = self.archive.candidates(self.run_id)
-        best = near_tie = self.archive.best(self.problem.name, self.run_id)
-        incumbent = self.best
-        if best is not None and incumbent is not None and incumbent.run_id == self.run_id \
-                and incumbent.id != best.id and not self._better(best, incumbent):
-            best = incumbent  # the search's best: the highest measured score beats it only within the noise
-        else:
-            near_tie = None
+        top = self.archive.best(self.problem.name, self.run_id)
+        best, near_tie = top, None
+        held = self.best  # the search's best: the highest measured score may beat it only within the noise
+        if top is not None and held is not None and held.run_id == self.run_id and held.id != top.id \
+                and not self._better(top, held):
+            best, near_tie = held, top
         return Summary(
             run_id=self.run_id, stop_reason=stop, evaluated=sum(c.status == "evaluated" for c in everything),
             correct=sum(bool(c.ok) for c in everything), best=best,

@@ -47,15 +47,6 @@ def gpu_available() -> bool:
         return False
 
 
-def device_name(device: str) -> str:
-    """What the verdict names as its device: the GPU's name, or the CPU interpreter."""
-    if device == "cpu" or (device == "auto" and not gpu_available()):
-        return "cpu (Triton interpreter)"
-    import torch
-
-    return torch.cuda.get_device_name()
-
-
 _REPORTED: dict[str, str] = {}  # the device name children last reported, per mode (the parent starts no CUDA)
 
 

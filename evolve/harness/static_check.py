@@ -142,10 +142,8 @@ class _Checker(ast.NodeVisitor):
     def visit_Import(self, node):
         for alias in node.names:
             self._check_module(node, alias.name)
-            name, target = (alias.asname, alias.name) if alias.asname else ((top := alias.name.split(".")[0]), top)
-            if self.aliases.get(name, target) != target:
-                self.fail(node, f"rebinds the imported name {name}: every use of an import must mean the import")
-            self.aliases[name] = target
+            top = alias.name.split(".")[0]
+            self._bind(node, alias.asname or top, alias.name if alias.asname else top)
 
     def visit_ImportFrom(self, node):
         if node.level:
@@ -162,10 +160,7 @@ class _Checker(ast.NodeVisitor):
             if module == "typing" and alias.name not in TYPING_ALLOWED:
                 self.fail(node, f"imports typing.{alias.name}: from typing, candidates may use only "
                                 f"{', '.join(sorted(TYPING_ALLOWED))}")
-            name, target = alias.asname or alias.name, f"{module}.{alias.name}"
-            if self.aliases.get(name, target) != target:
-                self.fail(node, f"rebinds the imported name {name}: every use of an import must mean the import")
-            self.aliases[name] = target
+            self._bind(node, alias.asname or alias.name, f"{module}.{alias.name}")
 
     # -- names ----------------------------------------------------------------------------------------------------
     def _dotted(self, node) -> str | None:
@@ -220,10 +215,10 @@ class _Checker(ast.NodeVisitor):
         if not self.in_jit and node.attr.startswith("_"):
             self.fail(node, f"touches the private attribute {node.attr}: host code may use only public names")
             return
-        if node.attr in BLOCKED_BUILTINS or node.attr in PROCESS_ATTRIBUTES:
-            self.fail(node, f"uses .{node.attr}: candidates may not use dynamic code, reflection, files or processes")
-        elif node.attr in ("format", "format_map"):
+        if node.attr in ("format", "format_map"):
             self.fail(node, f"uses .{node.attr}: format strings read attributes by name; use an f-string")
+        elif node.attr in BLOCKED_BUILTINS or node.attr in PROCESS_ATTRIBUTES:
+            self.fail(node, f"uses .{node.attr}: candidates may not use dynamic code, reflection, files or processes")
         elif node.attr in KERNEL_INTERNALS:
             self.fail(node, f"uses .{node.attr}: launch kernels only as kernel[grid](...), so the harness sees "
                             f"every launch")
@@ -236,11 +231,16 @@ class _Checker(ast.NodeVisitor):
                             f"their metadata and launch Triton kernels (the computation belongs in @triton.jit code)")
         self.generic_visit(node)
 
-    def _rebinds(self, node, name: str) -> bool:
-        if name in self.aliases:
+    def _rebinds(self, node, name: str, target: str | None = None) -> bool:
+        """Fail a binding of an imported name (to anything but the same import, when target is given)."""
+        if name in self.aliases and self.aliases[name] != target:
             self.fail(node, f"rebinds the imported name {name}: every use of an import must mean the import")
             return True
         return False
+
+    def _bind(self, node, name: str, target: str) -> None:
+        self._rebinds(node, name, target)
+        self.aliases[name] = target
 
     def visit_Name(self, node):
         if not isinstance(node.ctx, ast.Load) and self._rebinds(node, node.id):
@@ -352,7 +352,8 @@ class _Checker(ast.NodeVisitor):
         if DUNDER.fullmatch(node.name) and node.name != "__init__":
             self.fail(node, f"defines the special method {node.name}: Python and torch call such methods implicitly, "
                             f"where the harness does not watch")
-        if self._is_jit(node):
+        jit = self._is_jit(node)
+        if jit:
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
                 if self._dotted(target) not in JIT_DECORATORS:
@@ -373,7 +374,7 @@ class _Checker(ast.NodeVisitor):
         outer, self.in_jit = self.in_jit, 0
         for child in host:
             self.visit(child)
-        self.in_jit = outer + self._is_jit(node)
+        self.in_jit = outer + jit
         for child in node.body:
             self.visit(child)
         self.in_jit = outer
