@@ -7,7 +7,7 @@ baselines measured); with the cache warm (what `evolve eval` pays); and with the
 started by the evaluation before (what each candidate pays inside `evolve run`, which starts the next child while
 the current one is evaluated).
 """
-import sys
+import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -27,8 +27,13 @@ def one(candidate, problem, cache_dir, prewarm=False):
 
 
 def main():
-    candidate = sys.argv[1] if len(sys.argv) > 1 else ROOT / "problems/softmax/seeds/softmax_rows.py"
-    problem = sys.argv[2] if len(sys.argv) > 2 else ROOT / "problems/softmax"
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("candidate", nargs="?", default=ROOT / "problems/softmax/seeds/softmax_rows.py",
+                        help="candidate file (default: the softmax seed)")
+    parser.add_argument("problem", nargs="?", default=ROOT / "problems/softmax",
+                        help="problem folder (default: problems/softmax)")
+    args = parser.parse_args()
+    candidate, problem = args.candidate, args.problem
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         for label, prewarm in (("cold cache", False), ("warm cache", True), ("spare child", True)):

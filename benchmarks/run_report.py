@@ -2,16 +2,27 @@
 
     python benchmarks/run_report.py runs/evolve.db [RUN_ID]
 """
-import sys
+import argparse
 from datetime import datetime
+from pathlib import Path
 
 from evolve.archive import Archive
 
 
 def main():
-    archive = Archive(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("archive", help="the run's SQLite archive, e.g. runs/evolve.db")
+    parser.add_argument("run_id", nargs="?", help="which run (default: the latest)")
+    args = parser.parse_args()
+    if not Path(args.archive).is_file():
+        raise SystemExit(f"{args.archive}: no such archive")
+    archive = Archive(args.archive)
     runs = archive.runs()
-    run = next((r for r in runs if str(r["id"]) == sys.argv[2]), None) if len(sys.argv) > 2 else runs[-1]
+    if not runs:
+        raise SystemExit(f"{args.archive}: no runs in this archive")
+    run = next((r for r in runs if str(r["id"]) == args.run_id), None) if args.run_id else runs[-1]
+    if run is None:
+        raise SystemExit(f"{args.archive}: no run {args.run_id}; runs: {', '.join(str(r['id']) for r in runs)}")
     cands = [c for c in archive.candidates(run["id"]) if c.status == "evaluated"]
     start = datetime.fromisoformat(run["started"])
     end = datetime.fromisoformat(run["ended"]) if run.get("ended") else datetime.fromisoformat(cands[-1].created)

@@ -1,5 +1,6 @@
 """The launch log's stream watch, driven the way Triton's launcher drives it (the hook runs only on real GPU launches,
-so the GPU path itself is covered by tests/adversarial/cases/compiled_side_stream.py on a GPU)."""
+and on a GPU by the marked test below and tests/adversarial/cases/compiled_side_stream.py)."""
+import pytest
 from triton.compiler.compiler import LazyDict
 
 from evolve.harness.launches import LaunchLog
@@ -54,5 +55,37 @@ def test_removing_the_hook_from_tritons_chain_is_seen():
         assert log.hook_intact()
         knobs.runtime.launch_enter_hook.remove(hook)
         assert not log.hook_intact()
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_hook_sees_each_launch_once_with_its_stream():
+    import torch
+    import triton
+    import triton.language as tl
+    from triton import knobs
+
+    @triton.jit
+    def fill_kernel(out_ptr):
+        tl.store(out_ptr + tl.program_id(0), 1.0)
+
+    out = torch.zeros(4, device="cuda")
+    fill_kernel[(4,)](out)  # compiled before the hook goes in
+    device = torch.cuda.current_device()
+    here = (device, torch.cuda.current_stream().cuda_stream)
+    log = LaunchLog()
+    hook = log.observer(here, lambda: (torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream))
+    assert log._install_hook(hook)
+    try:
+        fill_kernel[(4,)](out)
+        fill_kernel[(4,)](out)
+        torch.cuda.synchronize()
+        assert log.launches == 2 and log.side_stream is None
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            fill_kernel[(4,)](out)
+        torch.cuda.synchronize()
+        assert log.launches == 3 and log.side_stream == (device, side.cuda_stream)
     finally:
         knobs.runtime.launch_enter_hook.remove(hook)

@@ -1,4 +1,4 @@
-"""The timer: fresh copies on the CPU; on a GPU, event times against do_bench and work hidden on a side stream."""
+"""The timer: fresh copies and feeds on the CPU; on a GPU, event times against do_bench and work hidden on a side stream."""
 import pytest
 import torch
 
@@ -14,9 +14,23 @@ def test_fresh_copy_is_a_new_allocation_with_the_same_values():
 def test_cpu_time_checks_every_output_and_labels_its_clock():
     seen = []
     result = cpu_time(lambda x: x * 2, [(torch.ones(3),), (torch.zeros(3),)],
-                      check=lambda out, i: seen.append((i, out.sum().item())), budget_s=0.05, max_reps=6)
+                      check=lambda out, n: seen.append((n, out.sum().item())), budget_s=0.05, max_reps=6)
     assert result["clock"] == "cpu-interpreter" and result["reps"] == len(seen) >= 2
-    assert all(total == (6.0 if i == 0 else 0.0) for i, total in seen)
+    assert [n for n, _ in seen] == list(range(len(seen)))
+    assert all(total == (6.0 if n % 2 == 0 else 0.0) for n, total in seen)
+
+
+def test_a_feed_gives_every_repetition_its_own_inputs_and_the_check_its_number():
+    fed, checked = [], []
+
+    def feed(n):
+        fed.append(n)
+        return (torch.full((4,), float(n)),)
+
+    cpu_time(lambda x: x + 1, feed, check=lambda out, n: checked.append((n, out.tolist())), budget_s=0.05,
+             max_reps=5)
+    assert fed == list(range(len(fed))) and len(fed) >= 2
+    assert checked == [(n, [n + 1.0] * 4) for n in fed]
 
 
 @pytest.mark.gpu

@@ -129,7 +129,8 @@ class LaunchLog:
                 return device, raw_stream(device)
 
             watch = self.observer(where(), where)
-            self._install_hook(watch)
+            if self._install_hook(watch):
+                watch = None  # the hook sees every launch; the wrapper below would count each twice
         if compile_only:
             from triton.runtime.driver import driver
 
@@ -138,8 +139,8 @@ class LaunchLog:
 
         def run(self, *args, grid, warmup, **kwargs):
             if watch is not None and not warmup:
-                watch()  # the current stream; the launcher's own hook sees the stream it really gets
-            elif compile_only or not warmup:
+                watch()  # a Triton without launch hooks: the current stream is the best available
+            elif compile_only or (not warmup and log._hook is None):
                 log.launches += 1
             before = time.perf_counter()
             kernel = original_run(self, *args, grid=grid, warmup=warmup or compile_only, **kwargs)
@@ -152,17 +153,19 @@ class LaunchLog:
 
         JITFunction.run = run
 
-    def _install_hook(self, hook) -> None:
+    def _install_hook(self, hook) -> bool:
         """Triton calls knobs.runtime.launch_enter_hook from its C launcher before every real launch, whichever Python
-        path led there (kernel[grid], or a compiled kernel called with a stream of its own)."""
+        path led there (kernel[grid], or a compiled kernel called with a stream of its own). False on a Triton
+        without hook chains, where JITFunction.run watches instead."""
         try:
             from triton import knobs
 
             chain = knobs.runtime.launch_enter_hook
             chain.add(hook)
-        except (ImportError, AttributeError):  # an older Triton without hook chains: JITFunction.run still watches
-            return
+        except (ImportError, AttributeError):
+            return False
         self._hook, self._chain = hook, chain
+        return True
 
 
 def _compile_every_autotune_config() -> None:

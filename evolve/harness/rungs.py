@@ -138,6 +138,11 @@ def warm_up(mode: str) -> None:
         _empty((1,), device="cuda" if mode == "gpu" else "cpu")
 
 
+# Seed offsets of the harness's own inputs (mixed with the run's secret): the problem's correctness seeds are small.
+BENCH_SEED = 1 << 40  # + the timed repetition's number: every timed call of a candidate sees new values
+BASELINE_SEED = 1 << 41  # two fixed sets for timing the library baselines, which are not candidates
+
+
 def _mix(secret: int, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{secret}:{seed}".encode()).digest()[:7], "little")
 
@@ -160,7 +165,6 @@ class Context:
         self.sentinels = Sentinels()
         self.candidate = None
         self.timer = None
-        self.bench_sets: dict = {}
         self.baselines: dict = {}
         self.roofline_inputs: dict = {}
         self.first_outputs: dict = {}
@@ -210,12 +214,8 @@ class Context:
         self.ch.send({"kind": "peaks", "key": self.device_key, "cached": bool(cached), **measured})
         self.baselines = dict((self.job.get("baselines") or {}).get(self.baseline_key, {}))
         for case in self.problem.benchmarks:
-            sets = [self.make_inputs(case, 1000 + i) for i in range(2)]
-            refs = [_to(_as_tuple(self.reference.ref_kernel(*[_clone(t) for t in s]))[0], dtype=torch.float32)
-                    for s in sets]
-            self.bench_sets[case] = (sets, refs)
             if case.label not in self.baselines and hasattr(self.reference, "baseline"):
-                figures = self._time_baselines(case, sets)
+                figures = self._time_baselines(case, [self.make_inputs(case, BASELINE_SEED + i) for i in range(2)])
                 self.baselines[case.label] = figures
                 self.ch.send({"kind": "baseline", "key": self.baseline_key, "case": case.label, **figures})
 
@@ -385,24 +385,36 @@ class Context:
                      per_dtype=per_dtype, checks=checks)
         return True
 
-    def _timed_check(self, case, refs):
-        """Runs after every timed call, outside the timed region: the guards, then the output against its reference."""
+    def _timed_feed(self, case):
+        """Inputs for every timed repetition and the check run after it, outside the timed region.
+
+        Each repetition gets new values (a seed of its own, mixed with the run's secret), so an output cached by
+        content, shape or pointer never matches a later call. Its reference is computed from a pristine copy before
+        the call and dropped after the check; the check runs the guards, then compares the output with it."""
         tol = self.problem.tolerance[case.dtype]
         state = {"launches": self.launch_log.launches, "threads": _active_count()}
+        refs: dict = {}
 
-        def check(out, index):
+        def feed(n):
+            inputs = self.make_inputs(case, BENCH_SEED + n)
+            refs[n] = _to(_as_tuple(self.reference.ref_kernel(*[_clone(t) if isinstance(t, torch.Tensor) else t
+                                                                for t in inputs]))[0], dtype=torch.float32)
+            return inputs
+
+        def check(out, n):
+            ref = refs.pop(n)
             self.guards(state["threads"], state["launches"])
             state["launches"] = self.launch_log.launches
             extra = self._timed_ops - ALLOWED_OPS
             if extra:
                 raise Fail(f"{case.label}: a timed call ran torch ops {', '.join(sorted(extra)[:4])}: host code may "
                            f"only allocate and launch Triton kernels")
-            outs = self.validate(out, (refs[index],), case, ())
-            worst = metrics.max_rel(outs[0], refs[index], tol.floor)
+            outs = self.validate(out, (ref,), case, ())
+            worst = metrics.max_rel(outs[0], ref, tol.floor)
             if not worst <= tol.rtol:
                 raise Fail(f"{case.label}: a timed call returned a wrong output (max_rel={worst:.3g})")
 
-        return check
+        return feed, check
 
     def benchmark_rung(self) -> bool:
         from .timing import cpu_time
@@ -411,21 +423,16 @@ class Context:
         shapes = []
         try:
             if self.mode == "gpu":
-                for case, (sets, refs) in self.bench_sets.items():
-                    figures = self.timer.time(self._raw_call, sets, self._timed_check(case, refs))
+                for case in self.problem.benchmarks:
+                    figures = self.timer.time(self._raw_call, *self._timed_feed(case))
                     shapes.append(self._shape_record(case, figures, self.baselines.get(case.label, {})))
-                    for ref in refs:
-                        _fill(ref, float("nan"))
-                    self.bench_sets[case] = None
             else:
                 for case in self.problem.cpu_benchmarks:
-                    sets = [self.make_inputs(case, 1000 + i) for i in range(2)]
-                    refs = [_to(_as_tuple(self.reference.ref_kernel(*[_clone(t) for t in s]))[0], dtype=torch.float32)
-                            for s in sets]
                     baseline = {}
                     if hasattr(self.reference, "baseline"):
+                        sets = [self.make_inputs(case, BASELINE_SEED + i) for i in range(2)]
                         baseline = {"torch_ms": cpu_time(self.reference.baseline, sets)["ms"]}
-                    figures = cpu_time(self._raw_call, sets, self._timed_check(case, refs))
+                    figures = cpu_time(self._raw_call, *self._timed_feed(case))
                     shapes.append(self._shape_record(case, figures, baseline))
         except Fail as exc:
             self.ch.rung("benchmark", False, str(exc), _perf_counter() - started, shapes=shapes)

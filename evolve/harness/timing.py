@@ -1,6 +1,7 @@
 """Timing a call on the GPU (CUDA events, bounded below by the host clock) or under the CPU interpreter.
 
-Each repetition: fresh inputs (a copy of one of several distinct input sets into a new allocation), a device-wide
+Each repetition: fresh inputs (new values from a feed, or a copy of one of several fixed input sets into a new
+allocation for the harness's own baselines), a device-wide
 synchronize, L2 flushed by writing a buffer larger than the cache, a short GPU-side spin (both queued, so the call is
 issued while the GPU is still busy and no host launch latency is timed), the timed call between two events, and a
 device-wide synchronize again. The host clock around all that bounds the event figure: work the events do not see (a
@@ -31,6 +32,13 @@ _sleep = torch.cuda._sleep
 HOST_SLACK_CYCLES = 500_000
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
+
+
+def _inputs_for(source, n: int):
+    """Rep n's inputs: source(n) when source is a feed (new values every call), else a new copy of a fixed set."""
+    if callable(source):
+        return source(n)
+    return fresh_copy(source[n % len(source)])
 
 
 def fresh_copy(inputs):
@@ -79,23 +87,27 @@ class GpuTimer:
         self.last_result = result
         return _elapsed(start, end), (t1 - t0) * 1e3
 
-    def time(self, fn, input_sets, check=None) -> dict:
-        """Median time of fn over fresh copies of input_sets; check(result, set_index) runs on every timed output."""
-        n_sets = len(input_sets)
+    def time(self, fn, source, check=None) -> dict:
+        """Median time of fn. source is a feed, source(n) -> inputs of rep n, or a list of fixed input sets copied
+        afresh each rep; check(result, n) runs on every timed output, outside the timed region."""
+        counter = [0]
 
-        def rep(i):
-            inputs = fresh_copy(input_sets[i % n_sets])
+        def rep():
+            n = counter[0]
+            counter[0] += 1
+            inputs = _inputs_for(source, n)
             event_ms, wall_ms = self._one(fn, inputs)
+            del inputs
             if check is not None:
-                check(self.last_result, i % n_sets)
+                check(self.last_result, n)
             self.last_result = None
             return event_ms, wall_ms
 
         started = _perf_counter()
-        warm = [rep(i) for i in range(3)]
+        warm = [rep() for _ in range(3)]
         per_rep_s = max((_perf_counter() - started) / 3, 1e-6)
         reps = int(min(self.max_reps, max(self.min_reps, self.budget_s / per_rep_s)))
-        samples = [rep(i) for i in range(reps)]
+        samples = [rep() for _ in range(reps)]
         events = [e for e, _ in samples]
         walls = [w for _, w in samples]
         event_ms = statistics.median(events)
@@ -116,17 +128,19 @@ class GpuTimer:
         }
 
 
-def cpu_time(fn, input_sets, check=None, budget_s: float = 1.0, max_reps: int = 20) -> dict:
-    """Host-clock median under the Triton interpreter: honest CPU time, not a GPU figure."""
+def cpu_time(fn, source, check=None, budget_s: float = 1.0, max_reps: int = 20) -> dict:
+    """Host-clock median under the Triton interpreter: honest CPU time, not a GPU figure. source and check as in
+    GpuTimer.time."""
     times = []
     started = _perf_counter()
-    i = 0
-    while i < 2 or (i < max_reps and _perf_counter() - started < budget_s):
-        inputs = fresh_copy(input_sets[i % len(input_sets)])
+    n = 0
+    while n < 2 or (n < max_reps and _perf_counter() - started < budget_s):
+        inputs = _inputs_for(source, n)
         t0 = _perf_counter()
         result = fn(*inputs)
         times.append((_perf_counter() - t0) * 1e3)
+        del inputs
         if check is not None:
-            check(result, i % len(input_sets))
-        i += 1
+            check(result, n)
+        n += 1
     return {"ms": statistics.median(times), "reps": len(times), "clock": "cpu-interpreter"}
