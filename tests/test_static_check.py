@@ -102,10 +102,28 @@ def custom_kernel(x):
     # modules that run code when imported
     ("from torch.utils.model_dump import __main__ as m\ndef custom_kernel(x):\n    return x\n", "dunder names"),
     ("import torch.__main__\ndef custom_kernel(x):\n    return x\n", "dunder modules"),
+    # code that runs when the harness drops an object: finalizers, generators' finally blocks, attributes on tensors
+    ("class F:\n    __del__ = print\ndef custom_kernel(x):\n    return x\n", "special name __del__"),
+    ("def g():\n    try:\n        yield 1\n    finally:\n        pass\ndef custom_kernel(x):\n    return x\n",
+     "uses yield"),
+    ("async def g():\n    return 1\ndef custom_kernel(x):\n    return x\n", "async"),
+    ("def custom_kernel(x):\n    out = torch.empty_like(x)\n    out.tag = 1\n    return out\n",
+     "sets an attribute on something other"),
+    ("class C:\n    def f(self, t):\n        t.tag = 1\ndef custom_kernel(x):\n    return x\n",
+     "sets an attribute on something other"),
+    ("def custom_kernel(x):\n    copy_kernel[(1,)](x, x, 1, BLOCK=1, **{'stream': 0})\n    return x\n",
+     "passes stream= through **"),
 ])
 def test_rejections(body, fragment):
     problems = check(body)
     assert any(fragment in p for p in problems), problems
+
+
+def test_a_method_may_set_attributes_on_its_own_instance():
+    body = ("class Plan:\n    def __init__(self, block):\n        self.block = block\n"
+            "    def grid(self, n):\n        self.rows = n\n        return (triton.cdiv(n, self.block),)\n"
+            "def custom_kernel(x):\n    return x\n")
+    assert check(body) == []
 
 
 def test_annotations_with_typing_names_pass():

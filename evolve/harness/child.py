@@ -105,6 +105,7 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
     from triton.compiler.errors import CompilationError
 
     from .launches import describe_all, dump
+    from .rungs import Fail
 
     log = ctx.launch_log
     started = _perf_counter()
@@ -112,11 +113,13 @@ def compile_rung(ch: Channel, job: dict, ctx) -> bool:
     error = None
     try:
         for case in ctx.problem.tests:
-            ctx.candidate.custom_kernel(*ctx.make_inputs(case, ctx.problem.seeds[0]))
-            ctx.synchronize()
+            ctx.compile_call(case)
     except CompilationError as exc:
         ch.rung("compile", False, f"CompilationError: {str(exc).strip().splitlines()[-1][:300]}",
                 _perf_counter() - started, log=str(exc)[-20000:])
+        return False
+    except Fail as exc:
+        ch.rung("compile", False, str(exc), _perf_counter() - started)
         return False
     except BaseException as exc:  # noqa: BLE001
         error = exc

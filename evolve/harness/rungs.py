@@ -53,6 +53,27 @@ ALLOWED_OPS = frozenset({
 })
 
 
+def _attachment(tensor) -> str | None:
+    """What a tensor carries that could run the candidate's code when the harness drops it (a finalizer in an
+    attribute, a hook, a generator's finally): Python attributes on it, its storage or a view's base; autograd state."""
+    while tensor is not None:
+        if tensor.__dict__ or _untyped_storage(tensor).__dict__:
+            return "Python attributes"
+        if (tensor.requires_grad or tensor.grad_fn is not None or tensor._grad is not None or tensor._backward_hooks
+                or tensor._post_accumulate_grad_hooks):
+            return "autograd state"
+        tensor = tensor._base
+    return None
+
+
+def _check_inputs_bare(inputs) -> None:
+    for value in inputs:
+        if isinstance(value, torch.Tensor):
+            attached = _attachment(value)
+            if attached:
+                raise Fail(f"custom_kernel attached {attached} to its input: leave inputs as they were given")
+
+
 class Fail(Exception):
     """A candidate behaviour that fails the current rung; str() is the reason."""
 
@@ -141,6 +162,7 @@ def warm_up(mode: str) -> None:
 # Seed offsets of the harness's own inputs (mixed with the run's secret): the problem's correctness seeds are small.
 BENCH_SEED = 1 << 40  # + the timed repetition's number: every timed call of a candidate sees new values
 BASELINE_SEED = 1 << 41  # two fixed sets for timing the library baselines, which are not candidates
+COMPILE_SEED = 1 << 42  # the compile rung's calls
 
 
 def _mix(secret: int, seed: int) -> int:
@@ -287,10 +309,24 @@ class Context:
                 raise Fail(f"crashed: {text}") from exc
             raise Fail(text) from exc
         self.guards(threads, launches)
+        _check_inputs_bare(inputs)
         if op_log is not None and op_log.ops - ALLOWED_OPS:
             raise Fail(f"custom_kernel ran torch ops {', '.join(sorted(op_log.ops - ALLOWED_OPS)[:4])}: host code may "
                        f"only allocate and launch Triton kernels")
         return out
+
+    def compile_call(self, case) -> None:
+        """The compile rung's call of one test case, watched like every other: host code that computes fails here.
+        Its inputs have values of their own, so nothing computed here matches a later call's."""
+        inputs = self.make_inputs(case, COMPILE_SEED)
+        op_log = OpLog()
+        with op_log:
+            out = self.candidate.custom_kernel(*inputs)
+        self.synchronize()
+        if op_log.ops - ALLOWED_OPS:
+            raise Fail(f"custom_kernel ran torch ops {', '.join(sorted(op_log.ops - ALLOWED_OPS)[:4])}: host code may "
+                       f"only allocate and launch Triton kernels")
+        del out, inputs
 
     def _poison(self, ref) -> None:
         """Leave NaN in the allocator's free blocks of the output's size: unwritten elements then show."""
@@ -313,6 +349,9 @@ class Context:
         for o, r in zip(outs, refs):
             if type(o) is not torch.Tensor:
                 raise Fail(f"{case.label}: returned a {type(o).__name__}, not a plain torch.Tensor")
+            attached = _attachment(o)
+            if attached:
+                raise Fail(f"{case.label}: the output carries {attached}: return a plain tensor")
             if o.dtype != expected_dtype:
                 raise Fail(f"{case.label}: output dtype {str(o.dtype).replace('torch.', '')}, expected {case.dtype}")
             if tuple(o.shape) != tuple(r.shape):
@@ -393,18 +432,20 @@ class Context:
         the call and dropped after the check; the check runs the guards, then compares the output with it."""
         tol = self.problem.tolerance[case.dtype]
         state = {"launches": self.launch_log.launches, "threads": _active_count()}
-        refs: dict = {}
+        held: dict = {}
 
         def feed(n):
             inputs = self.make_inputs(case, BENCH_SEED + n)
-            refs[n] = _to(_as_tuple(self.reference.ref_kernel(*[_clone(t) if isinstance(t, torch.Tensor) else t
-                                                                for t in inputs]))[0], dtype=torch.float32)
+            ref = _to(_as_tuple(self.reference.ref_kernel(*[_clone(t) if isinstance(t, torch.Tensor) else t
+                                                            for t in inputs]))[0], dtype=torch.float32)
+            held[n] = (inputs, ref)
             return inputs
 
         def check(out, n):
-            ref = refs.pop(n)
+            inputs, ref = held.pop(n)
             self.guards(state["threads"], state["launches"])
             state["launches"] = self.launch_log.launches
+            _check_inputs_bare(inputs)
             extra = self._timed_ops - ALLOWED_OPS
             if extra:
                 raise Fail(f"{case.label}: a timed call ran torch ops {', '.join(sorted(extra)[:4])}: host code may "

@@ -123,6 +123,8 @@ class _Checker(ast.NodeVisitor):
         self.tensor_names = tensor_names
         self.aliases: dict[str, str] = {}
         self.in_jit = 0
+        self.method_self: str | None = None  # the first parameter's name inside a method defined in a class body
+        self.in_class = False
         self.problems: list[tuple[int, str]] = []
 
     def fail(self, node, message):
@@ -245,6 +247,10 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node):
         if not isinstance(node.ctx, ast.Load) and self._rebinds(node, node.id):
             return
+        if not isinstance(node.ctx, ast.Load) and DUNDER.fullmatch(node.id):
+            self.fail(node, f"binds the special name {node.id}: in a class it makes a special method, which Python "
+                            f"and torch call implicitly, where the harness does not watch")
+            return
         if node.id in BLOCKED_BUILTINS and node.id not in self.aliases:
             self.fail(node, f"uses the builtin {node.id}: candidates may not use dynamic code, reflection or files")
         elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
@@ -263,6 +269,10 @@ class _Checker(ast.NodeVisitor):
                 root = root.value
             if isinstance(root, ast.Name) and root.id in self.aliases:
                 self.fail(target, f"assigns into {self.aliases[root.id]}: candidates may not modify modules")
+            elif (isinstance(target, ast.Attribute) and not self.in_jit
+                  and not (isinstance(target.value, ast.Name) and target.value.id == self.method_self)):
+                self.fail(target, "sets an attribute on something other than a method's own instance (self.x = ...): "
+                                  "an object hung on a tensor runs when the harness drops it")
         elif isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
                 self._check_target(element)
@@ -284,6 +294,10 @@ class _Checker(ast.NodeVisitor):
     def visit_keyword(self, node):
         if node.arg in LAUNCH_KEYWORDS:
             self.fail(node, f"passes {node.arg}=: {LAUNCH_KEYWORDS[node.arg]}")
+        elif node.arg is None and isinstance(node.value, ast.Dict):
+            for key in node.value.keys:
+                if isinstance(key, ast.Constant) and key.value in LAUNCH_KEYWORDS:
+                    self.fail(node, f"passes {key.value}= through **: {LAUNCH_KEYWORDS[key.value]}")
         self.generic_visit(node)
 
     def _no_string_annotation(self, annotation) -> None:
@@ -302,7 +316,13 @@ class _Checker(ast.NodeVisitor):
 
     def visit_ClassDef(self, node):
         self._rebinds(node, node.name)
-        self.generic_visit(node)
+        outer = self.in_class, self.method_self
+        for child in node.bases + node.keywords + node.decorator_list + list(getattr(node, "type_params", [])):
+            self.visit(child)
+        self.in_class, self.method_self = True, None
+        for child in node.body:
+            self.visit(child)
+        self.in_class, self.method_self = outer
 
     def visit_Constant(self, node):
         if isinstance(node.value, str) and DUNDER.fullmatch(node.value) and node.value != "__main__":
@@ -333,6 +353,12 @@ class _Checker(ast.NodeVisitor):
             self._rebinds(node, node.name)
         self.generic_visit(node)
 
+    def _no_suspension(self, node):
+        self.fail(node, "uses yield, await or async: a suspended generator or coroutine runs its cleanup when it is "
+                        "dropped, where the harness does not watch")
+
+    visit_Yield = visit_YieldFrom = visit_Await = _no_suspension
+
     def visit_Global(self, node):
         self.fail(node, "uses a global statement: keep state out of candidates (no caching across calls)")
 
@@ -348,6 +374,8 @@ class _Checker(ast.NodeVisitor):
         return False
 
     def visit_FunctionDef(self, node):
+        if isinstance(node, ast.AsyncFunctionDef):
+            self._no_suspension(node)
         self._rebinds(node, node.name)
         if DUNDER.fullmatch(node.name) and node.name != "__init__":
             self.fail(node, f"defines the special method {node.name}: Python and torch call such methods implicitly, "
@@ -375,9 +403,14 @@ class _Checker(ast.NodeVisitor):
         for child in host:
             self.visit(child)
         self.in_jit = outer + jit
+        positional = args.posonlyargs + args.args
+        outer_class = self.in_class, self.method_self
+        self.method_self = positional[0].arg if self.in_class and positional else None
+        self.in_class = False
         for child in node.body:
             self.visit(child)
         self.in_jit = outer
+        self.in_class, self.method_self = outer_class
 
     visit_AsyncFunctionDef = visit_FunctionDef
 

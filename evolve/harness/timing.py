@@ -97,10 +97,10 @@ class GpuTimer:
             counter[0] += 1
             inputs = _inputs_for(source, n)
             event_ms, wall_ms = self._one(fn, inputs)
-            del inputs
             if check is not None:
                 check(self.last_result, n)
-            self.last_result = None
+            # Only now, checked, may the call's objects go: dropping one can run the candidate's code (a finalizer).
+            self.last_result = inputs = None
             return event_ms, wall_ms
 
         started = _perf_counter()
@@ -139,8 +139,8 @@ def cpu_time(fn, source, check=None, budget_s: float = 1.0, max_reps: int = 20) 
         t0 = _perf_counter()
         result = fn(*inputs)
         times.append((_perf_counter() - t0) * 1e3)
-        del inputs
         if check is not None:
             check(result, n)
+        result = inputs = None  # checked before anything of the call is dropped (a drop can run candidate code)
         n += 1
     return {"ms": statistics.median(times), "reps": len(times), "clock": "cpu-interpreter"}
