@@ -189,6 +189,7 @@ def main(argv) -> int:
              "prepare_s": round(_perf_counter() - prepare_started, 3)})
     ctx.launch_log.install(job["mode"])
     ctx.sentinels.capture(extra=[("reference", ctx.reference)])
+    ctx.hooks = rungs._interpreter_hooks()
     load_started = _perf_counter()
     module = import_rung(ch, job, load)
     if module is None or not ctx.untouched(load):

@@ -6,6 +6,7 @@ GPU), inputs compared with a pristine copy afterwards, captured functions checke
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib
 import math
@@ -19,6 +20,7 @@ import torch
 from . import metrics
 from .child import _load_module, _short_exception
 from .launches import LaunchLog
+from .timing import collector_paused
 from .problem import load_problem
 
 _perf_counter = time.perf_counter
@@ -51,6 +53,28 @@ ALLOWED_OPS = frozenset({
     "t", "transpose", "permute", "unsqueeze", "squeeze", "expand", "clone", "copy_", "contiguous", "detach", "alias",
     "lift_fresh", "arange", "slice", "select", "split", "flatten", "_reshape_alias", "unbind", "set_", "resize_",
 })
+
+
+_getprofile, _gettrace = sys.getprofile, sys.gettrace
+_thread_getprofile = getattr(threading, "getprofile", lambda: None)
+_thread_gettrace = getattr(threading, "gettrace", lambda: None)
+_monitoring = getattr(sys, "monitoring", None)
+_function_modes = torch._C._len_torch_function_stack
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_gc_callbacks = gc.callbacks
+
+
+HOOK_LEFT = ("the candidate left a hook installed (a profile or trace function, a monitoring tool, a gc callback, "
+             "or a torch function or dispatch mode): code that runs inside the harness's checks is not allowed")
+
+
+def _interpreter_hooks() -> tuple:
+    """Every place the interpreter or torch calls code without being asked: profile and trace functions (this thread
+    and new ones), sys.monitoring tools, gc callbacks, torch function and dispatch modes. A candidate that leaves one
+    set runs code inside the harness's checks, where nothing watches it."""
+    tools = tuple(_monitoring.get_tool(i) for i in range(6)) if _monitoring is not None else ()
+    return (_getprofile(), _gettrace(), _thread_getprofile(), _thread_gettrace(), tools, tuple(_gc_callbacks),
+            _function_modes(), _dispatch_modes())
 
 
 def _attachment(tensor) -> str | None:
@@ -185,6 +209,8 @@ class Context:
         self.secret = int(job["secret"])
         self.launch_log = LaunchLog()
         self.sentinels = Sentinels()
+        self.hooks = _interpreter_hooks()
+        self._launches_at_return = 0
         self.candidate = None
         self.timer = None
         self.baselines: dict = {}
@@ -270,6 +296,9 @@ class Context:
         if changed:
             self.ch.rung(rung, False, f"the candidate replaced {', '.join(changed[:3])}: patching the harness, "
                                       f"timers or comparison functions is not allowed")
+        elif _interpreter_hooks() != self.hooks:
+            self.ch.rung(rung, False, HOOK_LEFT)
+            return False
         return not changed
 
     def guards(self, threads: int, launches: int) -> None:
@@ -280,6 +309,8 @@ class Context:
                        f"functions is not allowed")
         if not self.launch_log.hook_intact():
             raise Fail("the candidate removed the harness's Triton launch hook: patching the harness is not allowed")
+        if _interpreter_hooks() != self.hooks:
+            raise Fail(HOOK_LEFT)
         if self.launch_log.side_stream is not None:
             device, stream = self.launch_log.side_stream
             stream = f"{stream:#x}" if isinstance(stream, int) else stream
@@ -289,6 +320,13 @@ class Context:
             raise Fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit kernels")
         if _active_count() > threads:
             raise Fail("custom_kernel left a background thread running")
+
+    def launched_since_return(self, case) -> None:
+        """A launch between a call's return and the end of its check came from code the candidate left behind (a
+        finalizer, a hook): work done after the call, where neither the timer nor the op log looks."""
+        if self.launch_log.launches != self._launches_at_return:
+            raise Fail(f"{case.label}: a Triton kernel was launched after custom_kernel returned: all work must be "
+                       f"done inside the call")
 
     def call(self, inputs, log_ops: bool):
         threads = _active_count()
@@ -300,6 +338,7 @@ class Context:
                     out = self.candidate.custom_kernel(*inputs)
             else:
                 out = self.candidate.custom_kernel(*inputs)
+            self._launches_at_return = self.launch_log.launches
             self.synchronize()
         except Fail:
             raise
@@ -376,15 +415,17 @@ class Context:
         refs = _as_tuple(self.reference.ref_kernel(*[_clone(t) if isinstance(t, torch.Tensor) else t
                                                       for t in pristine]))
         self._poison(refs[0])
-        out = self.call(inputs, log_ops)
-        outs = self.validate(out, refs, case, inputs)
-        for before, now in zip(pristine, inputs):
-            if isinstance(now, torch.Tensor) and not _equal(before, _to(now, "cpu")):
-                raise Fail(f"{case.label}: custom_kernel modified its input")
-        tol = self.problem.tolerance[case.dtype]
-        worst = None
-        for o, r in zip(outs, refs):
-            worst = metrics.worst_of(worst, metrics.error_metrics(_to(o, "cpu"), r, tol.floor, tol.rtol))
+        with collector_paused():
+            out = self.call(inputs, log_ops)
+            outs = self.validate(out, refs, case, inputs)
+            for before, now in zip(pristine, inputs):
+                if isinstance(now, torch.Tensor) and not _equal(before, _to(now, "cpu")):
+                    raise Fail(f"{case.label}: custom_kernel modified its input")
+            tol = self.problem.tolerance[case.dtype]
+            worst = None
+            for o, r in zip(outs, refs):
+                worst = metrics.worst_of(worst, metrics.error_metrics(_to(o, "cpu"), r, tol.floor, tol.rtol))
+            self.launched_since_return(case)
         reason = metrics.judge(worst, tol.rtol, tol.min_cosine)
         worst["reason"] = f"{case.label}: {reason}" if reason else None
         return worst
@@ -450,10 +491,11 @@ class Context:
             if extra:
                 raise Fail(f"{case.label}: a timed call ran torch ops {', '.join(sorted(extra)[:4])}: host code may "
                            f"only allocate and launch Triton kernels")
-            outs = self.validate(out, (ref,), case, ())
+            outs = self.validate(out, (ref,), case, inputs)
             worst = metrics.max_rel(outs[0], ref, tol.floor)
             if not worst <= tol.rtol:
                 raise Fail(f"{case.label}: a timed call returned a wrong output (max_rel={worst:.3g})")
+            self.launched_since_return(case)
 
         return feed, check
 
@@ -489,6 +531,7 @@ class Context:
         try:
             with op_log:
                 out = self.candidate.custom_kernel(*inputs)
+            self._launches_at_return = self.launch_log.launches
         except Fail:
             raise
         except BaseException as exc:  # noqa: BLE001

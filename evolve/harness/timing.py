@@ -11,6 +11,8 @@ call's duration within a time budget. All functions used are bound when this mod
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import statistics
 import time
 
@@ -32,6 +34,25 @@ _sleep = torch.cuda._sleep
 HOST_SLACK_CYCLES = 500_000
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
+
+
+_gc_disable, _gc_enable, _gc_isenabled, _gc_collect = gc.disable, gc.enable, gc.isenabled, gc.collect
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """No automatic garbage collection from a call to the end of its check: a collection there could run a
+    finalizer of the candidate's (a cycle holding a generator) inside the harness's checks. On the way out the
+    youngest generation, where the call's own cycles are, is collected at once (well under a millisecond), so garbage
+    kept just under the collector's threshold cannot pile up across calls."""
+    was = _gc_isenabled()
+    _gc_disable()
+    try:
+        yield
+    finally:
+        if was:
+            _gc_enable()
+        _gc_collect(0)
 
 
 def _inputs_for(source, n: int):
@@ -96,11 +117,12 @@ class GpuTimer:
             n = counter[0]
             counter[0] += 1
             inputs = _inputs_for(source, n)
-            event_ms, wall_ms = self._one(fn, inputs)
-            if check is not None:
-                check(self.last_result, n)
-            # Only now, checked, may the call's objects go: dropping one can run the candidate's code (a finalizer).
-            self.last_result = inputs = None
+            with collector_paused():
+                event_ms, wall_ms = self._one(fn, inputs)
+                if check is not None:
+                    check(self.last_result, n)
+                # Only now, checked, may the call's objects go: dropping one can run the candidate's code.
+                self.last_result = inputs = None
             return event_ms, wall_ms
 
         started = _perf_counter()
@@ -136,11 +158,12 @@ def cpu_time(fn, source, check=None, budget_s: float = 1.0, max_reps: int = 20) 
     n = 0
     while n < 2 or (n < max_reps and _perf_counter() - started < budget_s):
         inputs = _inputs_for(source, n)
-        t0 = _perf_counter()
-        result = fn(*inputs)
-        times.append((_perf_counter() - t0) * 1e3)
-        if check is not None:
-            check(result, n)
-        result = inputs = None  # checked before anything of the call is dropped (a drop can run candidate code)
+        with collector_paused():
+            t0 = _perf_counter()
+            result = fn(*inputs)
+            times.append((_perf_counter() - t0) * 1e3)
+            if check is not None:
+                check(result, n)
+            result = inputs = None  # checked before anything of the call is dropped (a drop can run candidate code)
         n += 1
     return {"ms": statistics.median(times), "reps": len(times), "clock": "cpu-interpreter"}
