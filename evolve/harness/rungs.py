@@ -20,7 +20,7 @@ import torch
 from . import metrics
 from .child import _load_module, _short_exception
 from .launches import LaunchLog
-from .timing import collector_paused
+from .timing import collector_paused, fresh_copy
 from .problem import load_problem
 
 _perf_counter = time.perf_counter
@@ -476,9 +476,12 @@ class Context:
         held: dict = {}
 
         def feed(n):
-            inputs = self.make_inputs(case, BENCH_SEED + n)
+            raw = self.make_inputs(case, BENCH_SEED + n)
             ref = _to(_as_tuple(self.reference.ref_kernel(*[_clone(t) if isinstance(t, torch.Tensor) else t
-                                                            for t in inputs]))[0], dtype=torch.float32)
+                                                            for t in raw]))[0], dtype=torch.float32)
+            # The last work before the call copies the inputs into new memory (as for fixed input sets), and the
+            # generator's own buffers go back to the allocator, where the call's outputs find them.
+            inputs = fresh_copy(raw)
             held[n] = (inputs, ref)
             return inputs
 

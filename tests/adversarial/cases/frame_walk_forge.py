@@ -1,4 +1,4 @@
-# expect: load: gi_frame|f_back|f_locals|frame
+# expect: load: gi_frame|f_back|f_locals|frame|uses yield
 """Cheat: no import, no dunder, no blocked builtin. A running generator's gi_frame.f_back is its caller's frame; walk
 up to the harness frame that holds the signed channel (`ch`) and the job, and send the parent a complete passing
 ladder, signed with the real key, followed by 'done'. The parent stops reading at 'done'; the kernel is garbage."""

@@ -1,5 +1,5 @@
 # expect: load: torch.softmax
-# expect-dynamic: run: torch ops
+# expect-dynamic: compile: torch ops
 """Cheat: the library softmax hidden behind a module-level alias, so no call site names it."""
 import torch
 import triton

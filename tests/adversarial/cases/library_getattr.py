@@ -1,5 +1,5 @@
 # expect: load: getattr
-# expect-dynamic: run: torch ops
+# expect-dynamic: compile: torch ops
 """Cheat: the library softmax reached by a computed name, invisible to a reading of call names."""
 import torch
 import triton

@@ -1,5 +1,5 @@
 # expect: load: importlib
-# expect-dynamic: run: torch ops
+# expect-dynamic: compile: torch ops
 """Cheat: torch.nn.functional imported by a string, then its softmax does the work."""
 import importlib
 

@@ -1,5 +1,5 @@
 # expect: load: imports importlib|imports sys|imports pathlib
-# expect-dynamic: run: torch ops
+# expect-dynamic: compile: torch ops
 """Cheat: find the problem's reference.py next to the evolve package (on sys.path) and call its ref_kernel."""
 import importlib.util
 import sys

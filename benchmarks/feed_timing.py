@@ -1,0 +1,75 @@
+"""Does giving every timed repetition new inputs (and computing its reference just before) change the timed figure?
+Prints a table; needs a CUDA GPU.
+
+    python benchmarks/feed_timing.py
+
+Times torch.softmax with the harness's GPU timer on the softmax problem's benchmark shapes, its inputs coming from:
+fixed (two input sets copied afresh each repetition, as for the harness's baselines), feed (new values each
+repetition from the problem's generator, reference computed in float64 before the call, as for candidates), feed
+without the reference, and feed with the inputs copied into a new allocation as the last step. Ratios are against fixed; `mallocs` counts the allocator's new device segments while timing
+(each a cudaMalloc, which inside the timed call would be timed).
+"""
+import importlib.util
+import statistics
+from pathlib import Path
+
+import torch
+
+from evolve.harness.timing import GpuTimer, fresh_copy
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = [(4096, 1024), (4096, 4096), (8192, 8192), (4096, 32768), (1024, 131072)]
+
+
+def load_reference():
+    spec = importlib.util.spec_from_file_location("softmax_reference", ROOT / "problems/softmax/reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def segments() -> int:
+    return torch.cuda.memory_stats().get("segment.all.allocated", 0)
+
+
+def main():
+    if not torch.cuda.is_available():
+        raise SystemExit("needs a CUDA GPU")
+    ref = load_reference()
+    timer = GpuTimer(torch.device("cuda"))
+    fn = lambda x: torch.softmax(x, -1)  # noqa: E731
+    print(f"device: {torch.cuda.get_device_name()}")
+    print(f"{'dtype':<9}{'M x N':>12}{'fixed us':>10}{'feed':>8}{'no ref':>8}{'copied':>8}   mallocs in each")
+    ratios = []
+    for dtype in ("float32", "bfloat16"):
+        for m, n in SHAPES:
+            sets = [ref.generate_input(1000 + i, M=m, N=n, dtype=dtype, device="cuda") for i in range(2)]
+            held = {}
+
+            def feed(k, with_ref=True, copy_last=False):
+                inputs = ref.generate_input(2000 + k, M=m, N=n, dtype=dtype, device="cuda")
+                if with_ref:
+                    held[k] = ref.ref_kernel(*[t.clone() for t in inputs]).float()
+                return fresh_copy(inputs) if copy_last else inputs
+
+            def drop(out, k):
+                held.pop(k, None)
+
+            figures, mallocs = [], []
+            for source, check in ((sets, None), (feed, drop), (lambda k: feed(k, False), drop),
+                                  (lambda k: feed(k, True, True), drop)):
+                before = segments()
+                figures.append(timer.time(fn, source, check))
+                mallocs.append(segments() - before)
+            base = figures[0]["ms"]
+            ratios.append(figures[1]["ms"] / base)
+            flags = "".join(" hidden" if f["hidden_work"] else "" for f in figures)
+            print(f"{dtype:<9}{f'{m}x{n}':>12}{base * 1e3:>10.1f}"
+                  + "".join(f"{f['ms'] / base:>8.3f}" for f in figures[1:])
+                  + f"   {'/'.join(str(c) for c in mallocs)}{flags}")
+            del sets, held
+    print(f"feed/fixed: median {statistics.median(ratios):.3f}, max {max(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
