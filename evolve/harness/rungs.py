@@ -1,8 +1,10 @@
 """The run, correctness and benchmark rungs, as observed inside the sandboxed child.
 
-Everything trusted (reference, inputs, reference outputs, baselines, captured functions) is prepared before the
-candidate is imported. Each candidate call is guarded: launches counted, threads counted, torch ops logged (on the
-GPU), inputs compared with a pristine copy afterwards, captured functions checked unchanged.
+The reference module, baselines, peaks and captured functions are loaded or measured before the candidate is
+imported; each call's inputs and reference are made by the harness just before the call, from a secret seed. Each
+candidate call is guarded: launches counted, threads counted, torch ops logged, inputs compared with a pristine copy
+afterwards (correctness checks), captured functions and interpreter hooks checked unchanged, nothing of the call
+dropped and no collection run before its check is done.
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ _monitoring = getattr(sys, "monitoring", None)
 _function_modes = torch._C._len_torch_function_stack
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _gc_callbacks = gc.callbacks
+_gc_isenabled = gc.isenabled
 
 
 HOOK_LEFT = ("the candidate left a hook installed (a profile or trace function, a monitoring tool, a gc callback, "
@@ -311,6 +314,9 @@ class Context:
             raise Fail("the candidate removed the harness's Triton launch hook: patching the harness is not allowed")
         if _interpreter_hooks() != self.hooks:
             raise Fail(HOOK_LEFT)
+        if _gc_isenabled():  # every guarded call runs with it paused (timing.collector_paused)
+            raise Fail("custom_kernel switched automatic garbage collection on: a collection inside the harness's "
+                       "checks could run the candidate's finalizers")
         if self.launch_log.side_stream is not None:
             device, stream = self.launch_log.side_stream
             stream = f"{stream:#x}" if isinstance(stream, int) else stream
