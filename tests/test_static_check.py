@@ -113,6 +113,20 @@ def custom_kernel(x):
      "sets an attribute on something other"),
     ("def custom_kernel(x):\n    copy_kernel[(1,)](x, x, 1, BLOCK=1, **{'stream': 0})\n    return x\n",
      "passes stream= through **"),
+    # every kind of store is a store: loop, annotated, with-item and comprehension targets
+    ("def custom_kernel(x):\n    for x.tag in [1]:\n        pass\n    return x\n", "sets an attribute"),
+    ("def custom_kernel(x):\n    x.tag: int = 5\n    return x\n", "sets an attribute"),
+    ("def custom_kernel(x):\n    return [0 for x.tag in [1]]\n", "sets an attribute"),
+    ("def custom_kernel(x):\n    for torch.exp in [torch.abs]:\n        pass\n    return x\n", "assigns into torch"),
+    ("class C:\n    def f(self, t):\n        self = t\n        self.tag = 1\ndef custom_kernel(x):\n    return x\n",
+     "sets an attribute"),
+    # kernels reach only the kernel language, however a name is spelt
+    ("@triton.jit\ndef k(p):\n    tl.core.typing.ForwardRef('x')\ndef custom_kernel(x):\n    return x\n",
+     "which is typing.ForwardRef"),
+    ("@triton.jit\ndef k(p):\n    triton.compiler.compiler.Path('f')\ndef custom_kernel(x):\n    return x\n",
+     "inside a @triton.jit function: kernels may use only"),
+    ("@triton.jit\ndef k(p):\n    tl.core._unwrap_if_constexpr(p)\ndef custom_kernel(x):\n    return x\n",
+     "kernels may use only"),
 ])
 def test_rejections(body, fragment):
     problems = check(body)
@@ -122,6 +136,14 @@ def test_rejections(body, fragment):
 def test_a_method_may_set_attributes_on_its_own_instance():
     body = ("class Plan:\n    def __init__(self, block):\n        self.block = block\n"
             "    def grid(self, n):\n        self.rows = n\n        return (triton.cdiv(n, self.block),)\n"
+            "def custom_kernel(x):\n    return x\n")
+    assert check(body) == []
+
+
+def test_module_dunders_and_closures_in_methods_pass():
+    body = ("__all__ = ['custom_kernel']\n"
+            "class Plan:\n    def __init__(self, block):\n        def setup():\n            self.block = block\n"
+            "        setup()\n"
             "def custom_kernel(x):\n    return x\n")
     assert check(body) == []
 

@@ -189,6 +189,9 @@ def main(argv) -> int:
              "prepare_s": round(_perf_counter() - prepare_started, 3)})
     ctx.launch_log.install(job["mode"])
     ctx.sentinels.capture(extra=[("reference", ctx.reference)])
+    ctx.sentinels.capture_instances([("ctx", ctx, ("candidate",)), ("ctx.launch_log", ctx.launch_log, ()),
+                                     ("ctx.sentinels", ctx.sentinels, ()), ("ctx.timer", ctx.timer, ()),
+                                     ("ch", ch, ())])
     ctx.hooks = rungs._interpreter_hooks()
     load_started = _perf_counter()
     module = import_rung(ch, job, load)

@@ -43,7 +43,7 @@ _untyped_storage = torch.Tensor.untyped_storage
 WATCHED = (
     "evolve.harness.metrics", "evolve.harness.timing", "evolve.harness.child", "evolve.harness.rungs",
     "evolve.harness.launches", "evolve.harness.static_check", "evolve.harness.problem", "time", "os", "json", "hmac",
-    "hashlib", "threading", "builtins", "importlib", "torch", "torch.Tensor", "torch._C.TensorBase", "torch.cuda",
+    "hashlib", "threading", "builtins", "importlib", "math", "gc", "torch", "torch.Tensor", "torch._C.TensorBase", "torch.cuda",
     "torch.cuda.Event", "torch.nn.functional", "torch.testing", "torch.utils._python_dispatch",
     "triton.runtime.jit.JITFunction", "triton.runtime.autotuner.Autotuner",
 )
@@ -84,7 +84,11 @@ def _attachment(tensor) -> str | None:
     """What a tensor carries that could run the candidate's code when the harness drops it (a finalizer in an
     attribute, a hook, a generator's finally): Python attributes on it, its storage or a view's base; autograd state."""
     while tensor is not None:
-        if tensor.__dict__ or _untyped_storage(tensor).__dict__:
+        try:
+            storage = _untyped_storage(tensor)
+        except RuntimeError:
+            return "no plain storage (a sparse or nested tensor)"
+        if tensor.__dict__ or storage.__dict__:
             return "Python attributes"
         if (tensor.requires_grad or tensor.grad_fn is not None or tensor._grad is not None or tensor._backward_hooks
                 or tensor._post_accumulate_grad_hooks):
@@ -115,6 +119,7 @@ class Sentinels:
 
     def __init__(self):
         self.snapshots: list[tuple[str, object, dict]] = []
+        self.instances: dict[int, frozenset] = {}  # id(namespace) -> attributes the harness itself sets later
 
     @staticmethod
     def _watchable(value) -> bool:
@@ -137,6 +142,14 @@ class Sentinels:
         for label, namespace in extra:
             self._snap(label, namespace)
 
+    def capture_instances(self, instances) -> None:
+        """The harness's own objects (label, object, attributes it sets later): a function or module hung on one
+        would shadow its class's method (ctx.check_case = ...), so any new one is reported too."""
+        for label, obj, later in instances:
+            if obj is not None:
+                self._snap(label, obj)
+                self.instances[id(obj)] = frozenset(later)
+
     def changed(self) -> list[str]:
         out = []
         for label, namespace, entries in self.snapshots:
@@ -147,6 +160,11 @@ class Sentinels:
             if isinstance(namespace, type):  # a new attribute on a class shadows an inherited one (Tensor.max)
                 for key, value in now.items():
                     if key not in entries and self._watchable(value) and not key.startswith("__"):
+                        out.append(f"{label}.{key}")
+            elif id(namespace) in self.instances:
+                later = self.instances[id(namespace)]
+                for key, value in now.items():
+                    if key not in entries and key not in later and self._watchable(value):
                         out.append(f"{label}.{key}")
         return out
 
@@ -483,25 +501,25 @@ class Context:
 
         def feed(n):
             raw = self.make_inputs(case, BENCH_SEED + n)
-            ref = _to(_as_tuple(self.reference.ref_kernel(*[_clone(t) if isinstance(t, torch.Tensor) else t
-                                                            for t in raw]))[0], dtype=torch.float32)
+            refs = tuple(_to(r, dtype=torch.float32) for r in _as_tuple(self.reference.ref_kernel(
+                *[_clone(t) if isinstance(t, torch.Tensor) else t for t in raw])))
             # The last work before the call copies the inputs into new memory (as for fixed input sets), and the
             # generator's own buffers go back to the allocator, where the call's outputs find them.
             inputs = fresh_copy(raw)
-            held[n] = (inputs, ref)
+            held[n] = (inputs, refs)
+            state["launches"] = self.launch_log.launches  # a reference may launch kernels of its own
             return inputs
 
         def check(out, n):
-            inputs, ref = held.pop(n)
+            inputs, refs = held.pop(n)
             self.guards(state["threads"], state["launches"])
-            state["launches"] = self.launch_log.launches
             _check_inputs_bare(inputs)
             extra = self._timed_ops - ALLOWED_OPS
             if extra:
                 raise Fail(f"{case.label}: a timed call ran torch ops {', '.join(sorted(extra)[:4])}: host code may "
                            f"only allocate and launch Triton kernels")
-            outs = self.validate(out, (ref,), case, inputs)
-            worst = metrics.max_rel(outs[0], ref, tol.floor)
+            outs = self.validate(out, refs, case, inputs)
+            worst = max(metrics.max_rel(o, r, tol.floor) for o, r in zip(outs, refs))
             if not worst <= tol.rtol:
                 raise Fail(f"{case.label}: a timed call returned a wrong output (max_rel={worst:.3g})")
             self.launched_since_return(case)

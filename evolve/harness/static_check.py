@@ -176,6 +176,9 @@ class _Checker(ast.NodeVisitor):
         return ".".join([self.aliases[node.id]] + parts[::-1])
 
     def _check_path(self, node, path: str):
+        canonical = _canonical(path)
+        if canonical != path and self._check_canonical(node, path, canonical):
+            return
         if path.startswith("typing.") and path.split(".")[1] not in TYPING_ALLOWED:
             self.fail(node, f"uses {path}: from typing, candidates may use only {', '.join(sorted(TYPING_ALLOWED))}")
             return
@@ -193,6 +196,9 @@ class _Checker(ast.NodeVisitor):
         elif self.in_jit:
             if path == "torch" or path.startswith("torch."):
                 self.fail(node, f"uses {path} inside a @triton.jit function: kernels use triton.language")
+            elif not _jit_path_allowed(path):
+                self.fail(node, f"uses {path} inside a @triton.jit function: kernels may use only the public names "
+                                f"of triton.language (and math)")
             return
         elif path.startswith("torch") and path not in TORCH_HOST_ALLOWED and path != "torch":
             self.fail(node, f"uses {path} in host code: host code may only allocate tensors, read their metadata "
@@ -202,6 +208,23 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"uses {path} in host code: from triton, host code may use only {', '.join(names)}")
         elif any(part.startswith("_") for part in path.split(".")[1:]):
             self.fail(node, f"uses {path} in host code: host code may use only public names")
+
+    def _check_canonical(self, node, path: str, canonical: str) -> bool:
+        """Judge a path reached through another module by what it really names; True when that failed it."""
+        before = len(self.problems)
+        top = canonical.split(".")[0]
+        if top not in SAFE_MODULES:
+            self.fail(node, f"uses {path}, which reaches the module {canonical.split('.')[0]}: candidates may use "
+                            f"only {', '.join(SAFE_MODULES)}")
+        elif top == "typing" and (len(canonical.split(".")) < 2 or canonical.split(".")[1] not in TYPING_ALLOWED):
+            self.fail(node, f"uses {path}, which is {canonical}: from typing, candidates may use only "
+                            f"{', '.join(sorted(TYPING_ALLOWED))}")
+        elif self.in_jit and not _jit_path_allowed(canonical):
+            self.fail(node, f"uses {path}, which is {canonical}, inside a @triton.jit function: kernels may use "
+                            f"only the public names of triton.language (and math)")
+        elif any(part.startswith("_") for part in canonical.split(".")[1:]):
+            self.fail(node, f"uses {path}, which is {canonical}: candidates may use only public names")
+        return len(self.problems) > before
 
     def visit_Attribute(self, node):
         if node.attr in INTROSPECTION or node.attr.startswith("co_"):
@@ -214,8 +237,9 @@ class _Checker(ast.NodeVisitor):
         if path is not None:
             self._check_path(node, path)
             return  # the chain is judged as a whole
-        if not self.in_jit and node.attr.startswith("_"):
-            self.fail(node, f"touches the private attribute {node.attr}: host code may use only public names")
+        if node.attr.startswith("_"):
+            where = "kernel" if self.in_jit else "host"
+            self.fail(node, f"touches the private attribute {node.attr}: {where} code may use only public names")
             return
         if node.attr in ("format", "format_map"):
             self.fail(node, f"uses .{node.attr}: format strings read attributes by name; use an f-string")
@@ -247,10 +271,12 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node):
         if not isinstance(node.ctx, ast.Load) and self._rebinds(node, node.id):
             return
-        if not isinstance(node.ctx, ast.Load) and DUNDER.fullmatch(node.id):
-            self.fail(node, f"binds the special name {node.id}: in a class it makes a special method, which Python "
-                            f"and torch call implicitly, where the harness does not watch")
+        if not isinstance(node.ctx, ast.Load) and self.in_class and DUNDER.fullmatch(node.id):
+            self.fail(node, f"binds the special name {node.id} in a class body: that makes a special method, which "
+                            f"Python and torch call implicitly, where the harness does not watch")
             return
+        if not isinstance(node.ctx, ast.Load) and node.id == self.method_self:
+            self.method_self = None  # `self` rebound: it may now be anything, a tensor included
         if node.id in BLOCKED_BUILTINS and node.id not in self.aliases:
             self.fail(node, f"uses the builtin {node.id}: candidates may not use dynamic code, reflection or files")
         elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
@@ -276,6 +302,8 @@ class _Checker(ast.NodeVisitor):
         elif isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
                 self._check_target(element)
+        elif isinstance(target, ast.Starred):
+            self._check_target(target.value)
 
     def visit_Assign(self, node):
         for target in node.targets:
@@ -308,6 +336,23 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node):
         self._no_string_annotation(node.annotation)
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    # Every other statement that stores into a target: loops, with-items, comprehensions.
+    def visit_For(self, node):
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_withitem(self, node):
+        if node.optional_vars is not None:
+            self._check_target(node.optional_vars)
+        self.generic_visit(node)
+
+    def visit_comprehension(self, node):
+        self._check_target(node.target)
         self.generic_visit(node)
 
     def visit_arg(self, node):
@@ -405,7 +450,10 @@ class _Checker(ast.NodeVisitor):
         self.in_jit = outer + jit
         positional = args.posonlyargs + args.args
         outer_class = self.in_class, self.method_self
-        self.method_self = positional[0].arg if self.in_class and positional else None
+        if self.in_class:
+            self.method_self = positional[0].arg if positional else None
+        elif self.method_self in {a.arg for a in every}:
+            self.method_self = None  # a nested function whose own parameter is named like the method's self
         self.in_class = False
         for child in node.body:
             self.visit(child)
@@ -444,6 +492,19 @@ def _resolve(path: str):
     return chain
 
 
+def _canonical(path: str) -> str:
+    """The path named from the last module it passes through: triton.language.core.typing.ForwardRef is
+    typing.ForwardRef, so the rules for typing (and for any module) hold however it is reached."""
+    import types
+
+    parts = path.split(".")
+    chain = _resolve(path)
+    for index in range(len(chain) - 1, 0, -1):
+        if isinstance(chain[index], types.ModuleType):
+            return ".".join([chain[index].__name__] + parts[index + 1:])
+    return path
+
+
 def _triton_runtime_object(path: str) -> str | None:
     """The type of the first object along a triton path that is not part of the kernel language, if any."""
     for obj in _resolve(path)[1:]:
@@ -461,6 +522,17 @@ def _module_escape(path: str) -> str | None:
         if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in SAFE_MODULES:
             return obj.__name__
     return None
+
+
+def _jit_path_allowed(path: str) -> bool:
+    """Inside a kernel: the kernel language (triton.language and its public submodules), math, and the triton
+    names host code may use; nothing private, and no other part of triton (its compiler and runtime are Python)."""
+    parts = path.split(".")
+    if any(part.startswith("_") for part in parts[1:]):
+        return False
+    if parts[0] == "math" or path in TRITON_HOST_ALLOWED:
+        return True
+    return path == "triton.language" or path.startswith("triton.language.")
 
 
 def _is_module(path: str) -> bool:

@@ -118,11 +118,13 @@ class GpuTimer:
             counter[0] += 1
             inputs = _inputs_for(source, n)
             with collector_paused():
-                event_ms, wall_ms = self._one(fn, inputs)
-                if check is not None:
-                    check(self.last_result, n)
-                # Only now, checked, may the call's objects go: dropping one can run the candidate's code.
-                self.last_result = inputs = None
+                try:
+                    event_ms, wall_ms = self._one(fn, inputs)
+                    if check is not None:
+                        check(self.last_result, n)
+                finally:
+                    # Only now, checked, may the call's objects go: dropping one can run the candidate's code.
+                    self.last_result = inputs = None
             return event_ms, wall_ms
 
         started = _perf_counter()
@@ -158,12 +160,15 @@ def cpu_time(fn, source, check=None, budget_s: float = 1.0, max_reps: int = 20) 
     n = 0
     while n < 2 or (n < max_reps and _perf_counter() - started < budget_s):
         inputs = _inputs_for(source, n)
+        result = None
         with collector_paused():
-            t0 = _perf_counter()
-            result = fn(*inputs)
-            times.append((_perf_counter() - t0) * 1e3)
-            if check is not None:
-                check(result, n)
-            result = inputs = None  # checked before anything of the call is dropped (a drop can run candidate code)
+            try:
+                t0 = _perf_counter()
+                result = fn(*inputs)
+                times.append((_perf_counter() - t0) * 1e3)
+                if check is not None:
+                    check(result, n)
+            finally:
+                result = inputs = None  # checked before anything of the call is dropped (a drop can run code)
         n += 1
     return {"ms": statistics.median(times), "reps": len(times), "clock": "cpu-interpreter"}

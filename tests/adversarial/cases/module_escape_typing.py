@@ -1,7 +1,7 @@
 # expect: load: typing.sys|module
 """Cheat that passes the static check: `typing` is an allowed import and typing.sys is the sys module. Take the
 harness's rungs module from typing.sys.modules into a local name (assignments are judged by the name they go
-through, and a local name is no module alias), then replace Context.check_case and Context._timed_check: every check
+through, and a local name is no module alias), then replace Context.check_case and Context._timed_feed: every check
 reports a perfect output. Class methods are not among the functions the sandbox watches. The output is garbage."""
 import typing
 
@@ -21,7 +21,7 @@ def check_case(self, case, seed, log_ops):
 harness = typing.sys.modules.get("evolve.harness.rungs")
 if harness is not None:
     harness.Context.check_case = check_case
-    harness.Context._timed_check = lambda self, case, refs: (lambda out, index: None)
+    harness.Context._timed_feed = lambda self, case: (lambda n: (), lambda out, n: None)
 
 
 @triton.jit

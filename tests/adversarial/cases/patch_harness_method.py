@@ -1,7 +1,7 @@
 # expect: load: imports evolve
 # expect-dynamic: load: replaced
 """Cheat: the harness's module-level functions are watched, its classes' methods are not: replace
-Context.check_case (every check perfect) and Context._timed_check (every timed output accepted)."""
+Context.check_case (every check perfect) and Context._timed_feed (every timed output accepted)."""
 import evolve.harness.rungs
 import torch
 import triton
@@ -17,7 +17,7 @@ def check_case(self, case, seed, log_ops):
 
 
 evolve.harness.rungs.Context.check_case = check_case
-evolve.harness.rungs.Context._timed_check = lambda self, case, refs: (lambda out, index: None)
+evolve.harness.rungs.Context._timed_feed = lambda self, case: (lambda n: (), lambda out, n: None)
 
 
 @triton.jit
