@@ -25,6 +25,8 @@ def main():
         raise SystemExit(f"{args.archive}: no run {args.run_id}; runs: {', '.join(str(r['id']) for r in runs)}")
     cands = [c for c in archive.candidates(run["id"]) if c.status == "evaluated"]
     start = datetime.fromisoformat(run["started"])
+    if not cands:
+        raise SystemExit(f"run {run['id']}: no candidate evaluated yet")
     end = datetime.fromisoformat(run["ended"]) if run.get("ended") else datetime.fromisoformat(cands[-1].created)
     hours = max((end - start).total_seconds(), 1e-9) / 3600
     seeds = [c for c in cands if c.proposer == "seed" and c.score is not None]
