@@ -127,6 +127,16 @@ def custom_kernel(x):
      "inside a @triton.jit function: kernels may use only"),
     ("@triton.jit\ndef k(p):\n    tl.core._unwrap_if_constexpr(p)\ndef custom_kernel(x):\n    return x\n",
      "kernels may use only"),
+    # kernels that could tell the interpreter from the compiler and take another branch in each
+    ("@triton.jit\ndef k(p):\n    if hasattr(tl.load, 'signature'):\n        pass\ndef custom_kernel(x):\n    return x\n",
+     "builtin hasattr"),
+    ("@triton.jit\ndef k(p):\n    a = p.handle\ndef custom_kernel(x):\n    return x\n", "uses .handle inside"),
+    ("@triton.jit\ndef k(p):\n    if isinstance(p, int):\n        pass\ndef custom_kernel(x):\n    return x\n",
+     "builtin isinstance inside"),
+    ("@triton.jit\ndef k(p, F: tl.constexpr):\n    F(p)\ndef custom_kernel(x):\n    return x\n",
+     "calls its parameter F"),
+    ("@triton.jit\ndef k(p, X: tl.constexpr):\n    s = f'{X}'\ndef custom_kernel(x):\n    return x\n",
+     "formats a value in an f-string"),
 ])
 def test_rejections(body, fragment):
     problems = check(body)

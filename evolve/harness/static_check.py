@@ -22,7 +22,8 @@ from pathlib import Path
 ALLOWED_MODULES = ("torch", "triton", "math", "typing", "__future__")
 
 BLOCKED_BUILTINS = frozenset({
-    "eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals", "vars", "open",
+    "eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "hasattr", "globals", "locals", "vars",
+    "open",
     "input", "breakpoint", "memoryview", "type", "object", "super", "__builtins__", "__loader__", "__spec__", "help",
     "exit", "quit", "classmethod", "staticmethod", "property",
     # text of a tensor is made with the op log suspended (torch's printing code does that), so no tensor to text
@@ -81,6 +82,12 @@ JIT_TENSOR_ESCAPES = frozenset({
     "numpy", "tolist", "item", "data_ptr", "cpu", "cuda", "storage", "untyped_storage", "detach", "clone", "copy_",
     "fill_", "zero_", "data", "grad", "backward", "tobytes",
 })
+# Inside a kernel: Python that inspects what it runs on. The interpreter and the compiler hand a kernel different
+# objects (host arrays against IR values), so such a test lets a kernel take one branch when interpreted (checked)
+# and another when compiled (reported).
+JIT_INTROSPECTION_BUILTINS = frozenset({"isinstance", "issubclass", "callable", "dir"})
+JIT_INTROSPECTION_ATTRIBUTES = frozenset({"handle", "signature", "builder", "semantic", "arg_names", "params",
+                                          "constexprs", "kernel", "data", "interpreter_builder"})
 DUNDER = re.compile(r"__\w+__")
 JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 
@@ -123,6 +130,8 @@ class _Checker(ast.NodeVisitor):
         self.tensor_names = tensor_names
         self.aliases: dict[str, str] = {}
         self.in_jit = 0
+        self.jit_params: set[str] = set()  # the parameters of the @triton.jit function being read
+        self.jit_locals: set[str] = set()
         self.method_self: str | None = None  # the first parameter's name inside a method defined in a class body
         self.in_class = False
         self.problems: list[tuple[int, str]] = []
@@ -248,6 +257,9 @@ class _Checker(ast.NodeVisitor):
         elif node.attr in KERNEL_INTERNALS:
             self.fail(node, f"uses .{node.attr}: launch kernels only as kernel[grid](...), so the harness sees "
                             f"every launch")
+        elif self.in_jit and node.attr in JIT_INTROSPECTION_ATTRIBUTES:
+            self.fail(node, f"uses .{node.attr} inside a @triton.jit function: kernels may not inspect what they run "
+                            f"on (the interpreter and the compiler hand them different objects)")
         elif self.in_jit and node.attr in JIT_TENSOR_ESCAPES:
             self.fail(node, f"uses .{node.attr} inside a @triton.jit function: kernels use triton.language")
         elif node.attr in self.forbid_methods:
@@ -279,6 +291,10 @@ class _Checker(ast.NodeVisitor):
             self.method_self = None  # `self` rebound: it may now be anything, a tensor included
         if node.id in BLOCKED_BUILTINS and node.id not in self.aliases:
             self.fail(node, f"uses the builtin {node.id}: candidates may not use dynamic code, reflection or files")
+        elif self.in_jit and node.id in JIT_INTROSPECTION_BUILTINS and node.id not in self.aliases \
+                and node.id not in self.jit_locals:
+            self.fail(node, f"uses the builtin {node.id} inside a @triton.jit function: kernels may not inspect what "
+                            f"they run on (the interpreter and the compiler hand them different objects)")
         elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
             path = self.aliases[node.id]
             if _is_module(path):
@@ -373,9 +389,15 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node.value, str) and DUNDER.fullmatch(node.value) and node.value != "__main__":
             self.fail(node, f"uses the string {node.value!r}: candidates may not reach into internals by name")
 
+    def visit_Call(self, node):
+        if self.in_jit and isinstance(node.func, ast.Name) and node.func.id in self.jit_params:
+            self.fail(node, f"calls its parameter {node.func.id} inside a @triton.jit function: a function passed as a "
+                            f"constexpr runs as plain Python at compile time; call @triton.jit helpers by name")
+        self.generic_visit(node)
+
     def visit_FormattedValue(self, node):
-        if not self.in_jit and not isinstance(node.value, (ast.Attribute, ast.Constant)):
-            self.fail(node, "formats a value in an f-string: host code may format only attributes such as x.shape "
+        if not isinstance(node.value, (ast.Attribute, ast.Constant)):
+            self.fail(node, "formats a value in an f-string: candidates may format only attributes such as x.shape "
                             "(text of a tensor is made out of the harness's sight)")
         self.generic_visit(node)
 
@@ -448,6 +470,11 @@ class _Checker(ast.NodeVisitor):
         for child in host:
             self.visit(child)
         self.in_jit = outer + jit
+        outer_params = self.jit_params, self.jit_locals
+        if jit:
+            self.jit_params = {a.arg for a in every}
+            self.jit_locals = self.jit_params | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                                                 and not isinstance(n.ctx, ast.Load)}
         positional = args.posonlyargs + args.args
         outer_class = self.in_class, self.method_self
         if self.in_class:
@@ -458,6 +485,7 @@ class _Checker(ast.NodeVisitor):
         for child in node.body:
             self.visit(child)
         self.in_jit = outer
+        self.jit_params, self.jit_locals = outer_params
         self.in_class, self.method_self = outer_class
 
     visit_AsyncFunctionDef = visit_FunctionDef
