@@ -185,55 +185,39 @@ class _Checker(ast.NodeVisitor):
         return ".".join([self.aliases[node.id]] + parts[::-1])
 
     def _check_path(self, node, path: str):
+        """Judge a dotted name as spelt and as what it really names (the path from the last module it passes
+        through): tl.core.typing.ForwardRef is typing.ForwardRef, and every rule holds for both."""
         canonical = _canonical(path)
-        if canonical != path and self._check_canonical(node, path, canonical):
+        names = {path, canonical}
+        name = path if canonical == path else f"{path} (which is {canonical})"
+        if names & self.forbid_calls:
+            self.fail(node, f"uses {name}, which this problem forbids")
             return
-        if path.startswith("typing.") and path.split(".")[1] not in TYPING_ALLOWED:
-            self.fail(node, f"uses {path}: from typing, candidates may use only {', '.join(sorted(TYPING_ALLOWED))}")
-            return
-        if path in self.forbid_calls:
-            self.fail(node, f"uses {path}, which this problem forbids")
+        if any(p.startswith("typing.") and p.split(".")[1] not in TYPING_ALLOWED for p in names):
+            self.fail(node, f"uses {name}: from typing, candidates may use only {', '.join(sorted(TYPING_ALLOWED))}")
             return
         odd = _triton_runtime_object(path) if path.startswith("triton.") else None
         if odd:
-            self.fail(node, f"uses {path}, which reaches a {odd}: only the kernel language's own names may be used")
+            self.fail(node, f"uses {name}, which reaches a {odd}: only the kernel language's own names may be used")
             return
         escape = _module_escape(path)
         if escape:
-            self.fail(node, f"uses {path}, which reaches the module {escape}: candidates may use only "
+            self.fail(node, f"uses {name}, which reaches the module {escape}: candidates may use only "
                             f"{', '.join(SAFE_MODULES)}")
         elif self.in_jit:
-            if path == "torch" or path.startswith("torch."):
-                self.fail(node, f"uses {path} inside a @triton.jit function: kernels use triton.language")
-            elif not _jit_path_allowed(path):
-                self.fail(node, f"uses {path} inside a @triton.jit function: kernels may use only the public names "
+            if any(p == "torch" or p.startswith("torch.") for p in names):
+                self.fail(node, f"uses {name} inside a @triton.jit function: kernels use triton.language")
+            elif not all(_jit_path_allowed(p) for p in names):
+                self.fail(node, f"uses {name} inside a @triton.jit function: kernels may use only the public names "
                                 f"of triton.language (and math)")
-            return
-        elif path.startswith("torch") and path not in TORCH_HOST_ALLOWED and path != "torch":
-            self.fail(node, f"uses {path} in host code: host code may only allocate tensors, read their metadata "
+        elif any(p.startswith("torch") and p not in TORCH_HOST_ALLOWED and p != "torch" for p in names):
+            self.fail(node, f"uses {name} in host code: host code may only allocate tensors, read their metadata "
                             f"and launch Triton kernels (the computation belongs in @triton.jit code)")
-        elif path.startswith("triton.") and path not in TRITON_HOST_ALLOWED:
-            names = sorted(n for n in TRITON_HOST_ALLOWED if n.count(".") < 2) + ["triton.language dtypes"]
-            self.fail(node, f"uses {path} in host code: from triton, host code may use only {', '.join(names)}")
-        elif any(part.startswith("_") for part in path.split(".")[1:]):
-            self.fail(node, f"uses {path} in host code: host code may use only public names")
-
-    def _check_canonical(self, node, path: str, canonical: str) -> bool:
-        """Judge a path reached through another module by what it really names; True when that failed it."""
-        before = len(self.problems)
-        top = canonical.split(".")[0]
-        if top not in SAFE_MODULES:
-            self.fail(node, f"uses {path}, which reaches the module {canonical.split('.')[0]}: candidates may use "
-                            f"only {', '.join(SAFE_MODULES)}")
-        elif top == "typing" and (len(canonical.split(".")) < 2 or canonical.split(".")[1] not in TYPING_ALLOWED):
-            self.fail(node, f"uses {path}, which is {canonical}: from typing, candidates may use only "
-                            f"{', '.join(sorted(TYPING_ALLOWED))}")
-        elif self.in_jit and not _jit_path_allowed(canonical):
-            self.fail(node, f"uses {path}, which is {canonical}, inside a @triton.jit function: kernels may use "
-                            f"only the public names of triton.language (and math)")
-        elif any(part.startswith("_") for part in canonical.split(".")[1:]):
-            self.fail(node, f"uses {path}, which is {canonical}: candidates may use only public names")
-        return len(self.problems) > before
+        elif any(p.startswith("triton.") and p not in TRITON_HOST_ALLOWED for p in names):
+            allowed = sorted(n for n in TRITON_HOST_ALLOWED if n.count(".") < 2) + ["triton.language dtypes"]
+            self.fail(node, f"uses {name} in host code: from triton, host code may use only {', '.join(allowed)}")
+        elif any(part.startswith("_") for p in names for part in p.split(".")[1:]):
+            self.fail(node, f"uses {name} in host code: host code may use only public names")
 
     def visit_Attribute(self, node):
         if node.attr in INTROSPECTION or node.attr.startswith("co_"):
