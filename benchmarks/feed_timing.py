@@ -9,23 +9,16 @@ repetition from the problem's generator, reference computed in float64 before th
 and copied: feed with the inputs copied into new memory as the last step, which is how candidates are fed. Ratios are against fixed; `mallocs` counts the allocator's new device segments while timing
 (each a cudaMalloc, which inside the timed call would be timed).
 """
-import importlib.util
 import statistics
 from pathlib import Path
 
 import torch
 
+from evolve.harness.child import _load_module
+from evolve.harness.problem import load_problem
 from evolve.harness.timing import GpuTimer, fresh_copy
 
 ROOT = Path(__file__).resolve().parents[1]
-SHAPES = [(4096, 1024), (4096, 4096), (8192, 8192), (4096, 32768), (1024, 131072)]
-
-
-def load_reference():
-    spec = importlib.util.spec_from_file_location("softmax_reference", ROOT / "problems/softmax/reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def segments() -> int:
@@ -35,39 +28,39 @@ def segments() -> int:
 def main():
     if not torch.cuda.is_available():
         raise SystemExit("needs a CUDA GPU")
-    ref = load_reference()
+    problem = load_problem(ROOT / "problems/softmax")
+    ref = _load_module("softmax_reference", problem.reference_path)
     timer = GpuTimer(torch.device("cuda"))
     fn = lambda x: torch.softmax(x, -1)  # noqa: E731
     print(f"device: {torch.cuda.get_device_name()}")
-    print(f"{'dtype':<9}{'M x N':>12}{'fixed us':>10}{'feed':>8}{'no ref':>8}{'copied':>8}   mallocs in each")
+    print(f"{'case':<22}{'fixed us':>9}{'feed':>8}{'no ref':>8}{'copied':>8}   mallocs in each")
     ratios = []
-    for dtype in ("float32", "bfloat16"):
-        for m, n in SHAPES:
-            sets = [ref.generate_input(1000 + i, M=m, N=n, dtype=dtype, device="cuda") for i in range(2)]
-            held = {}
+    for case in problem.benchmarks:
+        sets = [ref.generate_input(1000 + i, device="cuda", **case.kwargs) for i in range(2)]
+        held = {}
 
-            def feed(k, with_ref=True, copy_last=False):
-                inputs = ref.generate_input(2000 + k, M=m, N=n, dtype=dtype, device="cuda")
-                if with_ref:
-                    held[k] = ref.ref_kernel(*[t.clone() for t in inputs]).float()
-                return fresh_copy(inputs) if copy_last else inputs
+        def feed(k, with_ref=True, copy_last=False):
+            inputs = ref.generate_input(2000 + k, device="cuda", **case.kwargs)
+            if with_ref:
+                held[k] = ref.ref_kernel(*[t.clone() for t in inputs]).float()
+            return fresh_copy(inputs) if copy_last else inputs
 
-            def drop(out, k):
-                held.pop(k, None)
+        def drop(out, k):
+            held.pop(k, None)
 
-            figures, mallocs = [], []
-            for source, check in ((sets, None), (feed, drop), (lambda k: feed(k, False), drop),
-                                  (lambda k: feed(k, True, True), drop)):
-                before = segments()
-                figures.append(timer.time(fn, source, check))
-                mallocs.append(segments() - before)
-            base = figures[0]["ms"]
-            ratios.append(figures[3]["ms"] / base)
-            flags = "".join(" hidden" if f["hidden_work"] else "" for f in figures)
-            print(f"{dtype:<9}{f'{m}x{n}':>12}{base * 1e3:>10.1f}"
-                  + "".join(f"{f['ms'] / base:>8.3f}" for f in figures[1:])
-                  + f"   {'/'.join(str(c) for c in mallocs)}{flags}")
-            del sets, held
+        figures, mallocs = [], []
+        for source, check in ((sets, None), (feed, drop), (lambda k: feed(k, False), drop),
+                              (lambda k: feed(k, True, True), drop)):
+            before = segments()
+            figures.append(timer.time(fn, source, check))
+            mallocs.append(segments() - before)
+        base = figures[0]["ms"]
+        ratios.append(figures[3]["ms"] / base)
+        flags = "".join(" hidden" if f["hidden_work"] else "" for f in figures)
+        print(f"{case.label:<22}{base * 1e3:>9.1f}"
+              + "".join(f"{f['ms'] / base:>8.3f}" for f in figures[1:])
+              + f"   {'/'.join(str(c) for c in mallocs)}{flags}")
+        del sets, held
     print(f"copied/fixed (as candidates are fed): median {statistics.median(ratios):.3f}, "
           f"range {min(ratios):.3f}-{max(ratios):.3f}")
 

@@ -188,11 +188,7 @@ def main(argv) -> int:
     ch.send({"kind": "setup", "job_at": job_at, "warm_s": round(warm_s, 3),
              "prepare_s": round(_perf_counter() - prepare_started, 3)})
     ctx.launch_log.install(job["mode"])
-    ctx.sentinels.capture(extra=[("reference", ctx.reference)])
-    ctx.sentinels.capture_instances([("ctx", ctx, ("candidate",)), ("ctx.launch_log", ctx.launch_log, ()),
-                                     ("ctx.sentinels", ctx.sentinels, ()), ("ctx.timer", ctx.timer, ()),
-                                     ("ch", ch, ())])
-    ctx.hooks = rungs._interpreter_hooks()
+    ctx.seal()
     load_started = _perf_counter()
     module = import_rung(ch, job, load)
     if module is None or not ctx.untouched(load):

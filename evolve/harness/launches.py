@@ -141,7 +141,7 @@ class LaunchLog:
         def run(self, *args, grid, warmup, **kwargs):
             if watch is not None and not warmup:
                 watch()  # a Triton without launch hooks: the current stream is the best available
-            elif compile_only or (not warmup and log._hook is None):
+            elif compile_only:
                 log.launches += 1
             before = time.perf_counter()
             kernel = original_run(self, *args, grid=grid, warmup=warmup or compile_only, **kwargs)

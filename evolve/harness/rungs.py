@@ -22,7 +22,7 @@ import torch
 from . import metrics
 from .child import _load_module, _short_exception
 from .launches import LaunchLog
-from .timing import collector_paused, fresh_copy
+from .timing import collector_paused, cpu_time, fresh_copy
 from .problem import load_problem
 
 _perf_counter = time.perf_counter
@@ -43,8 +43,8 @@ _untyped_storage = torch.Tensor.untyped_storage
 WATCHED = (
     "evolve.harness.metrics", "evolve.harness.timing", "evolve.harness.child", "evolve.harness.rungs",
     "evolve.harness.launches", "evolve.harness.static_check", "evolve.harness.problem", "time", "os", "json", "hmac",
-    "hashlib", "threading", "builtins", "importlib", "math", "gc", "torch", "torch.Tensor", "torch._C.TensorBase", "torch.cuda",
-    "torch.cuda.Event", "torch.nn.functional", "torch.testing", "torch.utils._python_dispatch",
+    "hashlib", "threading", "builtins", "importlib", "math", "gc", "torch", "torch.Tensor", "torch._C.TensorBase",
+    "torch.cuda", "torch.cuda.Event", "torch.nn.functional", "torch.testing", "torch.utils._python_dispatch",
     "triton.runtime.jit.JITFunction", "triton.runtime.autotuner.Autotuner",
 )
 
@@ -95,6 +95,13 @@ def _attachment(tensor) -> str | None:
             return "autograd state"
         tensor = tensor._base
     return None
+
+
+def _check_ops(ops, who: str = "custom_kernel") -> None:
+    extra = ops - ALLOWED_OPS
+    if extra:
+        raise Fail(f"{who} ran torch ops {', '.join(sorted(extra)[:4])}: host code may only allocate and launch "
+                   f"Triton kernels")
 
 
 def _check_inputs_bare(inputs) -> None:
@@ -230,7 +237,7 @@ class Context:
         self.secret = int(job["secret"])
         self.launch_log = LaunchLog()
         self.sentinels = Sentinels()
-        self.hooks = _interpreter_hooks()
+        self.hooks: tuple = ()
         self._launches_at_return = 0
         self.candidate = None
         self.timer = None
@@ -311,27 +318,38 @@ class Context:
                 "flops": int(self.reference.flops(**case.kwargs)),
             }
 
+    def seal(self) -> None:
+        """Just before the candidate is imported (launch log installed): what must not change from here on."""
+        self.sentinels.capture(extra=[("reference", self.reference)])
+        self.sentinels.capture_instances([("ctx", self, ("candidate",)), ("ctx.launch_log", self.launch_log, ()),
+                                          ("ctx.sentinels", self.sentinels, ()), ("ctx.timer", self.timer, ()),
+                                          ("ch", self.ch, ())])
+        self.hooks = _interpreter_hooks()
+
     # -- guarded candidate calls ------------------------------------------------------------------------------------
-    def untouched(self, rung: str) -> bool:
+    def tampering(self) -> str | None:
+        """Why the harness can no longer trust its own code after the candidate ran, if it cannot."""
         changed = self.sentinels.changed()
         if changed:
-            self.ch.rung(rung, False, f"the candidate replaced {', '.join(changed[:3])}: patching the harness, "
-                                      f"timers or comparison functions is not allowed")
-        elif _interpreter_hooks() != self.hooks:
-            self.ch.rung(rung, False, HOOK_LEFT)
-            return False
-        return not changed
+            return (f"the candidate replaced {', '.join(changed[:3])}: patching the harness, timers or comparison "
+                    f"functions is not allowed")
+        if not self.launch_log.hook_intact():
+            return "the candidate removed the harness's Triton launch hook: patching the harness is not allowed"
+        if _interpreter_hooks() != self.hooks:
+            return HOOK_LEFT
+        return None
+
+    def untouched(self, rung: str) -> bool:
+        reason = self.tampering()
+        if reason:
+            self.ch.rung(rung, False, reason)
+        return reason is None
 
     def guards(self, threads: int, launches: int) -> None:
         """What every candidate call must leave behind: no patched functions, a launch, no extra thread."""
-        changed = self.sentinels.changed()
-        if changed:
-            raise Fail(f"the candidate replaced {', '.join(changed[:3])}: patching the harness, timers or comparison "
-                       f"functions is not allowed")
-        if not self.launch_log.hook_intact():
-            raise Fail("the candidate removed the harness's Triton launch hook: patching the harness is not allowed")
-        if _interpreter_hooks() != self.hooks:
-            raise Fail(HOOK_LEFT)
+        reason = self.tampering()
+        if reason:
+            raise Fail(reason)
         if _gc_isenabled():  # every guarded call runs with it paused (timing.collector_paused)
             raise Fail("custom_kernel switched automatic garbage collection on: a collection inside the harness's "
                        "checks could run the candidate's finalizers")
@@ -373,9 +391,8 @@ class Context:
             raise Fail(text) from exc
         self.guards(threads, launches)
         _check_inputs_bare(inputs)
-        if op_log is not None and op_log.ops - ALLOWED_OPS:
-            raise Fail(f"custom_kernel ran torch ops {', '.join(sorted(op_log.ops - ALLOWED_OPS)[:4])}: host code may "
-                       f"only allocate and launch Triton kernels")
+        if op_log is not None:
+            _check_ops(op_log.ops)
         return out
 
     def compile_call(self, case) -> None:
@@ -386,9 +403,7 @@ class Context:
         with op_log:
             out = self.candidate.custom_kernel(*inputs)
         self.synchronize()
-        if op_log.ops - ALLOWED_OPS:
-            raise Fail(f"custom_kernel ran torch ops {', '.join(sorted(op_log.ops - ALLOWED_OPS)[:4])}: host code may "
-                       f"only allocate and launch Triton kernels")
+        _check_ops(op_log.ops)
         del out, inputs
 
     def _poison(self, ref) -> None:
@@ -514,10 +529,7 @@ class Context:
             inputs, refs = held.pop(n)
             self.guards(state["threads"], state["launches"])
             _check_inputs_bare(inputs)
-            extra = self._timed_ops - ALLOWED_OPS
-            if extra:
-                raise Fail(f"{case.label}: a timed call ran torch ops {', '.join(sorted(extra)[:4])}: host code may "
-                           f"only allocate and launch Triton kernels")
+            _check_ops(self._timed_ops, f"{case.label}: a timed call")
             outs = self.validate(out, refs, case, inputs)
             worst = max(metrics.max_rel(o, r, tol.floor) for o, r in zip(outs, refs))
             if not worst <= tol.rtol:
@@ -527,8 +539,6 @@ class Context:
         return feed, check
 
     def benchmark_rung(self) -> bool:
-        from .timing import cpu_time
-
         started = _perf_counter()
         shapes = []
         try:

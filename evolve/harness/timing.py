@@ -160,7 +160,6 @@ def cpu_time(fn, source, check=None, budget_s: float = 1.0, max_reps: int = 20) 
     n = 0
     while n < 2 or (n < max_reps and _perf_counter() - started < budget_s):
         inputs = _inputs_for(source, n)
-        result = None
         with collector_paused():
             try:
                 t0 = _perf_counter()
