@@ -1,21 +1,27 @@
-"""`evaluate`: one candidate up the rung ladder, in sandboxed children; the verdict is decided here, in the parent.
+"""`evaluate`: one candidate up the rung ladder; the verdict is decided here, in the parent.
 
-The children report observations (errors, metrics, times); this module applies the problem's policy, computes the
-roofline from the measured peaks, and marks the rungs after the first failure as skipped.
+The candidate runs in a jailed runner process; a measurer process that never imports it makes the inputs, reads the
+outputs back, compares and times them, and reports to this process over a signed pipe (harness/sandbox.py). This
+module applies the problem's policy, computes the roofline from the measured peaks, and marks the rungs after the
+first failure as skipped. Nothing the runner says reaches it except through the measurer's checks.
 """
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import jail
 from . import peaks as peak_cache
 from .problem import load_problem
+from .protocol import SHAPE_ROW
 from .sandbox import SPARES
 from .static_check import screen, summary
+from .wire import Malformed, check
 
 RUNGS = ("load", "compile", "run", "correctness", "benchmark", "roofline")
 ROOFLINE_CEILING = 1.05
@@ -57,12 +63,6 @@ def _versions() -> dict:
     return {"torch": torch.__version__, "triton": triton.__version__}
 
 
-def _jobs(mode: str) -> list[tuple[str, list[str]]]:
-    if mode == "gpu":
-        return [("gpu", ["load", "compile", "run", "correctness", "benchmark"])]
-    return [("compile", ["load", "compile"]), ("interpret", ["run", "correctness", "benchmark"])]
-
-
 def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_rung=None) -> dict:
     """Evaluate one candidate file against one problem folder; returns the verdict as a JSON-ready dict.
 
@@ -73,11 +73,15 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     mode = "gpu" if options.device == "cuda" or (options.device == "auto" and gpu_available()) else "cpu"
     secret = secrets.randbits(62)
     cache = Path(options.cache_dir)
+    trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
     verdict = {"ok": False, "problem": problem.name, "candidate": str(candidate), "device": None, "mode": mode,
-               "rungs": [], "fitness": None, "shapes": [], "secret": secret, "versions": {}, "setup": []}
-    state = {"peaks": None, "mode": None, "spawned": 0.0, "late_failure": None}
+               "rungs": [], "fitness": None, "shapes": [], "secret": secret, "versions": {}, "setup": [],
+               "jail": None}
+    state = {"peaks": None, "spawned": 0.0, "lost": None}
 
     def decide(rung: dict) -> None:
+        if any(r["name"] == rung["name"] for r in verdict["rungs"]):
+            return  # one verdict per rung
         status = rung.get("status") or ("ok" if rung["ok"] else "failed")
         rung = {"name": rung["name"], "ok": bool(rung["ok"]), "status": status,
                 "reason": rung.get("reason"), "seconds": rung.get("seconds", 0.0), "metrics": rung.get("metrics", {})}
@@ -86,28 +90,30 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             on_rung(rung)
 
     def on_message(message: dict) -> None:
-        kind = message.get("kind")
+        kind = message["kind"]
         if kind == "rung":
-            if not any(r["name"] == message["name"] for r in verdict["rungs"]):
-                decide(message)
-            elif not message.get("ok"):  # a late failure for a decided rung goes to the first undecided one
-                state["late_failure"] = message
+            decide(message)
         elif kind == "device":
-            verdict["device"] = message.get("device")
-            verdict["versions"] = {"torch": message.get("torch"), "triton": message.get("triton")}
+            verdict["device"] = message["device"]
+            verdict["versions"] = {"torch": message["torch"], "triton": message["triton"]}
+            verdict["jail"] = message["jail"]
         elif kind == "setup":
-            verdict["setup"].append({"mode": state["mode"], "wait_s": round(message["job_at"] - state["spawned"], 3),
-                                     "warm_s": message["warm_s"], "prepare_s": message["prepare_s"]})
+            verdict["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
+                                     "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
+                                     "prepare_s": message["prepare_s"]})
         elif kind == "peaks":
             state["peaks"] = message
-            if not message.get("cached"):
-                peak_cache.store(cache, message["key"], {"bandwidth": message["bandwidth"], "flops": message["flops"]})
+            if not message["cached"]:
+                _store(cache, trusted, message["key"], {"bandwidth": message["bandwidth"], "flops": message["flops"]})
         elif kind == "baseline":
-            entry = peak_cache.load_cached(cache, message["key"], "baselines.json") or {}
-            entry[message["case"]] = {k: v for k, v in message.items() if k not in ("kind", "key", "case")}
-            peak_cache.store(cache, message["key"], entry, "baselines.json")
+            entry = dict(_load(cache, trusted, "baselines.json").get(message["key"]) or {})
+            entry[message["case"]] = {k: message[k] for k in ("torch_ms", "compile_ms", "compile_error")
+                                      if message[k] is not None}
+            _store(cache, trusted, message["key"], entry, "baselines.json")
+        elif kind == "runner_lost":
+            state["lost"] = message
 
-    # The static check needs no child: a rejected file costs milliseconds. The child repeats it on its own copy.
+    # The static check needs no child: a rejected file costs milliseconds. The runner repeats it on its own copy.
     started = time.perf_counter()
     try:
         problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check)
@@ -116,44 +122,44 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     if problems:
         decide({"name": "load", "ok": False, "reason": summary(problems), "seconds": time.perf_counter() - started,
                 "metrics": {"violations": problems}})
-    triton_cache = str(cache / "triton")
-    for job_mode, rungs in ([] if problems else _jobs(mode)):
-        child = SPARES.take(job_mode, triton_cache)
+    else:
+        crew = SPARES.take(mode, str(cache))
         try:
-            candidate_copy = child.work / "candidate.py"
-            shutil.copyfile(candidate, candidate_copy)
-            job = {"mode": job_mode, "rungs": rungs, "problem": str(problem.path), "candidate": str(candidate_copy),
-                   "secret": secret, "dump": options.dump_dir and str(Path(options.dump_dir).resolve()),
-                   "bench_budget_s": options.bench_budget_s, "static_check": options.static_check,
-                   "peaks": _read_json(cache / "peaks.json"), "baselines": _read_json(cache / "baselines.json")}
-            state["mode"], state["spawned"] = job_mode, time.time()
+            shutil.copyfile(candidate, crew.candidate_path())
+            job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
+                   "secret": secret, "dump": bool(options.dump_dir), "bench_budget_s": options.bench_budget_s,
+                   "static_check": options.static_check, "peaks": _load(cache, trusted, "peaks.json"),
+                   "baselines": _load(cache, trusted, "baselines.json")}
+            state["spawned"] = time.time()
             if options.prewarm:
-                SPARES.prepare(job_mode, triton_cache)  # the next evaluation's child starts up while this one runs
-            result = child.run(job, options.timeout_s, options.max_rss_gb, on_message)
+                SPARES.prepare(mode, str(cache))  # the next evaluation's processes start up while this one runs
+            result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
+            if options.dump_dir:
+                _copy_dumps(crew.work, Path(options.dump_dir))
         finally:
             if options.keep_work:
-                verdict.setdefault("work", []).append(str(child.work))
+                verdict["work"] = [str(crew.work)]
             else:
-                shutil.rmtree(child.work, ignore_errors=True)
-        decided = {r["name"] for r in verdict["rungs"]}
-        pending = [name for name in rungs if name not in decided]
+                crew.discard()
+        pending = [name for name in RUNGS[:-1] if not any(r["name"] == name for r in verdict["rungs"])]
         if pending and not any(not r["ok"] for r in verdict["rungs"]):
-            late = state.pop("late_failure", None)
-            if not result.finished:
-                reason = result.death(options.timeout_s, options.max_rss_gb)
-            elif late is not None:
-                reason = f"{late['name']}: {late['reason']}"
+            lost = state["lost"]
+            if lost is not None and result.finished:
+                reason = result.death(options.timeout_s, options.max_rss_gb, lost["runner"])
+                rung = lost["rung"] if lost["rung"] in pending else pending[0]
+            elif not result.finished:
+                reason, rung = result.death(options.timeout_s, options.max_rss_gb), pending[0]
             else:
-                reason = "the evaluation ended without deciding this rung"
-            decide({"name": pending[0], "ok": False, "reason": reason, "seconds": result.seconds})
-        if any(not r["ok"] for r in verdict["rungs"]):
-            break
-    if verdict["device"] is None:  # no child reported one (the static check rejected the file, or it died first)
+                reason, rung = "the evaluation ended without deciding this rung", pending[0]
+            decide({"name": rung, "ok": False, "reason": reason, "seconds": result.seconds})
+    if verdict["device"] is None:  # no measurer reported one (the static check rejected the file, or it died first)
         verdict["device"] = _REPORTED.get(mode) or ("cuda" if mode == "gpu" else "cpu")
     else:
         _REPORTED[mode] = verdict["device"]
     if not verdict["versions"]:
         verdict["versions"] = _versions()
+    if verdict["jail"] is None:
+        verdict["jail"] = f"landlock ABI {jail.abi_version()}" if trusted else "none"
     if all(r["ok"] for r in verdict["rungs"]) and any(r["name"] == "benchmark" for r in verdict["rungs"]):
         decide(_roofline(verdict, state["peaks"], mode))
     failed = False
@@ -169,6 +175,34 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     return verdict
 
 
+_MEMORY: dict = {}  # caches kept in this process only, where a runner could write the files
+
+
+def _load(cache: Path, trusted: bool, name: str) -> dict:
+    if not trusted:
+        return dict(_MEMORY.get(name, {}))
+    return _read_json(cache / name)
+
+
+def _store(cache: Path, trusted: bool, key: str, value: dict, name: str = "peaks.json") -> None:
+    if not trusted:
+        _MEMORY.setdefault(name, {})[key] = value
+        return
+    peak_cache.store(cache, key, value, name)
+
+
+_SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")
+
+
+def _copy_dumps(work: Path, dest: Path) -> None:
+    """The compiler artifacts a runner wrote in its own folder, copied by name (plain files only)."""
+    for folder in sorted(work.glob("*/dump")):
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and not path.is_symlink() and _SAFE_NAME.match(path.name):
+                dest.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, dest / path.name)
+
+
 def _read_json(path: Path) -> dict:
     import json
 
@@ -180,7 +214,15 @@ def _read_json(path: Path) -> dict:
 
 def _roofline(verdict: dict, peaks: dict | None, mode: str) -> dict:
     bench = next(r for r in verdict["rungs"] if r["name"] == "benchmark")
-    rows = bench["metrics"].get("shapes", [])
+    rows = bench["metrics"].get("shapes", []) if isinstance(bench["metrics"], dict) else None
+    try:
+        for row in rows if isinstance(rows, list) and rows else [None]:
+            check({k: row.get(k) for k in SHAPE_ROW} if isinstance(row, dict) else row, SHAPE_ROW, "shape row")
+            if row["ms"] <= 0:
+                raise Malformed("shape row: a time must be positive")
+    except Malformed as exc:
+        return {"name": "roofline", "ok": False, "reason": f"the benchmark's figures are unreadable: {exc}",
+                "metrics": {}}
     if mode != "gpu":
         verdict["shapes"] = [_shape_row(row, None) for row in rows]
         return {"name": "roofline", "ok": True, "status": "skipped", "seconds": 0.0, "metrics": {},
@@ -208,7 +250,8 @@ def _shape_row(row: dict, peaks: dict | None) -> dict:
            "speedup_vs_torch": row["torch_ms"] / row["ms"] if row.get("torch_ms") and row["ms"] else None,
            "speedup_vs_compile": row["compile_ms"] / row["ms"] if row.get("compile_ms") and row["ms"] else None,
            "roofline_fraction": None, "bytes_per_s": row["bytes"] / (row["ms"] * 1e-3) if row["ms"] else None,
-           "clock": row.get("clock", "cuda-events"), "hidden_work": row.get("hidden_work", False)}
+           "clock": row.get("clock", "cuda-window"), "windows": row.get("windows"),
+           "calls_per_window": row.get("calls_per_window"), "spread": row.get("spread")}
     if peaks:
         flops_peak = peaks["flops"].get(row["dtype"], peaks["flops"]["float32"])
         bound_s = max(row["bytes"] / peaks["bandwidth"], row["flops"] / flops_peak)

@@ -1,8 +1,8 @@
 """Seeing every Triton launch a candidate makes, and compiling for Hopper without a GPU.
 
-The sandbox installs a LaunchLog before it imports the candidate. It wraps the one method every launch goes through
-(JITFunction.run; InterpretedFunction.run under TRITON_INTERPRET=1), counts launches per call, and keeps the compiled
-kernel of each specialization for the compile rung. In compile-only mode (no GPU, no interpreter) a stand-in driver
+The runner installs a LaunchLog before it imports the candidate. It wraps the one method every launch goes through
+(JITFunction.run; InterpretedFunction.run under TRITON_INTERPRET=1), counts launches, and keeps the compiled kernel of
+each specialization for the compile rung. In compile-only mode (no GPU, no interpreter) a stand-in driver
 reports an sm_90 target, so each launch compiles real Hopper code through Triton's own path and launches nothing.
 """
 from __future__ import annotations
@@ -44,48 +44,15 @@ class _HopperStandIn:
 
 
 class LaunchLog:
-    """Counts launches, keeps compiled kernels, and (on a GPU) notes a launch off the harness's stream."""
+    """Counts launches and keeps the compiled kernel of each specialization (for the compile rung's figures).
+
+    It runs inside the runner, so what it says is a first line only: a candidate that launches nothing is told so
+    at once, and the compile rung can show registers and spills. No verdict depends on it."""
 
     def __init__(self):
         self.launches = 0
         self.kernels: dict[str, object] = {}  # "name/specialization" -> CompiledKernel
         self.compile_seconds = 0.0
-        self.side_stream = None  # the first (device, stream) other than the harness's that a launch used (GPU mode)
-        self._hook = None
-        self._chain = None
-
-    def observer(self, expected, where):
-        """The launch hook: counts the launch and notes where it runs when that is not `expected`.
-
-        where() is the (device, stream) the launch is issued from; the stream Triton hands the launcher (in the hook's
-        metadata) wins over the current one, since a compiled kernel can be launched with a stream argument of its own.
-        Only the metadata's plain dict is read: its lazy extras would call the candidate's own launch_metadata
-        function. The hook never raises, so a candidate cannot learn anything by catching an error from it."""
-        log = self
-
-        def on_launch(metadata=None):
-            log.launches += 1
-            if log.side_stream is not None:
-                return
-            try:
-                device, stream = where()
-                data = getattr(metadata, "data", None)
-                if isinstance(data, dict) and isinstance(data.get("stream"), int):
-                    stream = data["stream"]
-                if (device, stream) != expected:
-                    log.side_stream = (device, stream)
-            except Exception as exc:  # noqa: BLE001 - an unreadable launch is treated as one off the stream
-                log.side_stream = (None, f"unreadable launch: {type(exc).__name__}")
-
-        return on_launch
-
-    def hook_intact(self) -> bool:
-        """False when the launch hook installed on a GPU was removed from Triton's hook chain."""
-        if self._hook is None:
-            return True
-        from triton import knobs
-
-        return knobs.runtime.launch_enter_hook is self._chain and self._hook in self._chain.calls
 
     def install(self, mode: str) -> None:
         """mode: 'gpu' (launch and record), 'compile' (sm_90 compile only), 'interpret' (count launches)."""
@@ -119,29 +86,16 @@ class LaunchLog:
 
         original_run = JITFunction.run
         compile_only = mode == "compile"
-        watch = None
-        if mode == "gpu":  # the harness times its own current stream: a launch on any other escapes the events
-            import torch
-
-            raw_stream, current_device = torch._C._cuda_getCurrentRawStream, torch.cuda.current_device
-
-            def where():
-                device = current_device()
-                return device, raw_stream(device)
-
-            watch = self.observer(where(), where)
-            if self._install_hook(watch):
-                watch = None  # the hook sees every launch; the wrapper below would count each twice
         if compile_only:
             from triton.runtime.driver import driver
 
             driver.set_active(_HopperStandIn())
             _compile_every_autotune_config()
 
+        hooked = mode == "gpu" and self._count_in_hook()
+
         def run(self, *args, grid, warmup, **kwargs):
-            if watch is not None and not warmup:
-                watch()  # a Triton without launch hooks: the current stream is the best available
-            elif compile_only:
+            if compile_only or (not warmup and not hooked):
                 log.launches += 1
             before = time.perf_counter()
             kernel = original_run(self, *args, grid=grid, warmup=warmup or compile_only, **kwargs)
@@ -154,18 +108,22 @@ class LaunchLog:
 
         JITFunction.run = run
 
-    def _install_hook(self, hook) -> bool:
-        """Triton calls knobs.runtime.launch_enter_hook from its C launcher before every real launch, whichever Python
-        path led there (kernel[grid], or a compiled kernel called with a stream of its own). False on a Triton
-        without hook chains, where JITFunction.run watches instead."""
+    def _count_in_hook(self) -> bool:
+        """Triton calls knobs.runtime.launch_enter_hook before every real launch, whichever Python path led there
+        (kernel[grid], or a compiled kernel launched directly, as Triton's tutorials do). False on a Triton without
+        hook chains, where JITFunction.run counts instead."""
         try:
             from triton import knobs
 
             chain = knobs.runtime.launch_enter_hook
-            chain.add(hook)
+            log = self
+
+            def on_launch(metadata=None):
+                log.launches += 1
+
+            chain.add(on_launch)
         except (ImportError, AttributeError):
             return False
-        self._hook, self._chain = hook, chain
         return True
 
 

@@ -1,9 +1,10 @@
-"""Running one child evaluation: its own process group, limits, a signed channel, and a kill that leaves nothing.
+"""The processes of one evaluation: a measurer and its runner(s), their pipes, limits, and a kill that leaves nothing.
 
-The child gets the job on a pipe only the parent writes and answers on a pipe of its own; its stdout and stderr go to
-files that are read only for diagnostics. At the wall-clock limit, or when its memory passes the limit, the whole
-process group is killed, and then every process that still carries this evaluation's token in its environment (one
-that started a new session to escape the group kill, say) is killed too.
+Each process starts in a session (process group) of its own. The runner gets two pipes to the measurer and nothing
+else; the measurer gets the job on a pipe only the parent writes, the runner pipes, and a pipe of its own to the
+parent, on which every message is signed. At the wall-clock limit, or when a runner's memory passes the limit, every
+group is killed, and then every process that still carries the evaluation's token in its environment (one that
+started a new session to escape the group kill, say).
 """
 from __future__ import annotations
 
@@ -25,56 +26,65 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import jail
+from .protocol import MEASURER
+from .wire import Malformed, parse
+
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret")}  # runner names (and their modes) per evaluation mode
 
 
 @dataclass
-class ChildResult:
+class CrewResult:
     messages: list = field(default_factory=list)
-    returncode: int | None = None
     timed_out: bool = False
     memory_killed: bool = False
     tampered: str | None = None
     finished: bool = False
     seconds: float = 0.0
-    stderr_tail: str = ""
+    runner_exit: dict = field(default_factory=dict)  # runner name -> returncode (None if still running when killed)
+    stderr: dict = field(default_factory=dict)  # process name -> tail of its stderr
 
-    def death(self, limit_s: float, max_rss_gb: float) -> str:
-        """One line on why the child stopped before a verdict."""
+    def death(self, limit_s: float, max_rss_gb: float, runner: str | None = None) -> str:
+        """One line on why the evaluation stopped before a verdict (runner: the one the measurer lost)."""
         if self.tampered:
             return f"the channel to the harness was tampered with ({self.tampered})"
         if self.timed_out:
             return f"timed out after {limit_s:g} s (process group killed)"
         if self.memory_killed:
             return f"used more than {max_rss_gb:g} GB of host memory (killed)"
-        code = self.returncode
+        name = runner or next(iter(self.runner_exit), None)
+        code = self.runner_exit.get(name)
+        hint = _hint(self.stderr.get(name, ""))
         if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-            return f"crashed: killed by signal {name}{self._hint()}"
-        return f"the process exited (code {code}) before a verdict{self._hint()}"
-
-    def _hint(self) -> str:
-        lines = [line.strip() for line in self.stderr_tail.splitlines() if line.strip()]
-        errors = [line for line in lines if "Error" in line or "error:" in line]
-        chosen = errors[-1] if errors else (lines[-1] if lines else "")
-        return f"; stderr: {chosen[:200]}" if chosen else ""
+            signame = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            return f"crashed: killed by signal {signame}{hint}"
+        if code is not None:
+            return f"the process exited (code {code}) before a verdict{hint}"
+        return f"the measurer stopped before a verdict{_hint(self.stderr.get('measurer', ''))}"
 
 
-def _child_env(token: str, mode: str, work: Path, triton_cache: str | None) -> dict:
+def _hint(stderr_tail: str) -> str:
+    lines = [line.strip() for line in stderr_tail.splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line or "error:" in line]
+    chosen = errors[-1] if errors else (lines[-1] if lines else "")
+    return f"; stderr: {chosen[:200]}" if chosen else ""
+
+
+def _env(token: str, work: Path, extra: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
     env["EVOLVE_EVAL_TOKEN"] = token
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["TRITON_CACHE_DIR"] = triton_cache or str(work / "triton-cache")
+    env["TMPDIR"] = str(work)
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    if mode == "interpret":
-        env["TRITON_INTERPRET"] = "1"
-    else:
-        env.pop("TRITON_INTERPRET", None)
-    if mode == "gpu":  # one device per evaluation: work on another GPU would escape the harness's events and syncs
-        visible = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-        env["CUDA_VISIBLE_DEVICES"] = visible[0] if visible else "0"
+    env.pop("TRITON_INTERPRET", None)
+    if "expandable" in env.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+        env.pop("PYTORCH_CUDA_ALLOC_CONF")  # CUDA IPC cannot export memory mapped that way
+    visible = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    env["CUDA_VISIBLE_DEVICES"] = visible[0] if visible else "0"  # one device: the window times all work on it
+    env.update(extra)
     return env
 
 
@@ -110,12 +120,13 @@ def _group_rss(pgid: int) -> int:
     return total
 
 
-def kill_everything(pgid: int, token: str) -> None:
-    """SIGKILL the group, then any process whose environment still carries the evaluation's token."""
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def kill_everything(pgids, token: str) -> None:
+    """SIGKILL the groups, then any process whose environment still carries the evaluation's token."""
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     needle = f"EVOLVE_EVAL_TOKEN={token}".encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -127,51 +138,96 @@ def kill_everything(pgid: int, token: str) -> None:
             continue
 
 
-class Child:
-    """One started child: it imports torch and Triton and sets up the device, then waits for its job.
+def _wait(proc, seconds: float) -> None:
+    if proc is not None:
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            pass
 
-    Starting it ahead of time (a spare) hides that start-up behind the evaluation before; the wall-clock limit counts
-    from the moment the job is sent."""
 
-    def __init__(self, mode: str, triton_cache: str | None):
+def _shm_folder() -> str:
+    """Where the measurer puts the CPU runner's shared buffers: RAM-backed when /dev/shm is usable."""
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    return tempfile.mkdtemp(prefix="evolve-shm-", dir=base)
+
+
+class Crew:
+    """One evaluation's processes, started ahead of the job: imports, CUDA contexts and the runner's jail are paid
+    while the evaluation before runs. The wall-clock limit counts from the moment the job is sent."""
+
+    def __init__(self, mode: str, trusted_cache: str):
         self.mode = mode
         self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
+        self.shm = _shm_folder()
         self.key = secrets.token_bytes(32)
         self.token = secrets.token_hex(16)
+        self.procs: dict[str, subprocess.Popen] = {}
+        measurer_fds, links, close_after = [], [], []
+        for name in RUNNERS[mode]:
+            folder = self.work / name
+            (folder / "tmp").mkdir(parents=True)
+            to_runner_r, to_runner_w = os.pipe()
+            from_runner_r, from_runner_w = os.pipe()
+            extra = {"TRITON_CACHE_DIR": str(folder / "triton"), "TRITON_HOME": str(folder),
+                     "TMPDIR": str(folder / "tmp"), "XDG_CACHE_HOME": str(folder / "cache"),
+                     "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor")}
+            if name == "interpret":
+                extra["TRITON_INTERPRET"] = "1"
+            with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
+                self.procs[name] = subprocess.Popen(
+                    [sys.executable, "-m", "evolve.harness.runner", str(to_runner_r), str(from_runner_w), name,
+                     str(folder), self.shm],
+                    pass_fds=(to_runner_r, from_runner_w), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    cwd=folder, env=_env(self.token, folder, extra), start_new_session=True,
+                    preexec_fn=_limits(1 << 30))
+            os.close(to_runner_r)
+            os.close(from_runner_w)
+            measurer_fds += [from_runner_r, to_runner_w]
+            links.append(f"{name}:{from_runner_r}:{to_runner_w}")
+            close_after += [from_runner_r, to_runner_w]
         job_r, self._job_w = os.pipe()
         self._msg_r, msg_w = os.pipe()
-        self.err_path = self.work / f"{mode}.stderr"
-        with open(self.work / f"{mode}.stdout", "wb") as out_file, open(self.err_path, "wb") as err_file:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "evolve.harness.child", str(job_r), str(msg_w), mode],
-                pass_fds=(job_r, msg_w), stdin=subprocess.DEVNULL, stdout=out_file, stderr=err_file, cwd=self.work,
-                env=_child_env(self.token, mode, self.work, triton_cache), start_new_session=True,
-                preexec_fn=_limits(1 << 30),
-            )
-        os.close(job_r)
-        os.close(msg_w)
+        inductor = (Path(trusted_cache) / "inductor") if jail.abi_version() else (self.work / "inductor")
+        extra = {"TRITON_CACHE_DIR": str(self.work / "measurer-triton"), "TORCHINDUCTOR_CACHE_DIR": str(inductor)}
+        with open(self.work / "measurer.stdout", "wb") as out, open(self.work / "measurer.stderr", "wb") as err:
+            self.procs["measurer"] = subprocess.Popen(
+                [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, *links],
+                pass_fds=(job_r, msg_w, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                cwd=self.work, env=_env(self.token, self.work, extra), start_new_session=True)
+        for fd in (job_r, msg_w, *close_after):
+            os.close(fd)
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self.procs.values())
+
+    def candidate_path(self) -> Path:
+        """Where the candidate file goes: inside the first runner's folder (the measurer never reads it)."""
+        return self.work / RUNNERS[self.mode][0] / "candidate.py"
 
     def discard(self) -> None:
-        kill_everything(self.proc.pid, self.token)
-        self.proc.wait()
+        kill_everything([p.pid for p in self.procs.values()], self.token)
+        for p in self.procs.values():
+            p.wait()
         for fd in (self._job_w, self._msg_r):
             try:
                 os.close(fd)
             except OSError:
                 pass
         shutil.rmtree(self.work, ignore_errors=True)
+        shutil.rmtree(self.shm, ignore_errors=True)
 
-    def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> ChildResult:
-        """Send the job; collect verified messages until 'done', death, the time limit or the memory limit."""
-        key, proc = self.key, self.proc
-        job = {**job, "key": key.hex(), "work": str(self.work)}
-        result = ChildResult()
+    def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> CrewResult:
+        """Send the job; collect checked messages until 'done', death, the time limit or the memory limit."""
+        job = {**job, "key": self.key.hex(), "shm": self.shm}
+        result = CrewResult()
         started = time.monotonic()
         try:
             with os.fdopen(self._job_w, "wb") as pipe:
                 pipe.write(json.dumps(job).encode())
         except BrokenPipeError:
-            pass  # the child died during start-up; its exit status tells why
+            pass  # the measurer died during start-up; its exit status tells why
+        runners = [p.pid for name, p in self.procs.items() if name != "measurer"]
         buffer = b""
         try:
             with os.fdopen(self._msg_r, "rb", buffering=0) as channel:
@@ -181,7 +237,7 @@ class Child:
                         result.timed_out = True
                         break
                     ready, _, _ = select.select([channel], [], [], min(left, 0.25))
-                    if max_rss_gb and _group_rss(proc.pid) > max_rss_gb * 2**30:
+                    if max_rss_gb and sum(_group_rss(pid) for pid in runners) > max_rss_gb * 2**30:
                         result.memory_killed = True
                         break
                     if not ready:
@@ -192,67 +248,77 @@ class Child:
                     buffer += chunk
                     while b"\n" in buffer:
                         line, buffer = buffer.split(b"\n", 1)
-                        message = _verify(line, key)
-                        if message is None:
-                            result.tampered = "a message failed its signature check"
+                        message = _verify(line, self.key)
+                        if isinstance(message, str):
+                            result.tampered = message
                             break
-                        if message.get("kind") == "done":
+                        if message["kind"] == "done":
                             result.finished = True
+                        if message["kind"] == "runner_lost":
+                            _wait(self.procs.get(message["runner"]), 2.0)  # let its exit status settle
                         result.messages.append(message)
                         if on_message:
                             on_message(message)
                     if result.tampered or result.finished:
                         break
         finally:
-            # Once the verdict is in, nothing the child does is needed: kill it rather than wait for its teardown,
-            # and reap it in the background (a killed CUDA process can take seconds to release its context).
-            kill_everything(proc.pid, self.token)
+            # Once the verdict is in, nothing the processes do is needed: kill them rather than wait for their
+            # teardown, and reap them in the background (a killed CUDA process can take seconds to let go).
+            for name, proc in self.procs.items():
+                if name != "measurer":
+                    result.runner_exit[name] = proc.poll()
+            kill_everything([p.pid for p in self.procs.values()], self.token)
             if result.finished:
-                threading.Thread(target=proc.wait, daemon=True, name="evolve-reap").start()
+                for proc in self.procs.values():
+                    threading.Thread(target=proc.wait, daemon=True, name="evolve-reap").start()
             else:
-                result.returncode = proc.wait()
+                for proc in self.procs.values():
+                    proc.wait()
             result.seconds = time.monotonic() - started
-            try:
-                result.stderr_tail = self.err_path.read_bytes()[-4000:].decode(errors="replace")
-            except OSError:
-                pass
+            for name in self.procs:
+                path = self.work / (f"{name}/stderr" if name != "measurer" else "measurer.stderr")
+                try:
+                    result.stderr[name] = path.read_bytes()[-4000:].decode(errors="replace")
+                except OSError:
+                    pass
         return result
 
 
 class Spares:
-    """Children started ahead of need, one per (mode, Triton cache); all killed at interpreter exit."""
+    """Crews started ahead of need, one per (mode, trusted cache folder); all killed at interpreter exit."""
 
     def __init__(self):
-        self._ready: dict[tuple, Child] = {}
+        self._ready: dict[tuple, Crew] = {}
         atexit.register(self.clear)
 
-    def take(self, mode: str, triton_cache: str | None) -> Child:
-        child = self._ready.pop((mode, triton_cache), None)
-        if child is not None and child.proc.poll() is None:
-            return child
-        if child is not None:
-            child.discard()
-        return Child(mode, triton_cache)
+    def take(self, mode: str, trusted_cache: str) -> Crew:
+        crew = self._ready.pop((mode, trusted_cache), None)
+        if crew is not None and crew.alive():
+            return crew
+        if crew is not None:
+            crew.discard()
+        return Crew(mode, trusted_cache)
 
-    def prepare(self, mode: str, triton_cache: str | None) -> None:
-        if (mode, triton_cache) not in self._ready:
-            self._ready[(mode, triton_cache)] = Child(mode, triton_cache)
+    def prepare(self, mode: str, trusted_cache: str) -> None:
+        if (mode, trusted_cache) not in self._ready:
+            self._ready[(mode, trusted_cache)] = Crew(mode, trusted_cache)
 
     def clear(self) -> None:
-        for child in self._ready.values():
-            child.discard()
+        for crew in self._ready.values():
+            crew.discard()
         self._ready.clear()
 
 
 SPARES = Spares()
 
 
-def _verify(line: bytes, key: bytes) -> dict | None:
+def _verify(line: bytes, key: bytes):
+    """The message if its signature and schema hold, else a one-line reason (a string)."""
     mac, _, payload = line.partition(b" ")
     expected = hmac.new(key, payload, hashlib.sha256).hexdigest().encode()
     if not hmac.compare_digest(mac, expected):
-        return None
+        return "a message failed its signature check"
     try:
-        return json.loads(payload)
-    except ValueError:
-        return None
+        return parse(payload, MEASURER)
+    except Malformed as exc:
+        return f"a malformed message: {exc}"

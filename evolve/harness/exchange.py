@@ -1,0 +1,403 @@
+"""The measurer's side of a call into the runner: inputs placed where the runner can read them, outputs read back
+by the measurer itself, and (on a GPU) the timed window.
+
+Inputs are made in the measurer's private memory. For a call they are copied into shared buffers (device memory of
+the measurer's own, exported through CUDA IPC, or files in a private shared-memory folder on the CPU); the runner
+maps those, calls the candidate, and says where its outputs are. The measurer reads the outputs' bytes (a device copy
+out of the runner's memory, or the output files it handed out, filled with NaN beforehand) and compares them; it
+never believes a figure the runner states.
+
+The timed window on a GPU, all on the measurer's stream: L2 flushed, a spin (long enough for the runner to queue its
+calls behind the gate), event A, the inputs copied into the shared buffers, the gate event recorded; the runner's
+stream waits on the gate, runs K calls and records its done event; the measurer's stream waits on that, and then reads
+every output back, then event B. Everything from A to B is charged: the runner cannot see the inputs before A (they
+are not in shared memory yet), and whatever it has not finished when the read-back copies its outputs is wrong. The
+measurer then subtracts what the same window costs with no work in it (its own copies and read-back, measured with
+no runner; the two switches between the processes' CUDA contexts, measured with the runner before it imported the
+candidate), each the fastest of several runs, so no time the candidate did not spend is credited to it.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from .wire import Closed, Malformed
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
+SPIN_CYCLES_PER_MS = 2.0e6  # torch.cuda._sleep counts SM cycles; ~2 GHz on a Hopper at full clock
+
+
+class Fail(Exception):
+    """The candidate's call failed a check; str() is the reason, details go into the rung's figures."""
+
+    def __init__(self, reason: str, details: dict | None = None):
+        super().__init__(reason)
+        self.details = details or {}
+
+
+class RunnerLost(Exception):
+    """The runner stopped answering (it died, or closed its pipe); str() says what the measurer saw."""
+
+    def __init__(self, detail: str, runner: str = ""):
+        super().__init__(detail)
+        self.runner = runner
+
+
+def dtype_name(t) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+def nbytes_of(shape, dtype: str) -> int:
+    return math.prod(shape) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+class Buffer:
+    """One shared buffer: `desc` tells the runner where it is, `view` is the measurer's own tensor over it."""
+
+    def __init__(self, pool, nbytes: int):
+        self.nbytes = nbytes
+        self.pool = pool
+        if pool.mode == "gpu":
+            from . import cuda_ipc
+
+            self.ptr = cuda_ipc.alloc(nbytes)
+            self.handle, _ = cuda_ipc.export(self.ptr)
+            self.path = None
+        else:
+            pool.count += 1
+            self.path = str(Path(pool.folder) / f"buffer{pool.count}.bin")
+            with open(self.path, "wb") as f:
+                f.truncate(max(nbytes, 1))
+            self._files: dict = {}
+
+    def desc(self, shape, dtype: str) -> dict:
+        base = {"nbytes": self.nbytes, "shape": list(shape), "dtype": dtype}
+        if self.pool.mode == "gpu":
+            return {"handle": self.handle, "offset": 0, **base}
+        return {"path": self.path, **base}
+
+    def view(self, shape, dtype: str):
+        if self.pool.mode == "gpu":
+            from . import cuda_ipc
+
+            return cuda_ipc.tensor_at(self.ptr, shape, dtype)
+        if dtype not in self._files:
+            numel = self.nbytes // torch.empty((), dtype=getattr(torch, dtype)).element_size()
+            self._files[dtype] = torch.from_file(self.path, shared=True, size=numel, dtype=getattr(torch, dtype))
+        return self._files[dtype][: math.prod(shape)].view(list(shape))
+
+    def free(self) -> None:
+        if self.pool.mode == "gpu":
+            from . import cuda_ipc
+
+            cuda_ipc.free(self.ptr)
+        else:
+            self._files.clear()
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+class Pool:
+    """Shared buffers by size, reused from call to call (the runner keeps each one mapped once)."""
+
+    def __init__(self, mode: str, folder: str):
+        self.mode, self.folder = mode, folder
+        self.free_list: dict[int, list[Buffer]] = {}
+        self.count = 0
+        self.handles: set[str] = set()
+
+    def take(self, nbytes: int) -> Buffer:
+        stack = self.free_list.get(nbytes)
+        buf = stack.pop() if stack else Buffer(self, nbytes)
+        if self.mode == "gpu":
+            self.handles.add(buf.handle)
+        return buf
+
+    def give(self, bufs) -> None:
+        for buf in bufs:
+            self.free_list.setdefault(buf.nbytes, []).append(buf)
+
+    def trim(self) -> None:
+        for stack in self.free_list.values():
+            for buf in stack:
+                buf.free()
+        self.free_list.clear()
+
+
+class CallSet:
+    """One call's inputs (private tensors or plain values) and its expected outputs [(shape, dtype)]."""
+
+    def __init__(self, inputs: tuple, expects: list):
+        self.inputs, self.expects = inputs, expects
+
+
+class Caller:
+    """Calls into one runner. `call` returns the outputs read back, one tuple of measurer-owned tensors per set."""
+
+    def __init__(self, name: str, link, pool: Pool, device):
+        self.name, self.link, self.pool, self.device = name, link, pool, device
+        self.mode = "gpu" if name == "gpu" else "cpu"
+        self.calls = 0
+        self.gate = self.done = None
+        self.mapped = None
+        self.window = None
+
+    # -- messages -----------------------------------------------------------------------------------------------------
+    def recv(self, *kinds: str) -> dict:
+        try:
+            message = self.link.recv()
+        except Malformed as exc:
+            raise Fail(f"the runner sent a malformed message ({exc}): treated as the candidate's failure") from None
+        except Closed as exc:
+            raise RunnerLost(str(exc), self.name) from None
+        if message["kind"] == "failed":
+            details = {k: message[k] for k in ("log", "violations") if message[k]}
+            raise Fail(message["reason"] or "the runner reported a failure without a reason", details)
+        if message["kind"] not in kinds:
+            raise Fail(f"the runner sent '{message['kind']}' where '{kinds[0]}' was due")
+        return message
+
+    def send(self, message: dict) -> None:
+        try:
+            self.link.send(message)
+        except Closed as exc:
+            raise RunnerLost(str(exc), self.name) from None
+
+    # -- GPU set-up, before the candidate is imported -------------------------------------------------------------------
+    def connect_gpu(self, done_handle: str) -> None:
+        from . import cuda_ipc
+
+        self.mapped = cuda_ipc.Mapped()
+        self.gate = torch.cuda.Event(interprocess=True)
+        self.gate.record()
+        torch.cuda.synchronize()
+        self.done = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), bytes.fromhex(done_handle))
+        self.send({"kind": "gate", "handle": self.gate.ipc_handle().hex()})
+        self.recv("ack")
+        self.window = Window(self)
+
+    # -- a call -------------------------------------------------------------------------------------------------------
+    def call(self, sets: list, purpose: str, timed: bool = False, poison: bool = False, dump: bool = False):
+        """Place the inputs, have the runner call custom_kernel on each set, read the outputs back.
+
+        purpose 'compile' returns the runner's compile report instead of outputs. timed (GPU) returns
+        (outputs, window figures)."""
+        self.calls += 1
+        taken, staged, entries, out_files = [], [], [], []
+        for s in sets:
+            descs = []
+            for value in s.inputs:
+                if isinstance(value, torch.Tensor):
+                    buf = self.pool.take(value.numel() * value.element_size())
+                    taken.append(buf)
+                    staged.append((buf, value))
+                    descs.append(buf.desc(value.shape, dtype_name(value)))
+                else:
+                    descs.append({"value": value})
+            expect = [{"shape": list(shape), "dtype": dtype, "nbytes": nbytes_of(shape, dtype)}
+                      for shape, dtype in s.expects]
+            entry = {"inputs": descs, "expect": expect}
+            if self.mode != "gpu":
+                files = [self.pool.take(e["nbytes"]) for e in expect]
+                taken.extend(files)
+                out_files.append(files)
+                entry["output_files"] = [b.desc(e["shape"], e["dtype"]) for b, e in zip(files, expect)]
+            entries.append(entry)
+        message = {"kind": "call", "call": self.calls, "purpose": purpose, "sets": entries, "gate": bool(timed),
+                   "poison": poison, "dump": dump}
+        try:
+            if purpose == "compile":
+                for buf, value in staged:
+                    buf.view(value.shape, dtype_name(value)).copy_(value)
+                if self.mode == "gpu":
+                    torch.cuda.synchronize()
+                self.send(message)
+                return self.recv("compiled")
+            if timed:
+                outs, figures = self.window.run(message, staged, sets)
+            elif self.mode == "gpu":
+                outs, figures = self._gpu_call(message, staged, sets), None
+            else:
+                outs, figures = self._cpu_call(message, staged, sets, out_files), None
+            self._inputs_unchanged(staged)
+            self.recv("checked")
+            return (outs, figures) if timed else outs
+        finally:
+            self.pool.give(taken)
+
+    def _inputs_unchanged(self, staged) -> None:
+        for buf, value in staged:
+            if not torch.equal(buf.view(value.shape, dtype_name(value)), value):
+                raise Fail("custom_kernel modified its input")
+
+    def _cpu_call(self, message, staged, sets, out_files):
+        for buf, value in staged:
+            buf.view(value.shape, dtype_name(value)).copy_(value)
+        for files, s in zip(out_files, sets):
+            for buf, (shape, dtype) in zip(files, s.expects):
+                view = buf.view(shape, dtype)
+                view.fill_(float("nan") if view.is_floating_point() else 0)
+        started = time.perf_counter()
+        self.send(message)
+        reply = self.recv("outputs")
+        elapsed = time.perf_counter() - started
+        self._check_described(reply, sets)
+        outs = [tuple(buf.view(shape, dtype).clone() for buf, (shape, dtype) in zip(files, s.expects))
+                for files, s in zip(out_files, sets)]
+        self.last_host_ms = elapsed * 1e3
+        return outs
+
+    def _check_described(self, reply: dict, sets) -> None:
+        if reply["call"] != self.calls or len(reply["outputs"]) != len(sets):
+            raise Fail("the runner answered for another call or another number of input sets")
+        for described, s in zip(reply["outputs"], sets):
+            if len(described) != len(s.expects):
+                raise Fail(f"returned {len(described)} output(s), expected {len(s.expects)}")
+
+    def _pointers(self, reply: dict, sets) -> list:
+        """The device addresses of every output, each checked against the size of the memory it lies in."""
+        from .cuda_ipc import IpcError
+
+        self._check_described(reply, sets)
+        pointers = []
+        for described, s in zip(reply["outputs"], sets):
+            row = []
+            for d, (shape, dtype) in zip(described, s.expects):
+                want = nbytes_of(shape, dtype)
+                if d["nbytes"] != want:
+                    raise Fail(f"an output of {d['nbytes']} bytes, expected {want} ({dtype} {tuple(shape)})")
+                if d["handle"] in self.pool.handles:
+                    raise Fail("output aliases an input; return a new tensor")
+                try:
+                    row.append(self.mapped.pointer(d["handle"], d["offset"], want))
+                except IpcError as exc:
+                    raise Fail(f"the output's memory could not be read: {exc}") from None
+            pointers.append(row)
+        return pointers
+
+    def _read_back(self, pointers, sets, stream) -> list:
+        from . import cuda_ipc
+
+        outs = []
+        for row, s in zip(pointers, sets):
+            mine = []
+            for ptr, (shape, dtype) in zip(row, s.expects):
+                t = torch.empty(shape, dtype=getattr(torch, dtype), device=self.device)
+                cuda_ipc.copy_async(t.data_ptr(), ptr, t.numel() * t.element_size(), stream.cuda_stream)
+                mine.append(t)
+            outs.append(tuple(mine))
+        return outs
+
+    def _gpu_call(self, message, staged, sets):
+        stream = torch.cuda.current_stream()
+        for buf, value in staged:
+            buf.view(value.shape, dtype_name(value)).copy_(value)
+        torch.cuda.synchronize()
+        self.send(message)
+        reply = self.recv("outputs")
+        pointers = self._pointers(reply, sets)
+        stream.wait_event(self.done)
+        outs = self._read_back(pointers, sets, stream)
+        torch.cuda.synchronize()
+        return outs
+
+
+class Window:
+    """The timed window on a GPU (see the module docstring), its calibration and its spin."""
+
+    def __init__(self, caller: Caller):
+        self.caller = caller
+        self.flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=caller.device)
+        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        self.spin_ms = 3.0
+        self.hops_ms: float | None = None  # the two context switches of an empty window, fastest seen
+        self.late = 0
+
+    def _open(self, staged) -> None:
+        torch.cuda.synchronize()
+        self.flush.zero_()
+        torch.cuda._sleep(int(self.spin_ms * SPIN_CYCLES_PER_MS))
+        self.events[0].record()
+        for buf, value in staged:
+            buf.view(value.shape, dtype_name(value)).copy_(value)
+        self.events[1].record()
+
+    def run(self, message: dict, staged, sets, attempts: int = 4):
+        """One window: (outputs, {'ms': window ms, 'late': retries}). A window whose gate opened before the runner
+        had queued its calls (the spin was too short) is run again with a longer spin."""
+        caller = self.caller
+        stream = torch.cuda.current_stream()
+        for attempt in range(attempts):
+            self._open(staged)
+            caller.gate.record()
+            started = time.perf_counter()
+            caller.send(message)
+            try:
+                reply = caller.recv("outputs")
+            except Fail:
+                torch.cuda.synchronize()
+                raise
+            exchange_ms = (time.perf_counter() - started) * 1e3
+            late = self.events[1].query()
+            pointers = caller._pointers(reply, sets)
+            stream.wait_event(caller.done)
+            self.events[2].record()
+            outs = caller._read_back(pointers, sets, stream)
+            self.events[3].record()
+            torch.cuda.synchronize()
+            total = self.events[0].elapsed_time(self.events[3])
+            if not late or attempt == attempts - 1:
+                return outs, {"ms": total, "late": attempt, "exchange_ms": exchange_ms}
+            self.late += 1
+            self.spin_ms = min(max(2 * self.spin_ms, 1.5 * exchange_ms + 1.0), 2000.0)
+            caller.recv("checked")  # the discarded attempt's own report, before the call is made again
+            caller.calls += 1
+            message = {**message, "call": caller.calls}
+        raise AssertionError("unreachable")
+
+    def calibrate_hops(self, reps: int = 7) -> float:
+        """Empty windows with the runner (before the candidate is imported): the two context switches alone."""
+        samples = []
+        for _ in range(reps):
+            outs, figures = self.caller.call([], "time", timed=True)
+            samples.append(figures["ms"])
+        self.hops_ms = min(samples[1:])
+        return self.hops_ms
+
+    def calibrate_copies(self, sets: list, reps: int = 5) -> float:
+        """The measurer's own part of a window of these sets (copies in, read-back), with no runner: the fastest."""
+        from . import cuda_ipc
+
+        pool = self.caller.pool
+        staged, taken, fakes = [], [], []
+        for s in sets:
+            for value in s.inputs:
+                if isinstance(value, torch.Tensor):
+                    buf = pool.take(value.numel() * value.element_size())
+                    taken.append(buf)
+                    staged.append((buf, value))
+            fakes.append([torch.empty(shape, dtype=getattr(torch, dtype), device=self.caller.device)
+                          for shape, dtype in s.expects])
+        try:
+            samples = []
+            for _ in range(reps):
+                self._open(staged)
+                self.caller.gate.record()
+                self.events[2].record()
+                stream = torch.cuda.current_stream()
+                for outs in fakes:
+                    for o in outs:
+                        cuda_ipc.copy_async(torch.empty_like(o).data_ptr(), o.data_ptr(), o.numel() * o.element_size(),
+                                            stream.cuda_stream)
+                self.events[3].record()
+                torch.cuda.synchronize()
+                samples.append(self.events[0].elapsed_time(self.events[3]))
+            return min(samples)
+        finally:
+            pool.give(taken)

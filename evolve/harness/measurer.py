@@ -1,0 +1,461 @@
+"""The measurer: the trusted process of an evaluation. `python -m evolve.harness.measurer JOB OUT RUNNER...`.
+
+It never imports candidate code. It makes every input (from the problem's seeds mixed with a secret only it and the
+parent know) and every reference, measures the device's peaks and the library baselines before any runner has
+imported the candidate, drives the runner through the rungs, reads the outputs back itself, compares them, and times
+the calls from outside the runner (harness/exchange.py). Its observations go to the parent over a pipe the runner
+does not have, signed with a key that reached it on the job pipe. The parent turns them into the verdict.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from . import metrics
+from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, dtype_name
+from .problem import load_problem
+from .protocol import RUNNER
+from .timing import cpu_time
+from .wire import Closed, Link, Malformed
+
+# Seed offsets of the harness's own inputs (mixed with the evaluation's secret): the problem's seeds are small.
+BENCH_SEED = 1 << 40  # + a running count: every timed call of a candidate sees new values
+BASELINE_SEED = 1 << 41  # two fixed sets for timing the library baselines, which are not candidates
+COMPILE_SEED = 1 << 42  # the compile rung's calls
+
+TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
+MAX_CALLS_PER_WINDOW = 256
+MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
+
+
+def _mix(secret: int, seed: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{secret}:{seed}".encode()).digest()[:7], "little")
+
+
+def _as_tuple(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:400] if text else type(exc).__name__
+
+
+class Channel:
+    """Signed JSON lines to the parent."""
+
+    def __init__(self, fd: int, key: bytes):
+        self.fd, self.key = fd, key
+
+    def send(self, message: dict) -> None:
+        payload = json.dumps(message, default=str).encode()
+        mac = hmac.new(self.key, payload, hashlib.sha256).hexdigest().encode()
+        data = mac + b" " + payload + b"\n"
+        while data:
+            data = data[os.write(self.fd, data):]
+
+    def rung(self, name, ok, reason=None, seconds=0.0, **figures):
+        self.send({"kind": "rung", "name": name, "ok": bool(ok), "reason": reason, "seconds": round(seconds, 4),
+                   "metrics": figures})
+
+
+class Measurer:
+    def __init__(self, job: dict, channel: Channel, links: dict):
+        self.job, self.ch = job, channel
+        self.mode = job["mode"]
+        self.problem = load_problem(job["problem"])
+        spec = importlib.util.spec_from_file_location("evolve_reference", self.problem.reference_path)
+        self.reference = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.reference)
+        self.device = torch.device("cuda", 0) if self.mode == "gpu" else torch.device("cpu")
+        self.secret = int(job["secret"])
+        self.pool = Pool("gpu" if self.mode == "gpu" else "cpu", job["shm"])
+        self.callers = {name: Caller(name, link, self.pool, self.device) for name, link in links.items()}
+        self.ready: dict = {}
+        self.timer = None
+        self.baselines: dict = {}
+        self.peaks: dict | None = None
+        self.plans: dict = {}  # benchmark case -> calls per window and the window's calibrated fixed cost
+        self.first: dict = {}
+        self.rung_name = "load"
+        self._expect_cache: dict = {}
+
+    # -- inputs and references ---------------------------------------------------------------------------------------
+    def inputs(self, case, seed: int, device=None):
+        return _as_tuple(self.reference.generate_input(_mix(self.secret, seed), device=device or self.device,
+                                                       **case.kwargs))
+
+    def expects(self, refs, case) -> list:
+        return [(list(r.shape), case.dtype) for r in refs]
+
+    # -- set-up, before any runner has the candidate -------------------------------------------------------------------
+    def hello(self) -> None:
+        for name, caller in self.callers.items():
+            self.ready[name] = caller.recv("ready")
+        first = next(iter(self.ready.values()))
+        import triton
+
+        device = torch.cuda.get_device_name() if self.mode == "gpu" else (
+            "cpu (Triton interpreter)" if "interpret" in self.ready else "cpu")
+        self.ch.send({"kind": "device", "mode": self.mode, "device": device, "torch": torch.__version__,
+                      "triton": triton.__version__, "jail": first["jail"]})
+
+    @property
+    def device_key(self) -> str:
+        import triton
+
+        name = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu"
+        return f"{name}|torch {torch.__version__}|triton {triton.__version__}"
+
+    @property
+    def baseline_key(self) -> str:
+        digest = hashlib.sha256(self.problem.reference_path.read_bytes()).hexdigest()[:12]
+        return f"{self.device_key}|{self.problem.name}|{digest}"
+
+    def prepare_gpu(self) -> None:
+        from . import peaks
+        from .timing import GpuTimer
+
+        caller = self.callers["gpu"]
+        caller.connect_gpu(self.ready["gpu"]["done"])
+        self.timer = GpuTimer(self.device, budget_s=float(self.job.get("bench_budget_s", 0.4)))
+        cached = (self.job.get("peaks") or {}).get(self.device_key)
+        self.peaks = cached or peaks.measure(self.timer, self.device)
+        self.ch.send({"kind": "peaks", "key": self.device_key, "cached": bool(cached),
+                      "bandwidth": float(self.peaks["bandwidth"]),
+                      "flops": {k: float(self.peaks["flops"][k]) for k in ("bfloat16", "float32", "float16")}})
+        self.baselines = dict((self.job.get("baselines") or {}).get(self.baseline_key, {}))
+        for case in self.problem.benchmarks:
+            if case.label not in self.baselines and hasattr(self.reference, "baseline"):
+                figures = self._time_baselines([self.inputs(case, BASELINE_SEED + i) for i in range(2)])
+                self.baselines[case.label] = figures
+                self.ch.send({"kind": "baseline", "key": self.baseline_key, "case": case.label,
+                              "torch_ms": figures.get("torch_ms"), "compile_ms": figures.get("compile_ms"),
+                              "compile_error": figures.get("compile_error")})
+        caller.window.calibrate_hops()
+        for case in self.problem.benchmarks:
+            self.plans[case.label] = self._plan(case)
+        self.pool.trim()
+        torch.cuda.empty_cache()
+
+    def _time_baselines(self, sets) -> dict:
+        import torch._dynamo as dynamo
+
+        for knob in ("recompile_limit", "cache_size_limit"):
+            if hasattr(dynamo.config, knob):
+                setattr(dynamo.config, knob, 256)
+        figures = {"torch_ms": self.timer.time(self.reference.baseline, sets)["ms"]}
+        try:
+            compiled = torch.compile(self.reference.baseline, dynamic=False)
+            figures["compile_ms"] = self.timer.time(compiled, sets)["ms"]
+        except Exception as exc:  # noqa: BLE001 - torch.compile missing a compiler is not the candidate's fault
+            figures["compile_error"] = str(exc)[:200]
+        return figures
+
+    def bound_ms(self, case) -> float:
+        flops_peak = self.peaks["flops"].get(case.dtype, self.peaks["flops"]["float32"])
+        return 1e3 * max(self.reference.bytes_moved(**case.kwargs) / self.peaks["bandwidth"],
+                         self.reference.flops(**case.kwargs) / flops_peak)
+
+    def _plan(self, case) -> dict:
+        """Calls per window (a roofline-speed kernel fills TARGET_WINDOW_MS, within a share of device memory) and
+        the window's fixed cost for 1 and for that many calls, measured with no candidate anywhere."""
+        sample = self.inputs(case, BASELINE_SEED)
+        refs = _as_tuple(self.reference.ref_kernel(*[t.clone() if isinstance(t, torch.Tensor) else t
+                                                     for t in sample]))
+        expects = self.expects(refs, case)
+        per_set = sum(t.numel() * t.element_size() for t in sample if isinstance(t, torch.Tensor))
+        per_set += sum(math.prod(shape) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
+                       for shape, dtype in expects)
+        budget = MEASURER_MEMORY_SHARE * torch.cuda.get_device_properties(self.device).total_memory
+        k = max(1, min(MAX_CALLS_PER_WINDOW, math.ceil(TARGET_WINDOW_MS / max(self.bound_ms(case), 1e-4)),
+                       int(budget // max(3 * per_set, 1))))
+        del refs
+        window = self.callers["gpu"].window
+        one = window.calibrate_copies([CallSet(sample, expects)])
+        many = window.calibrate_copies([CallSet(sample, expects)] * k) if k > 1 else one
+        return {"k": k, "one_ms": one, "many_ms": many, "hops_ms": window.hops_ms}
+
+    def fixed_ms(self, plan: dict, k: int) -> float:
+        """A window's cost with no work in it, for k calls (linear between the two calibrated sizes)."""
+        if plan["k"] == 1:
+            return plan["one_ms"] + plan["hops_ms"]
+        share = (k - 1) / (plan["k"] - 1)
+        return plan["one_ms"] + share * (plan["many_ms"] - plan["one_ms"]) + plan["hops_ms"]
+
+    # -- rungs ------------------------------------------------------------------------------------------------------
+    def load(self, runner: str, rung: str) -> bool:
+        started = time.perf_counter()
+        caller = self.callers[runner]
+        caller.send({"kind": "load", "candidate": self.job["candidate"], "static_check": self.job["static_check"],
+                     "forbid_calls": list(self.problem.forbid_calls),
+                     "forbid_modules": list(self.problem.forbid_modules)})
+        try:
+            caller.recv("loaded")
+        except Fail as exc:
+            self.ch.rung(rung, False, str(exc), time.perf_counter() - started, **exc.details)
+            return False
+        if rung == "load":
+            self.ch.rung("load", True, None, time.perf_counter() - started)
+        return True
+
+    def compile(self, runner: str) -> bool:
+        started = time.perf_counter()
+        device = self.device if runner == "gpu" else torch.device("cpu")
+        sets = [CallSet(self.inputs(case, COMPILE_SEED, device), []) for case in self.problem.tests]
+        try:
+            report = self.callers[runner].call(sets, "compile", dump=bool(self.job.get("dump")))
+        except Fail as exc:
+            self.ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
+            return False
+        self.ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
+                     compile_seconds=report["compile_seconds"])
+        error = report["error"]
+        if error and ("CUDA error" in error or "illegal" in error.lower()):
+            # The kernels compiled but running them broke the CUDA context; nothing more can run in the runner.
+            self.ch.rung("run", False, f"crashed: {error}", time.perf_counter() - started)
+            return False
+        return True
+
+    def check(self, runner: str, case, seeds) -> list[dict]:
+        """Fresh inputs for each seed, the reference on a pristine CPU copy in float64, one call, every element."""
+        device = self.device if runner == "gpu" else torch.device("cpu")
+        sets, refs_all = [], []
+        for seed in seeds:
+            inputs = self.inputs(case, seed, device)
+            pristine = tuple(t.to("cpu").clone() if isinstance(t, torch.Tensor) else t for t in inputs)
+            refs = _as_tuple(self.reference.ref_kernel(*pristine))
+            refs_all.append(refs)
+            sets.append(CallSet(inputs, self.expects(refs, case)))
+        try:
+            outs = self.callers[runner].call(sets, "check", poison=True)
+        except Fail as exc:
+            raise Fail(f"{case.label}: {exc}") from None
+        tol = self.problem.tolerance[case.dtype]
+        results = []
+        for out, refs in zip(outs, refs_all):
+            worst = None
+            for o, r in zip(out, refs):
+                if not metrics.all_finite(o):
+                    bad = int(torch.count_nonzero(torch.logical_not(torch.isfinite(o))))
+                    raise Fail(f"{case.label}: output not finite ({bad} NaN/Inf of {o.numel()})")
+                worst = metrics.worst_of(worst, metrics.error_metrics(o.to("cpu"), r, tol.floor, tol.rtol))
+            reason = metrics.judge(worst, tol.rtol, tol.min_cosine)
+            worst["reason"] = f"{case.label}: {reason}" if reason else None
+            results.append(worst)
+        return results
+
+    def run_rung(self, runner: str) -> bool:
+        started = time.perf_counter()
+        try:
+            for case in self.problem.tests:
+                self.first[case] = self.check(runner, case, self.problem.seeds[:1])[0]
+        except Fail as exc:
+            self.ch.rung("run", False, str(exc), time.perf_counter() - started)
+            return False
+        self.ch.rung("run", True, None, time.perf_counter() - started, cases=len(self.problem.tests))
+        return True
+
+    def correctness_rung(self, runner: str) -> bool:
+        started = time.perf_counter()
+        per_dtype: dict = {}
+        checks = 0
+        try:
+            for case in self.problem.tests:
+                results = [self.first.pop(case)] if case in self.first else []
+                if len(self.problem.seeds) > len(results):
+                    results += self.check(runner, case, self.problem.seeds[len(results):])
+                for m in results:
+                    checks += 1
+                    per_dtype[case.dtype] = metrics.worst_of(per_dtype.get(case.dtype), m)
+                    if m["reason"]:
+                        raise Fail(m["reason"])
+        except Fail as exc:
+            self.ch.rung("correctness", False, str(exc), time.perf_counter() - started, per_dtype=per_dtype)
+            return False
+        for m in per_dtype.values():
+            m.pop("reason", None)
+        self.ch.rung("correctness", True, metrics.summarize(per_dtype), time.perf_counter() - started,
+                     per_dtype=per_dtype, checks=checks)
+        return True
+
+    def _timed_check(self, case, outs, sets_inputs) -> None:
+        tol = self.problem.tolerance[case.dtype]
+        for out, inputs in zip(outs, sets_inputs):
+            refs = _as_tuple(self.reference.ref_kernel(*[t.clone() if isinstance(t, torch.Tensor) else t
+                                                         for t in inputs]))
+            for o, r in zip(out, refs):
+                worst = metrics.max_rel(o, r, tol.floor)
+                if not worst <= tol.rtol:
+                    raise Fail(f"{case.label}: a timed call returned a wrong output (max_rel={worst:.3g})")
+            del refs
+
+    def _gpu_case(self, case, counter: list) -> dict:
+        caller = self.callers["gpu"]
+        plan = self.plans[case.label]
+        budget_s = float(self.job.get("bench_budget_s", 0.4))
+
+        def window(k: int):
+            sets_inputs = []
+            for _ in range(k):
+                counter[0] += 1
+                sets_inputs.append(self.inputs(case, BENCH_SEED + counter[0]))
+            expects = self._expects_for(case, sets_inputs[0])
+            sets = [CallSet(inputs, expects) for inputs in sets_inputs]
+            outs, figures = caller.call(sets, "time", timed=True)
+            self._timed_check(case, outs, sets_inputs)
+            return (figures["ms"] - self.fixed_ms(plan, k)) / k, figures
+
+        warm, _ = window(min(2, plan["k"]))  # compiles the shape's specialization; its time estimates the call
+        k = max(1, min(plan["k"], math.ceil(TARGET_WINDOW_MS / max(warm, 1e-4))))
+        started = time.perf_counter()
+        per_call, lates = [], 0
+        while len(per_call) < 3 or (len(per_call) < 30 and time.perf_counter() - started < budget_s):
+            ms, figures = window(k)
+            per_call.append(ms)
+            lates += figures["late"]
+        ms = statistics.median(per_call)
+        quartiles = statistics.quantiles(per_call, n=4) if len(per_call) >= 4 else [ms] * 3
+        return {"ms": ms, "windows": len(per_call), "calls_per_window": k,
+                "fixed_ms": round(self.fixed_ms(plan, k), 4), "spin_retries": lates,
+                "spread": (quartiles[2] - quartiles[0]) / ms if ms > 0 else 0.0, "clock": "cuda-window"}
+
+    def _expects_for(self, case, inputs) -> list:
+        key = case.label
+        if key not in self._expect_cache:
+            refs = _as_tuple(self.reference.ref_kernel(*[t.clone() if isinstance(t, torch.Tensor) else t
+                                                         for t in inputs]))
+            self._expect_cache[key] = self.expects(refs, case)
+        return self._expect_cache[key]
+
+    def _cpu_case(self, case, counter: list) -> dict:
+        caller = self.callers["interpret"]
+        times = []
+        started = time.perf_counter()
+        while len(times) < 2 or (len(times) < 20 and time.perf_counter() - started < 1.0):
+            counter[0] += 1
+            inputs = self.inputs(case, BENCH_SEED + counter[0], torch.device("cpu"))
+            outs = caller.call([CallSet(inputs, self._expects_for(case, inputs))], "time")
+            times.append(caller.last_host_ms)
+            self._timed_check(case, outs, [inputs])
+        figures = {"ms": statistics.median(times), "windows": len(times), "calls_per_window": 1,
+                   "clock": "cpu-interpreter"}
+        if hasattr(self.reference, "baseline"):
+            sets = [self.inputs(case, BASELINE_SEED + i, torch.device("cpu")) for i in range(2)]
+            figures["torch_ms"] = cpu_time(self.reference.baseline, sets)["ms"]
+        return figures
+
+    def benchmark_rung(self) -> bool:
+        started = time.perf_counter()
+        shapes, counter = [], [0]
+        gpu = self.mode == "gpu"
+        try:
+            for case in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks):
+                figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
+                record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype, **figures,
+                          **(self.baselines.get(case.label, {}) if gpu else {}),
+                          "bytes": int(self.reference.bytes_moved(**case.kwargs)),
+                          "flops": int(self.reference.flops(**case.kwargs))}
+                shapes.append({k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v)
+                               for k, v in record.items()})
+        except Fail as exc:
+            self.ch.rung("benchmark", False, str(exc), time.perf_counter() - started, shapes=shapes)
+            return False
+        self.ch.rung("benchmark", True, None, time.perf_counter() - started, shapes=shapes,
+                     clock="cuda-window" if gpu else "cpu-interpreter")
+        return True
+
+    # -- the ladder ---------------------------------------------------------------------------------------------------
+    def ladder(self) -> None:
+        if self.mode == "gpu":
+            steps = [("load", lambda: self.load("gpu", "load")), ("compile", lambda: self.compile("gpu")),
+                     ("run", lambda: self.run_rung("gpu")), ("correctness", lambda: self.correctness_rung("gpu")),
+                     ("benchmark", self.benchmark_rung)]
+        else:
+            steps = [("load", lambda: self.load("compile", "load")), ("compile", lambda: self.compile("compile")),
+                     ("run", lambda: self.load("interpret", "run") and self.run_rung("interpret")),
+                     ("correctness", lambda: self.correctness_rung("interpret")),
+                     ("benchmark", self.benchmark_rung)]
+        for name, step in steps:
+            self.rung_name = name
+            try:
+                if not step():
+                    return
+            except RunnerLost as exc:
+                self.ch.send({"kind": "runner_lost", "rung": name, "runner": exc.runner, "detail": str(exc)})
+                return
+            except Fail as exc:
+                self.ch.rung(name, False, str(exc))
+                return
+            except torch.OutOfMemoryError as exc:
+                self.ch.rung(name, False, f"out of device memory while measuring: {_short(exc)}")
+                return
+            except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the runner's kernel broke
+                self.ch.rung(name, False, f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
+                return
+
+
+def _read_job(fd: int) -> dict:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks))
+
+
+def main(argv) -> int:
+    started = time.time()
+    mode = argv[3]
+    if mode == "gpu":
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+    warm_s = time.time() - started
+    job = _read_job(int(argv[1]))
+    job_at = time.time()
+    channel = Channel(int(argv[2]), bytes.fromhex(job["key"]))
+    links = {}
+    for spec in argv[4:]:
+        name, read_fd, write_fd = spec.split(":")
+        links[name] = Link(int(read_fd), int(write_fd), RUNNER)
+    sys.setrecursionlimit(10000)
+    measurer = Measurer(job, channel, links)
+    try:
+        prepare_started = time.perf_counter()
+        measurer.hello()
+        if mode == "gpu":
+            measurer.prepare_gpu()
+        runner_warm = max(float(r["warm_s"]) for r in measurer.ready.values())
+        channel.send({"kind": "setup", "job_at": job_at, "warm_s": round(warm_s, 3), "runner_warm_s": runner_warm,
+                      "prepare_s": round(time.perf_counter() - prepare_started, 3)})
+        measurer.ladder()
+    except RunnerLost as exc:
+        channel.send({"kind": "runner_lost", "rung": "load", "runner": exc.runner, "detail": str(exc)})
+    except (Fail, Malformed) as exc:
+        channel.rung("load", False, f"the runner failed to start: {exc}")
+    finally:
+        for link in links.values():
+            try:
+                link.send({"kind": "quit"})
+            except Closed:
+                pass
+        measurer.pool.trim()
+        channel.send({"kind": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,300 @@
+"""The runner: the one process that imports the candidate. `python -m evolve.harness.runner IN OUT MODE WORK SHM`.
+
+It jails itself (harness/jail.py) before it imports anything else, starts torch and Triton, tells the measurer how
+it was set up, and then only answers the measurer: load the candidate, call custom_kernel on inputs the measurer
+placed in shared memory, hand back where the outputs are. Everything it says after the candidate is imported is
+treated as the candidate's word: the measurer reads the outputs' bytes itself and times the calls from outside, so a
+lie here can make a verdict worse, never better. What it checks itself (the static rules again, host torch ops, a
+kernel launched, the outputs' types) is a first line that gives a model early, clear reasons.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+# torch ops a candidate's host code may run (allocation, views, fills): anything else is library compute.
+ALLOWED_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like", "fill", "fill_", "zero_",
+    "new_empty", "new_empty_strided", "new_zeros", "new_full", "view", "_unsafe_view", "reshape", "as_strided",
+    "t", "transpose", "permute", "unsqueeze", "squeeze", "expand", "clone", "copy_", "contiguous", "detach", "alias",
+    "lift_fresh", "arange", "slice", "select", "split", "flatten", "_reshape_alias", "unbind", "set_", "resize_",
+    "ones", "ones_like", "_to_copy", "to", "view_as", "expand_as", "reshape_as", "narrow", "chunk", "movedim",
+})
+
+
+class Fail(Exception):
+    """The candidate did something the first line refuses; str() is the reason."""
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:400] if text else type(exc).__name__
+
+
+class Runner:
+    def __init__(self, link, mode: str, work: Path):
+        import torch
+
+        from .launches import LaunchLog
+
+        self.torch = torch
+        self.link, self.mode, self.work = link, mode, work
+        self.log = LaunchLog()
+        self.log.install(mode)
+        self.module = None
+        self.mapped = None
+        self.gate = self.done = None
+        self.kept: list = []  # the last call's outputs, alive until the measurer has read them
+        self._files: dict = {}
+
+    # -- set-up, before the candidate exists -------------------------------------------------------------------------
+    def hello(self, jail_status: str, started: float) -> None:
+        import triton
+
+        torch = self.torch
+        info = {"kind": "ready", "jail": jail_status, "torch": torch.__version__, "triton": triton.__version__,
+                "device": "cpu", "done": "", "warm_s": round(time.time() - started, 3)}
+        if self.mode == "gpu":
+            from . import cuda_ipc
+
+            torch.cuda.init()
+            info["device"] = torch.cuda.get_device_name()
+            self.mapped = cuda_ipc.Mapped()
+            self.done = torch.cuda.Event(interprocess=True)
+            info["done"] = self.done.ipc_handle().hex()
+        self.link.send(info)
+
+    def on_gate(self, message: dict) -> None:
+        torch = self.torch
+        self.gate = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), bytes.fromhex(message["handle"]))
+        self.link.send({"kind": "ack"})
+
+    def on_load(self, message: dict) -> None:
+        from .static_check import screen, summary
+
+        started = time.perf_counter()
+        problems = screen(message["candidate"], message["forbid_calls"], message["forbid_modules"],
+                          message["static_check"])
+        if problems:
+            return self.fail(summary(problems), started, violations=problems)
+        try:
+            spec = importlib.util.spec_from_file_location("candidate", message["candidate"])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["candidate"] = module
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # noqa: BLE001 - anything the candidate raises at import is its failure
+            return self.fail(f"import failed: {_short(exc)}", started, log=traceback.format_exc()[-4000:])
+        if not callable(getattr(module, "custom_kernel", None)):
+            return self.fail("custom_kernel is not a function", started)
+        self.module = module
+        self.link.send({"kind": "loaded", "seconds": round(time.perf_counter() - started, 4)})
+
+    # -- calls ------------------------------------------------------------------------------------------------------
+    def _inputs(self, descs: list) -> tuple:
+        out = []
+        for d in descs:
+            if "value" in d:
+                out.append(d["value"])
+            elif self.mode == "gpu":
+                from . import cuda_ipc
+
+                ptr = self.mapped.pointer(d["handle"], d["offset"], d["nbytes"])
+                out.append(cuda_ipc.tensor_at(ptr, d["shape"], d["dtype"]))
+            else:
+                out.append(self._file(d))
+        return tuple(out)
+
+    def _file(self, d: dict):
+        torch = self.torch
+        key = (d["path"], d["dtype"])
+        if key not in self._files:
+            numel = d["nbytes"] // torch.empty((), dtype=getattr(torch, d["dtype"])).element_size()
+            self._files[key] = torch.from_file(d["path"], shared=True, size=numel, dtype=getattr(torch, d["dtype"]))
+        return self._files[key][: _numel(d["shape"])].view(d["shape"])
+
+    def _poison(self, expects: list) -> None:
+        """NaN in the allocator's free blocks of each output's size: an element the kernel never writes shows."""
+        torch = self.torch
+        for e in expects:
+            block = torch.empty(e["nbytes"] // 4 + 1, dtype=torch.float32, device="cuda")
+            block.fill_(float("nan"))
+            del block
+
+    def _validate(self, out, expects: list, inputs: tuple) -> tuple:
+        torch = self.torch
+        outs = tuple(out) if type(out) in (tuple, list) else (out,)
+        if len(outs) != len(expects):
+            raise Fail(f"returned {len(outs)} output(s), expected {len(expects)}")
+        device = "cuda" if self.mode == "gpu" else "cpu"
+        for o, e in zip(outs, expects):
+            if type(o) is not torch.Tensor:
+                raise Fail(f"returned a {type(o).__name__}, not a plain torch.Tensor")
+            if str(o.dtype).replace("torch.", "") != e["dtype"]:
+                raise Fail(f"output dtype {str(o.dtype).replace('torch.', '')}, expected {e['dtype']}")
+            if list(o.shape) != list(e["shape"]):
+                raise Fail(f"output shape {tuple(o.shape)}, expected {tuple(e['shape'])}")
+            if o.device.type != device:
+                raise Fail(f"output on {o.device}, expected {device}")
+            if not o.is_contiguous():
+                raise Fail(f"output strides {o.stride()} are not contiguous")
+            for value in inputs:
+                if isinstance(value, torch.Tensor) and value.numel() and o.data_ptr() == value.data_ptr():
+                    raise Fail("output aliases an input; return a new tensor")
+        return outs
+
+    def on_call(self, message: dict) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        torch = self.torch
+        self.kept = []
+        if self.module is None and message["sets"]:
+            return self.fail("the candidate is not loaded")
+        ops: set = set()
+
+        class OpLog(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                ops.add(func._overloadpacket.__name__)
+                return func(*args, **(kwargs or {}))
+
+        launches = self.log.launches
+        started = time.perf_counter()
+        sets, purpose = message["sets"], message["purpose"]
+        gpu = self.mode == "gpu"
+        stream = torch.cuda.current_stream() if gpu else None
+        error = None
+        results = []
+        try:
+            prepared = [(self._inputs(s["inputs"]), s["expect"]) for s in sets]
+            if gpu and message["gate"]:
+                stream.wait_event(self.gate)
+            for inputs, expects in prepared:
+                if gpu and message["poison"]:
+                    self._poison(expects)
+                with OpLog():
+                    out = self.module.custom_kernel(*inputs)
+                results.append((out, inputs, expects))
+        except BaseException as exc:  # noqa: BLE001 - the candidate's exception is its failure
+            error = exc
+        if gpu:
+            self.done.record(stream)
+        extra = ops - ALLOWED_OPS
+        ops_reason = (f"custom_kernel ran torch ops {', '.join(sorted(extra)[:4])}: host code may only allocate and "
+                      f"launch Triton kernels") if extra else None
+        if purpose == "compile":
+            if gpu and error is None:
+                try:
+                    torch.cuda.synchronize()
+                except BaseException as exc:  # noqa: BLE001 - a kernel that faulted
+                    error = exc
+            if ops_reason:
+                return self.fail(ops_reason, started)
+            return self.compiled(started, error, message["dump"])
+        if error is not None:
+            return self.fail(_short(error), started, log=traceback.format_exc()[-4000:])
+        try:
+            outs = [self._validate(out, expects, inputs) for out, inputs, expects in results]
+            self.kept = outs
+            self.link.send({"kind": "outputs", "call": message["call"],
+                            "outputs": [self._export(o, s.get("output_files")) for o, s in zip(outs, sets)]})
+        except Fail as exc:
+            return self.fail(str(exc), started)
+        except BaseException as exc:  # noqa: BLE001
+            return self.fail(_short(exc), started, log=traceback.format_exc()[-4000:])
+        # After the outputs are out (a timed call's window is closing): the first line's own findings.
+        if ops_reason:
+            return self.fail(ops_reason, started)
+        if self.log.launches == launches and sets:
+            return self.fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit "
+                             "kernels", started)
+        self.link.send({"kind": "checked", "call": message["call"]})
+
+    def _export(self, outs: tuple, files) -> list:
+        torch = self.torch
+        described = []
+        for index, o in enumerate(outs):
+            entry = {"handle": "", "offset": 0, "nbytes": o.numel() * o.element_size(), "shape": list(o.shape),
+                     "dtype": str(o.dtype).replace("torch.", "")}
+            if self.mode == "gpu":
+                from . import cuda_ipc
+
+                entry["handle"], entry["offset"] = cuda_ipc.export(o.data_ptr())
+            else:
+                target = self._file(files[index])
+                with torch.no_grad():
+                    target.copy_(o)
+            described.append(entry)
+        return described
+
+    def compiled(self, started: float, error, dump: bool) -> None:
+        from .launches import describe_all
+        from .launches import dump as dump_files
+
+        if not self.log.kernels:
+            if error is not None:
+                reason = f"custom_kernel raised before any kernel compiled: {_short(error)}"
+                if "compil" in f"{type(error).__name__} {str(error)[:200]}".lower():
+                    reason = f"CompilationError: {_short(error)}"
+                return self.fail(reason, started, log="".join(traceback.format_exception(error))[-20000:])
+            return self.fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit "
+                             "kernels", started)
+        if error is not None and type(error).__name__ == "CompilationError":
+            return self.fail(f"CompilationError: {str(error).strip().splitlines()[-1][:300]}", started,
+                             log=str(error)[-20000:])
+        kernels = list(self.log.kernels.values())
+        folder = self.work / "dump"
+        infos = describe_all(kernels, self.work, sass=dump)
+        for index, (kernel, info) in enumerate(zip(kernels, infos)):
+            info["files"] = dump_files(kernel, info, folder, index) if dump else []
+            info.pop("_sass", None)
+        self.link.send({"kind": "compiled", "seconds": round(time.perf_counter() - started, 4),
+                        "compile_seconds": round(self.log.compile_seconds, 3), "kernels": infos,
+                        "error": _short(error) if error is not None else ""})
+
+    def fail(self, reason: str, started: float | None = None, log: str = "", violations=None) -> None:
+        seconds = round(time.perf_counter() - started, 4) if started else 0.0
+        self.link.send({"kind": "failed", "reason": reason[:2000], "log": log[-20000:], "seconds": seconds,
+                        "violations": [str(v)[:500] for v in (violations or [])][:50]})
+
+    def serve(self) -> None:
+        from .wire import Closed
+
+        handlers = {"gate": self.on_gate, "load": self.on_load, "call": self.on_call}
+        while True:
+            try:
+                message = self.link.recv()
+            except Closed:
+                return
+            if message.get("kind") == "quit":
+                return
+            handlers[message["kind"]](message)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def main(argv) -> int:
+    started = time.time()
+    in_fd, out_fd, mode, work, shm = int(argv[1]), int(argv[2]), argv[3], Path(argv[4]), argv[5]
+    from . import jail
+
+    status = jail.apply([str(work), shm, "/proc/self"])
+    from .wire import Link
+
+    link = Link(in_fd, out_fd)
+    sys.setrecursionlimit(10000)
+    runner = Runner(link, mode, work)
+    runner.hello(status, started)
+    runner.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
