@@ -1,4 +1,4 @@
-"""A candidate that crashes, hangs, exits, forges messages or escapes its process group fails one rung, and the
+"""A candidate that crashes, hangs, exits, sends garbage or escapes its process group fails one rung, and the
 parent's next evaluation runs normally."""
 import os
 import subprocess
@@ -73,7 +73,9 @@ def test_process_exit_before_verdict(tmp_path, options):
     assert "exited (code 0) before a verdict" in failed(verdict)["reason"]
 
 
-def test_forged_messages_are_not_verdicts(tmp_path, options):
+def test_printed_and_written_verdicts_are_not_verdicts(tmp_path, options):
+    """Text that looks like the harness's messages, printed and written to the runner's own pipe: the parent never
+    reads the runner, and the measurer takes the garbage on its pipe as the candidate's failure."""
     path = candidate(tmp_path, '''
         import os, sys
         def custom_kernel(x):
@@ -84,7 +86,7 @@ def test_forged_messages_are_not_verdicts(tmp_path, options):
             return launch(x)
     ''')
     verdict = evaluate(path, SOFTMAX, replace(options, static_check=False))
-    assert "tampered" in failed(verdict)["reason"]
+    assert "malformed message" in failed(verdict)["reason"]
     assert not verdict["ok"]
 
 

@@ -15,18 +15,33 @@ import time
 from pathlib import Path
 
 import triton
+from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
+
+_AUTOTUNER_RUN = Autotuner.run
 
 HOPPER = (90, 32)  # compute capability 9.0, warp size 32
 
 
+class _HopperUtils:
+    """Device properties an H100/H200 reports (Triton's tutorials size grids from them at import)."""
+
+    @staticmethod
+    def get_device_properties(device=0):
+        return {"max_shared_mem": 232448, "multiprocessor_count": 132, "max_num_regs": 65536, "warpSize": 32,
+                "sm_clock_rate": 1980000, "mem_clock_rate": 3201000, "mem_bus_width": 5120,
+                "max_threads_per_block": 1024}
+
+
 class _HopperStandIn:
-    """Just enough of a Triton driver for JITFunction.run(warmup=True) to compile for sm_90 with no GPU."""
+    """Just enough of a Triton driver for JITFunction.run(warmup=True) to compile for sm_90 with no GPU, and for
+    host code that asks the driver for the device and its properties."""
 
     def __init__(self):
         from triton.backends.compiler import GPUTarget
 
         self.target = GPUTarget("cuda", *HOPPER)
+        self.utils = _HopperUtils()
 
     def get_current_target(self):
         return self.target
@@ -58,7 +73,10 @@ class LaunchLog:
         """mode: 'gpu' (launch and record), 'compile' (sm_90 compile only), 'interpret' (count launches)."""
         log = self
         if mode == "interpret":
+            from triton.runtime.autotuner import Autotuner
             from triton.runtime.interpreter import InterpretedFunction
+
+            Autotuner.run = _AUTOTUNER_RUN  # a compile phase before this one compiled every config instead
 
             original, original_call = InterpretedFunction.run, InterpretedFunction.__call__
             inside = [0]  # launches in progress: a kernel may call other @triton.jit functions while it runs
@@ -81,7 +99,11 @@ class LaunchLog:
 
             InterpretedFunction.run = interpreted_run
             InterpretedFunction.__call__ = interpreted_call
+            _rewrite_in_own_scope()
             _autotune_without_timing()
+            from triton.runtime.driver import driver
+
+            driver.set_active(_HopperStandIn())  # host code that asks the driver for the device gets the CPU
             return
 
         original_run = JITFunction.run
@@ -125,6 +147,22 @@ class LaunchLog:
         except (ImportError, AttributeError):
             return False
         return True
+
+
+def _rewrite_in_own_scope() -> None:
+    """Triton's interpreter runs a rewritten kernel with its own module's names (numpy among them) copied into the
+    kernel's module, where host code would find them. Give the rewritten kernel a scope of its own instead: the
+    interpreter's names under the module's, the module itself untouched."""
+    from triton.runtime import interpreter
+
+    def compile_and_exec(self, transformed_ast):
+        code = compile(transformed_ast, filename=self.filename, mode="exec")
+        local_namespace = {**self.kwargs}
+        scope = {**vars(interpreter), **self.fn.__globals__}
+        exec(code, scope, local_namespace)
+        return local_namespace[self.fn.__name__]
+
+    interpreter.FunctionRewriter._compile_and_exec = compile_and_exec
 
 
 def _autotune_without_timing() -> None:

@@ -47,6 +47,16 @@ def _as_tuple(value):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
+def _triton_version() -> str:
+    """Triton's version without importing it (the measurer has no use for Triton itself)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("triton")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _short(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     return text.splitlines()[0][:400] if text else type(exc).__name__
@@ -104,19 +114,14 @@ class Measurer:
         for name, caller in self.callers.items():
             self.ready[name] = caller.recv("ready")
         first = next(iter(self.ready.values()))
-        import triton
-
-        device = torch.cuda.get_device_name() if self.mode == "gpu" else (
-            "cpu (Triton interpreter)" if "interpret" in self.ready else "cpu")
+        device = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu (Triton interpreter)"
         self.ch.send({"kind": "device", "mode": self.mode, "device": device, "torch": torch.__version__,
-                      "triton": triton.__version__, "jail": first["jail"]})
+                      "triton": _triton_version(), "jail": first["jail"]})
 
     @property
     def device_key(self) -> str:
-        import triton
-
         name = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu"
-        return f"{name}|torch {torch.__version__}|triton {triton.__version__}"
+        return f"{name}|torch {torch.__version__}|triton {_triton_version()}"
 
     @property
     def baseline_key(self) -> str:

@@ -32,7 +32,9 @@ from .wire import Malformed, parse
 
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret")}  # runner names (and their modes) per evaluation mode
+# Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
+# another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
+RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret")}
 
 
 @dataclass
@@ -201,6 +203,10 @@ class Crew:
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.procs.values())
 
+    def triton_cache(self) -> Path:
+        """The runner's own Triton cache (private to this evaluation)."""
+        return self.work / RUNNERS[self.mode][0] / "triton"
+
     def candidate_path(self) -> Path:
         """Where the candidate file goes: inside the first runner's folder (the measurer never reads it)."""
         return self.work / RUNNERS[self.mode][0] / "candidate.py"
@@ -209,11 +215,10 @@ class Crew:
         kill_everything([p.pid for p in self.procs.values()], self.token)
         for p in self.procs.values():
             p.wait()
-        for fd in (self._job_w, self._msg_r):
-            try:
+        for fd in (self._job_w, self._msg_r):  # only those run() did not take over (closing a number twice could
+            if fd is not None:  # close a descriptor another thread has opened since)
                 os.close(fd)
-            except OSError:
-                pass
+        self._job_w = self._msg_r = None
         shutil.rmtree(self.work, ignore_errors=True)
         shutil.rmtree(self.shm, ignore_errors=True)
 
@@ -222,15 +227,16 @@ class Crew:
         job = {**job, "key": self.key.hex(), "shm": self.shm}
         result = CrewResult()
         started = time.monotonic()
+        job_w, msg_r, self._job_w, self._msg_r = self._job_w, self._msg_r, None, None
         try:
-            with os.fdopen(self._job_w, "wb") as pipe:
+            with os.fdopen(job_w, "wb") as pipe:
                 pipe.write(json.dumps(job).encode())
         except BrokenPipeError:
             pass  # the measurer died during start-up; its exit status tells why
         runners = [p.pid for name, p in self.procs.items() if name != "measurer"]
         buffer = b""
         try:
-            with os.fdopen(self._msg_r, "rb", buffering=0) as channel:
+            with os.fdopen(msg_r, "rb", buffering=0) as channel:
                 while True:
                     left = timeout_s - (time.monotonic() - started)
                     if left <= 0:

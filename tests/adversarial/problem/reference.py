@@ -1,0 +1,1 @@
+../../../problems/softmax/reference.py
