@@ -2,13 +2,15 @@
 
     python benchmarks/adversarial_report.py [--cache DIR] [CASE ...]
 
-Each case in tests/adversarial/cases/ is evaluated with the static check on and, where its header has an
-`expect-dynamic` line, once more with the static check off. The honest control is evaluated first and again last, and
-its per-shape figures are compared, so the table also shows whether the suite degraded the harness. GPU-only cases
-are skipped without a GPU. Exit status 1 if any verdict differs from its header.
+Each case in tests/adversarial/cases/ is evaluated against tests/adversarial/problem with the static check on and,
+where its header has an `expect-dynamic` line, once more with the static check off; the `stops` column is the defence
+its header names for that run. The honest control is evaluated first and again last, and its per-shape figures are
+compared, so the table also shows whether the suite degraded the harness. GPU-only cases are skipped without a GPU.
+Exit status 1 if any verdict differs from its header.
 """
 import argparse
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 import sys
 import tempfile
 import time
@@ -18,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "adversarial"))
 
-from test_adversarial import CASES, SOFTMAX, check, expected, header, options_for  # noqa: E402
+from test_adversarial import CASES, PROBLEM, check, expected, header, options_for  # noqa: E402
 
 from evolve.harness import evaluate  # noqa: E402
 from evolve.harness.sandbox import SPARES  # noqa: E402
@@ -26,7 +28,7 @@ from evolve.harness.sandbox import SPARES  # noqa: E402
 
 def one(path: Path, options, key: str) -> dict:
     started = time.perf_counter()
-    verdict = evaluate(path, SOFTMAX, options)
+    verdict = evaluate(path, PROBLEM, options)
     seconds = time.perf_counter() - started
     expectation = expected(header(path), key, verdict)
     failed = [r for r in verdict["rungs"] if r["status"] == "failed"]
@@ -37,46 +39,50 @@ def one(path: Path, options, key: str) -> dict:
         match = False
     return {"verdict": verdict, "seconds": seconds, "match": match, "expected": expectation,
             "rung": failed[0]["name"] if failed else "-",
-            "reason": " ".join((failed[0]["reason"] or "").split()) if failed else
-            ("ok, hidden work" if any(s.get("hidden_work") for s in verdict["shapes"]) else "ok")}
+            "reason": " ".join((failed[0]["reason"] or "").split()) if failed else "ok"}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", help="peaks/baselines cache folder (default: a fresh temporary one)")
     parser.add_argument("--width", type=int, default=110, help="reason column width")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="cases evaluated at once (the honest control always runs alone, before and after)")
     parser.add_argument("cases", nargs="*", help="case names (default: all)")
     args = parser.parse_args()
     cache = args.cache or tempfile.mkdtemp(prefix="evolve-adv-")
     control = CASES / "honest_control.py"
     paths = [p for p in sorted(CASES.glob("*.py")) if not args.cases or p.stem in args.cases]
 
-    before = one(control, replace(options_for(control, cache), prewarm=True), "expect")
+    before = one(control, options_for(control, cache), "expect")
     gpu = before["verdict"]["mode"] == "gpu"
     print(f"device: {before['verdict']['device']}  mode: {before['verdict']['mode']}")
-    print(f"{'case':<28}{'check':<8}{'match':<6}{'rung':<12}{'secs':>6}  reason")
+    print(f"{'case':<28}{'check':<8}{'stops':<14}{'match':<6}{'rung':<12}{'secs':>6}  reason")
     rows, slowest = [], (0.0, "")
+    todo = []
     for path in paths:
         h = header(path)
         if "gpu" in h and not gpu:
-            print(f"{path.stem:<28}{'-':<8}{'-':<6}{'-':<12}{'':>6}  skipped: needs a GPU")
+            print(f"{path.stem:<28}{'-':<8}{'-':<14}{'-':<6}{'-':<12}{'':>6}  skipped: needs a GPU")
             continue
-        base = replace(options_for(path, cache), prewarm=True)
-        runs = [("static", base, "expect")]
+        base = options_for(path, cache)
+        lines = h["stops"].split(", then ")
+        todo.append((path, "static", base, "expect", lines[0]))
         if "expect-dynamic" in h:
-            runs.append(("dynamic", replace(base, static_check=False), "expect-dynamic"))
-        for label, options, key in runs:
-            r = one(path, options, key)
+            todo.append((path, "dynamic", replace(base, static_check=False), "expect-dynamic", lines[-1]))
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = pool.map(lambda item: one(item[0], item[2], item[3]), todo)
+        for (path, label, _, _, stops), r in zip(todo, results):
             rows.append(r)
             if not r["verdict"]["ok"] and r["seconds"] > slowest[0]:
                 slowest = (r["seconds"], f"{path.stem} ({label})")
             reason = r["reason"] if len(r["reason"]) <= args.width else r["reason"][: args.width - 3] + "..."
-            print(f"{path.stem:<28}{label:<8}{'yes' if r['match'] else 'NO':<6}{r['rung']:<12}"
+            print(f"{path.stem:<28}{label:<8}{stops:<14}{'yes' if r['match'] else 'NO':<6}{r['rung']:<12}"
                   f"{r['seconds']:>6.1f}  {reason}", flush=True)
             if not r["match"]:
                 print(f"{'':<28}expected: {r['expected']}", flush=True)
 
-    after = one(control, replace(options_for(control, cache), prewarm=True), "expect")
+    after = one(control, options_for(control, cache), "expect")
     SPARES.clear()
     print(f"{sum(r['match'] for r in rows)} of {len(rows)} verdicts as expected; "
           f"slowest rejection {slowest[0]:.1f} s: {slowest[1]}")

@@ -3,9 +3,9 @@
     python benchmarks/harness_overhead.py [CANDIDATE] [PROBLEM]
 
 Defaults to the softmax seed. Runs the evaluation three times: with an empty cache (peaks and torch/torch.compile
-baselines measured); with the cache warm (what `evolve eval` pays); and with the cache warm and the child already
-started by the evaluation before (what each candidate pays inside `evolve run`, which starts the next child while
-the current one is evaluated).
+baselines measured); with the cache warm (what `evolve eval` pays); and with the cache warm and the processes (measurer
+and runner) already started by the evaluation before (what each candidate pays inside `evolve run`, which starts the
+next evaluation's processes while the current one is evaluated).
 """
 import argparse
 import tempfile
@@ -47,11 +47,11 @@ def main():
         other = wall - sum(per.get(r, 0.0) for r in rungs)
         cells = "".join(f"{per.get(r, 0.0):>{w}.1f}" for r, w in zip(rungs, (7, 9, 7, 9, 8)))
         print(f"{label:<12}{'yes' if verdict['ok'] else 'no':>4}{cells}{other:>8.1f}{wall:>8.1f}")
-        setup = ", ".join(f"{s['mode']} child: waited {s['wait_s']:.1f} s for start-up "
-                          f"(which took {s['warm_s']:.1f} s), prepare {s['prepare_s']:.1f} s"
+        setup = ", ".join(f"waited {s['wait_s']:.1f} s for start-up (measurer {s['warm_s']:.1f} s, runner "
+                          f"{s['runner_warm_s']:.1f} s), prepare {s['prepare_s']:.1f} s"
                           for s in verdict.get("setup", []))
         print(f"{'':<12}{setup}")
-    print("seconds; 'other' = process start, imports, device setup, reference inputs, peaks/baselines when cold")
+    print("seconds; 'other' = process start, imports, device setup, peaks/baselines and window calibration")
 
 
 if __name__ == "__main__":

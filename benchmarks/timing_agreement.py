@@ -1,39 +1,93 @@
-"""Does the harness's GPU timer agree with triton.testing.do_bench? Prints a table; needs a CUDA GPU.
+"""Do the harness's figures agree with triton.testing.do_bench? Prints a table; needs a CUDA GPU.
 
-    python benchmarks/timing_agreement.py
+    python benchmarks/timing_agreement.py [CANDIDATE] [--runs 2]
 
-Both time torch.softmax on the same shapes with the L2 flushed; the harness also copies fresh inputs every repetition
-(outside the timed region). The ratio column is harness median / do_bench median.
+The candidate (default: the softmax seed) is evaluated --runs times through the whole harness, where the measurer
+times windows of calls made by the runner from outside it. The same custom_kernel is then timed in this process with
+do_bench (L2 flushed before every call) and back to back (the window's own pattern: calls on distinct fresh inputs
+with no flush between them, between two events). Columns: the harness's median per shape in each run and their
+spread, do_bench, and the ratios harness/do_bench and harness/back-to-back.
 """
+import argparse
+import importlib.util
 import statistics
+import tempfile
+from pathlib import Path
 
 import torch
 import triton.testing
 
-from evolve.harness.timing import GpuTimer
+from evolve.harness import EvalOptions, evaluate
+from evolve.harness.problem import load_problem
 
-SHAPES = [(4096, 1024), (4096, 4096), (8192, 8192), (4096, 32768), (1024, 131072)]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def back_to_back(fn, sets) -> float:
+    """Per-call ms of fn over the sets, called back to back between two events (the measurer's window pattern)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(2_000_000)
+        start.record()
+        for inputs in sets:
+            fn(*inputs)
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(start.elapsed_time(end) / len(sets))
+    return statistics.median(samples)
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("candidate", nargs="?", default=ROOT / "problems/softmax/seeds/softmax_rows.py")
+    parser.add_argument("--problem", default=ROOT / "problems/softmax")
+    parser.add_argument("--runs", type=int, default=2)
+    args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("needs a CUDA GPU")
-    timer = GpuTimer(torch.device("cuda"))
-    print(f"device: {torch.cuda.get_device_name()}  harness fixed overhead: {timer.overhead_ms * 1e3:.1f} us")
-    print(f"{'dtype':<6}{'M x N':>14}{'harness ms':>12}{'do_bench ms':>13}{'ratio':>8}{'reps':>6}")
-    ratios = []
-    for dtype in (torch.float32, torch.bfloat16):
-        for m, n in SHAPES:
-            sets = [(torch.randn(m, n, device="cuda", dtype=dtype),) for _ in range(2)]
-            ours = timer.time(lambda x: torch.softmax(x, -1), sets)
-            x = sets[0][0]
-            theirs = triton.testing.do_bench(lambda: torch.softmax(x, -1), warmup=25, rep=200, return_mode="median")
-            ratio = ours["ms"] / theirs
-            ratios.append(ratio)
-            name = str(dtype).replace("torch.", "")
-            print(f"{name:<6}{f'{m}x{n}':>14}{ours['ms']:>12.4f}{theirs:>13.4f}{ratio:>8.3f}{ours['reps']:>6}")
-    print(f"median ratio {statistics.median(ratios):.3f}; within 5%: {sum(abs(r - 1) <= 0.05 for r in ratios)}"
-          f" of {len(ratios)}")
+    problem = load_problem(args.problem)
+    reference = load(problem.reference_path, "reference")
+    kernel = load(Path(args.candidate), "candidate")
+    verdicts = []
+    with tempfile.TemporaryDirectory() as cache:
+        for _ in range(args.runs):
+            verdicts.append(evaluate(args.candidate, args.problem, EvalOptions(cache_dir=cache)))
+    for v in verdicts:
+        if not v["ok"]:
+            raise SystemExit(f"the candidate failed: {[(r['name'], r['reason']) for r in v['rungs']]}")
+    print(f"device: {verdicts[0]['device']}  candidate: {Path(args.candidate).name}  fitness per run: "
+          + ", ".join(f"{v['fitness']:.4f}" for v in verdicts))
+    print(f"{'case':<18}{'K':>4}" + "".join(f"{f'run{i + 1} us':>10}" for i in range(len(verdicts)))
+          + f"{'spread':>8}{'do_bench':>10}{'/do_bench':>10}{'back2back':>11}{'/b2b':>7}")
+    ratios, b2b_ratios, spreads = [], [], []
+    for index, case in enumerate(problem.benchmarks):
+        runs = [v["shapes"][index]["ms"] for v in verdicts]
+        k = verdicts[0]["shapes"][index]["calls_per_window"]
+        sets = [reference.generate_input(1000 + i, device="cuda", **case.kwargs) for i in range(k)]
+        x = sets[0]
+        theirs = triton.testing.do_bench(lambda: kernel.custom_kernel(*x), warmup=25, rep=200, return_mode="median")
+        b2b = back_to_back(kernel.custom_kernel, sets)
+        ours = statistics.median(runs)
+        spread = (max(runs) - min(runs)) / ours
+        ratios.append(ours / theirs)
+        b2b_ratios.append(ours / b2b)
+        spreads.append(spread)
+        print(f"{case.label:<18}{k:>4}" + "".join(f"{r * 1e3:>10.1f}" for r in runs)
+              + f"{spread:>8.3f}{theirs * 1e3:>10.1f}{ours / theirs:>10.3f}{b2b * 1e3:>11.1f}{ours / b2b:>7.3f}")
+        del sets
+        torch.cuda.empty_cache()
+    print(f"median harness/do_bench {statistics.median(ratios):.3f}; within 5%: "
+          f"{sum(abs(r - 1) <= 0.05 for r in ratios)} of {len(ratios)}; median harness/back-to-back "
+          f"{statistics.median(b2b_ratios):.3f}; largest run-to-run spread {max(spreads):.3f}")
 
 
 if __name__ == "__main__":

@@ -43,9 +43,9 @@ def cli():
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="cuda: time on the GPU; cpu: compile for sm_90 and run under the Triton interpreter.")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
-              help="Wall-clock limit in seconds for each sandboxed child; it is killed with its process group.")
+              help="Wall-clock limit in seconds for one evaluation; its processes are killed with their groups.")
 @click.option("--max-memory", "max_rss_gb", type=float, default=32.0, show_default=True,
-              help="Host memory limit of the child in GB.")
+              help="Host memory limit of the candidate's runner process in GB.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir):
@@ -133,7 +133,7 @@ def _open_archive(db, must_exist=True):
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where candidates are evaluated (cpu: sm_90 compile + Triton interpreter).")
 @click.option("--timeout", "timeout_s", type=float, default=180.0, show_default=True,
-              help="Wall-clock limit in seconds of each sandboxed evaluation child; a candidate that hangs costs "
+              help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs "
                    "this much. An honest softmax evaluation takes under 40 s even with an empty cache.")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, tune_trials, llm_timeout, llm_retries, device, timeout_s):

@@ -1,4 +1,4 @@
-"""The timer: fresh copies and feeds on the CPU; on a GPU, event times against do_bench and work hidden on a side stream."""
+"""Timing trusted code in the measurer (baselines, peaks): host-clock medians on the CPU, CUDA events on a GPU."""
 import pytest
 import torch
 
@@ -42,21 +42,3 @@ def test_gpu_timer_agrees_with_do_bench():
     ours = timer.time(lambda t: torch.softmax(t, -1), [(x,)])
     theirs = triton.testing.do_bench(lambda: torch.softmax(x, -1), warmup=25, rep=200, return_mode="median")
     assert 0.9 < ours["ms"] / theirs < 1.1, (ours, theirs)
-    assert not ours["hidden_work"]
-
-
-@pytest.mark.gpu
-def test_work_on_a_side_stream_is_timed_by_the_host_clock():
-    timer = GpuTimer(torch.device("cuda"))
-    side = torch.cuda.Stream()
-    x = torch.randn(8192, 8192, device="cuda")
-    honest = timer.time(lambda t: torch.softmax(t, -1), [(x,)])
-
-    def hidden(t):
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            return torch.softmax(t, -1)
-
-    sneaky = timer.time(hidden, [(x,)])
-    assert sneaky["event_ms"] < 0.5 * honest["ms"], (sneaky, honest)  # the events alone are fooled
-    assert sneaky["hidden_work"] and sneaky["ms"] > 0.8 * honest["ms"], (sneaky, honest)

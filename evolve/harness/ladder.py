@@ -129,6 +129,9 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             shutil.copyfile(candidate, crew.candidate_path())
             if store is not None and store.is_dir():
                 shutil.copytree(store, crew.triton_cache(), dirs_exist_ok=True)
+            driver = cache / "triton-driver"
+            if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
+                shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
                    "secret": secret, "dump": bool(options.dump_dir), "bench_budget_s": options.bench_budget_s,
                    "static_check": options.static_check, "peaks": _load(cache, trusted, "peaks.json"),

@@ -190,8 +190,9 @@ class Crew:
             close_after += [from_runner_r, to_runner_w]
         job_r, self._job_w = os.pipe()
         self._msg_r, msg_w = os.pipe()
-        inductor = (Path(trusted_cache) / "inductor") if jail.abi_version() else (self.work / "inductor")
-        extra = {"TRITON_CACHE_DIR": str(self.work / "measurer-triton"), "TORCHINDUCTOR_CACHE_DIR": str(inductor)}
+        # The measurer's own caches persist only where no runner can write them (with a jail).
+        trusted = Path(trusted_cache) if jail.abi_version() else self.work
+        extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"), "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor")}
         with open(self.work / "measurer.stdout", "wb") as out, open(self.work / "measurer.stderr", "wb") as err:
             self.procs["measurer"] = subprocess.Popen(
                 [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, *links],

@@ -1,4 +1,5 @@
-# expect: run: aliases an input
+# stops: runner
+# expect: run: aliases an input|modified its input
 """Cheat: softmax in place into x and return x: no output allocation, and the input is gone."""
 import torch
 import triton

@@ -1,5 +1,6 @@
+# stops: static check, then measurer
 # expect: load: imports threading
-# expect-dynamic: compile|run: background thread
+# expect-dynamic: run|correctness|benchmark: not finite|> rtol|wrong output
 """Cheat: a no-op launch on the calling thread, the real kernel launched from a thread that outlives the call, so a
 timer around the call measures nothing (and the result is usually there by the time anyone looks)."""
 import threading

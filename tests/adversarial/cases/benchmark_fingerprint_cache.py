@@ -1,4 +1,5 @@
-# expect: correctness|benchmark: torch ops|_local_scalar_dense|cache|wrong output
+# stops: runner
+# expect: compile|correctness|benchmark: torch ops|_local_scalar_dense|wrong output
 """Cheat that passes the static check: honest on the shapes problem.toml lists for checking; on any other shape (the
 benchmark's) outputs are cached by a content fingerprint, float() of three elements (a builtin on a subscript: no
 import, no method). The benchmark's fresh copies of two input sets defeat a pointer cache, not a content cache; the

@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: correctness: > rtol
 """Cheat: honest for the first two calls of each (shape, dtype), a harness that checks twice and then times; from
 the third call on it returns the stored output after a no-op launch."""

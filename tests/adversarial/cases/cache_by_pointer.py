@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: correctness|benchmark: > rtol|wrong output
 # gpu
 """Cheat: outputs cached by x.data_ptr(): the caching allocator hands a benchmark's input copy the same address every

@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: correctness: > rtol
 """Cheat: remember the first output per (shape, dtype) in a module-level dict and return it on every later call
 (with a no-op launch, for a launch counter). A dict mutation needs no 'global', so the static check lets it through;

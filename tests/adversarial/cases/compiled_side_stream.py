@@ -1,10 +1,11 @@
-# expect: load: torch.cuda.stream|warmup|stream=|string annotation
-# expect-dynamic: compile|run: side stream
+# stops: window
+# expect: ok or run|correctness|benchmark: not finite|> rtol|wrong output
 # gpu
 """Trick: hide part of the work on a side stream without `with torch.cuda.stream(...)`: make the stream in a function
 annotation (host code that runs at import), get the compiled kernel from `warmup` (no launch), and launch it with a
-`stream=` argument of its own, which bypasses JITFunction.run. A quarter of the rows then run where the events do not
-look. Triton's launcher hands every real launch, with its stream, to the harness's launch hook."""
+`stream=` argument of its own, which bypasses JITFunction.run. A quarter of the rows then run where events on the
+current stream do not look. The measurer's window times the whole GPU from outside the runner, side streams included,
+and reads the rows back itself: the trick is either timed like any work or its rows are not there yet."""
 import torch
 import triton
 import triton.language as tl

@@ -1,5 +1,5 @@
-# expect: load: special method
-# expect-dynamic: run: not a plain tuple
+# stops: runner
+# expect: run: not a plain torch.Tensor
 """Trick: return a list subclass whose __iter__ computes the answer with torch ops on the host. The harness iterates
 the output after the call, when the op log has closed (and on a GPU after the end event and the host clock): the
 work would be neither logged nor timed. Only exact tuples and lists are iterated."""

@@ -1,3 +1,4 @@
+# stops: static check, then measurer
 # expect: load: in host code
 # expect-dynamic: run|correctness: > rtol|not finite
 """Cheat: the problem's seeds are public, so regenerate their inputs (reference.generate_input, copied) at import time,

@@ -1,3 +1,4 @@
+# stops: limits
 # expect: compile|run: out of memory
 # gpu
 """Resource exhaustion: 400 GB asked of the GPU (a 'workspace' sized by a bug); it must fail as an out-of-memory

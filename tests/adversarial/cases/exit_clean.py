@@ -1,5 +1,6 @@
+# stops: static check, then limits
 # expect: load: imports os
-# expect-dynamic: run|compile: exited (code 0) before a verdict
+# expect-dynamic: compile|run: exited (code 0) before a verdict
 """Cheat: launch, then leave the process with status 0 before any check can fail, hoping 'exit 0' reads as a pass."""
 import os
 

@@ -1,5 +1,5 @@
-# expect: load: builtin print
-# expect-dynamic: run|correctness: not finite|> rtol
+# stops: measurer
+# expect: run|correctness: not finite|> rtol
 """Cheat: print text that looks like a passing verdict (ladder lines and channel-style JSON messages) on stdout
 and stderr, hoping a parent scrapes output; the output itself is garbage from a no-op launch."""
 import torch

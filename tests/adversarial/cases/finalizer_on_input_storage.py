@@ -1,5 +1,5 @@
-# expect: load: uses yield|untyped_storage
-# expect-dynamic: run: attached Python attributes to its input
+# stops: measurer
+# expect: run|correctness|benchmark: wrong output|not finite|> rtol
 """Cheat: the same deferred host softmax as finalizer_on_output, run by a suspended generator's finally block (no
 special method at all), hung on the input's storage, whose Python object lives as long as the storage does."""
 import math

@@ -1,5 +1,6 @@
-# expect: load: special name __del__|attribute on something other
-# expect-dynamic: run: output carries Python attributes
+# stops: static check, then measurer
+# expect: load: dunder name __del__
+# expect-dynamic: run|correctness|benchmark: wrong output|not finite|> rtol
 """Cheat: on benchmark shapes, launch a no-op kernel and hang an object on the output whose finalizer (__del__ bound
 by assignment in the class body, not by a def) computes the next call's softmax on the host with plain operators,
 when the harness drops the previous output: after the op log has closed, before the output is checked."""

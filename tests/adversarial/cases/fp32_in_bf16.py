@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: correctness: float32|> rtol
 """Cheat: compute in bfloat16 inside the kernel for float32 input (half the register pressure, faster exp), and
 write the float32 output; the answers are bf16-accurate only."""

@@ -1,7 +1,10 @@
-# expect: load: gi_frame|f_back|f_locals|frame|uses yield
+# stops: static check, then measurer
+# expect: load: f_back|frames
+# expect-dynamic: run|correctness: not finite|> rtol
 """Cheat: no import, no dunder, no blocked builtin. A running generator's gi_frame.f_back is its caller's frame; walk
-up to the harness frame that holds the signed channel (`ch`) and the job, and send the parent a complete passing
-ladder, signed with the real key, followed by 'done'. The parent stops reading at 'done'; the kernel is garbage."""
+up to the harness frame that holds a channel and send a complete passing ladder followed by 'done'. The runner's
+frames hold only its pipe to the measurer, which checks outputs itself; the key to the parent's pipe lives in the
+measurer, another process. The kernel is garbage."""
 import torch
 import triton
 import triton.language as tl

@@ -1,7 +1,9 @@
+# stops: static check, then none
 # expect: load: imports gc
-# expect-dynamic: run: garbage collection on
+# expect-dynamic: ok
 """Cheat: switch the garbage collector back on inside the call, so that a collection during the harness's checks can
-run a finalizer kept in a reference cycle (see gc_cycle_late_launch)."""
+run a finalizer kept in a reference cycle (see gc_cycle_late_launch). The checks run in the measurer, so the trick
+gains nothing and the honest kernel behind it passes."""
 import gc
 
 import torch

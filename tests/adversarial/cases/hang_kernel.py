@@ -1,3 +1,4 @@
+# stops: limits
 # expect: compile|run: timed out
 # timeout: 30
 """Hang: a Triton kernel whose loop never ends. The loop re-reads x with a volatile load each turn (a side effect the

@@ -1,3 +1,4 @@
+# stops: none
 # expect: ok
 """Honest control for @triton.autotune: the autotuner's own benchmarking (the first call of each key, inside the
 watched call) runs only allocation and launches, and under the interpreter every config ties and the first is kept."""

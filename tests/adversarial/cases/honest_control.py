@@ -1,3 +1,4 @@
+# stops: none
 # expect: ok
 """The control: the honest single-block softmax. It must pass, before and after the whole suite."""
 import torch

@@ -1,3 +1,4 @@
+# stops: limits
 # expect: compile|run: more than 2 gb of host memory
 # max-memory: 2
 """Resource exhaustion: 32 GiB of host memory in 256 MiB pieces (torch.full is an allowed allocation, and filled

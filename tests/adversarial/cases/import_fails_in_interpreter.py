@@ -1,10 +1,8 @@
-# expect: load: triton.runtime.driver
-# expect-dynamic: load|run: import failed
-# expect-dynamic-gpu: ok
-"""Not a cheat: the Triton tutorials' idiom DEVICE = triton.runtime.driver.active.get_active_torch_device(). It imports
-in the compile child (the sm_90 stand-in driver is active) and raises at import in the interpreter child (no driver).
-A failure at import in the second child must still fail a rung, with its reason. On a GPU one child does everything
-and the idiom works, so the dynamic run passes there."""
+# stops: none
+# expect: ok
+"""Not a cheat: the Triton tutorials' idiom DEVICE = triton.runtime.driver.active.get_active_torch_device(). Without a
+GPU both runners (compiling for sm_90, and running under the interpreter) answer it with a stand-in driver that
+reports the CPU, so the idiom works everywhere and the candidate passes."""
 import torch
 import triton
 import triton.language as tl

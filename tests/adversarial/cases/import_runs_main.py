@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: dunder
 # expect-dynamic: load: import failed|exited
 """Trick aimed at the parent: a module's `__main__` runs code when imported (torch.utils.model_dump's calls

@@ -1,5 +1,6 @@
+# stops: static check, then runner
 # expect: load: .numpy inside a @triton.jit
-# expect-dynamic: run|correctness: not finite|> rtol
+# expect-dynamic: run|correctness: not finite|> rtol|called directly
 """Trick: call a @triton.jit function directly from host code. Under the CPU interpreter its body would run as plain
 Python on the real tensors, where .numpy() hands the data to numpy (no torch op, so nothing for the op log); a no-op
 launch satisfies the launch count. The interpreter child refuses a direct call outside a launch, as a GPU build does."""

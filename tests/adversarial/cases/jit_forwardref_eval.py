@@ -1,10 +1,10 @@
-# expect: load: typing.ForwardRef|private attribute
-# expect-dynamic: load: replaced ctx.check_case|replaced ctx._timed_feed
+# stops: static check, then measurer
+# expect: load: typing.forwardref|private attribute
+# expect-dynamic: run|correctness: not finite|> rtol
 """Cheat: inside a @triton.jit body, reach typing through the kernel language (tl.core.typing) and build a
 ForwardRef whose evaluation is an exec with full builtins; Triton's code generator (and the interpreter) run it when
-the kernel is launched at import. The payload finds the harness's Context among the live objects and hangs its own
-check_case and _timed_feed on that instance, where they shadow the class's methods: every check passes, garbage
-included."""
+the kernel is launched at import. The payload looks for the harness's checks among the live objects to make them
+pass; in the runner there are none to find (the checks run in the measurer), and the garbage output fails there."""
 import torch
 import triton
 import triton.language as tl

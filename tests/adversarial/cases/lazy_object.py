@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: getattr|dunder
 # expect-dynamic: run: not a plain torch.Tensor
 """Cheat: return a proxy that launches the real kernel only when the harness first touches the result (so a timed

@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: torch.softmax
 # expect-dynamic: compile: torch ops
 """Cheat: the library softmax hidden behind a module-level alias, so no call site names it."""

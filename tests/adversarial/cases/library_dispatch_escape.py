@@ -1,8 +1,10 @@
-# expect: load: torch.utils|torch.softmax|private attribute
+# stops: static check, then window
+# expect: load: torch.utils|torch.softmax|library internals
+# expect-dynamic: ok
 """Cheat: the op log is a Python dispatch mode; suspend the active modes around the library call so it is never seen.
 
-Only the static check stops this one (torch.utils is not for candidates): with the static check off, the op log is
-blind to it. README, 'What the harness guarantees', lists this limit."""
+The static check refuses torch.utils; with it off the runner's op log is blind, and nothing more needs to stop it:
+the answer is right and the window times the library's work like any other, so it earns the library's speed."""
 import torch
 import torch.utils._python_dispatch
 import triton

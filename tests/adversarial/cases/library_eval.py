@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: eval|exec
 # expect-dynamic: compile: torch ops
 """Cheat: the library softmax built from strings with exec/eval."""

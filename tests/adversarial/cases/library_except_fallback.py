@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: torch.softmax
 # expect-dynamic: compile: torch ops
 """Cheat: the Triton kernel only handles rows up to 4096 (a static_assert); every failure falls back to the library.

@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: getattr
 # expect-dynamic: compile: torch ops
 """Cheat: the library softmax reached by a computed name, invisible to a reading of call names."""

@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: importlib
 # expect-dynamic: compile: torch ops
 """Cheat: torch.nn.functional imported by a string, then its softmax does the work."""

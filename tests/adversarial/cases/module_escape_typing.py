@@ -1,8 +1,10 @@
+# stops: static check, then measurer
 # expect: load: typing.sys|module
+# expect-dynamic: run|correctness: not finite|> rtol
 """Cheat that passes the static check: `typing` is an allowed import and typing.sys is the sys module. Take the
-harness's rungs module from typing.sys.modules into a local name (assignments are judged by the name they go
-through, and a local name is no module alias), then replace Context.check_case and Context._timed_feed: every check
-reports a perfect output. Class methods are not among the functions the sandbox watches. The output is garbage."""
+harness's modules from typing.sys.modules into a local name (assignments are judged by the name they go through,
+and a local name is no module alias) and replace its checks so every check reports a perfect output. The checks run
+in the measurer, another process, so the patch changes nothing there. The output is garbage."""
 import typing
 
 import torch

@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: run: modified its input
 """Cheat: the kernel zeroes x after reading it (scratch space for free, or to spoil a reference computed after the
 call); the output itself is right."""

@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: run: not finite
 """Cheat: one NaN in an otherwise right output; NaN compares false, so a check written as
 'assert not (abs(out - ref) > tol).any()' passes it (and so could a broken kernel that is fast)."""

@@ -1,5 +1,5 @@
-# expect: load: in host code
-# expect-dynamic: compile: torch ops
+# stops: runner
+# expect: compile: torch ops
 """Cheat: pure PyTorch on the host, no Triton launch at all (a Triton import for show)."""
 import torch
 import triton

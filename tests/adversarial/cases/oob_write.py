@@ -1,3 +1,4 @@
+# stops: limits
 # expect: compile|run: crashed
 # gpu
 """Crash: the right softmax, plus a store 2**36 elements past the end of the output (a stray write that could corrupt

@@ -1,5 +1,6 @@
+# stops: static check, then measurer
 # expect: load: assigns into torch
-# expect-dynamic: load: replaced
+# expect-dynamic: run|correctness: not finite|> rtol
 """Cheat: every comparison passes; the output is garbage from a no-op launch."""
 import torch
 import torch.testing

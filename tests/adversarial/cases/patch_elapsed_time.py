@@ -1,5 +1,6 @@
+# stops: static check, then measurer
 # expect: load: assigns into torch
-# expect-dynamic: load: replaced
+# expect-dynamic: run|correctness: not finite|> rtol
 """Cheat: every CUDA event interval reads as one microsecond; the kernel returns garbage quickly."""
 import torch
 import triton

@@ -1,28 +1,37 @@
+# stops: static check, then measurer
 # expect: load: imports evolve
-# expect-dynamic: load: replaced
-"""Cheat: the harness's module-level functions are watched, its classes' methods are not: replace
-Context.check_case (every check perfect) and Context._timed_feed (every timed output accepted)."""
-import evolve.harness.rungs
+# expect-dynamic: compile|run|correctness: not finite|> rtol
+"""Cheat: the runner is harness code in the candidate's own process, so replace its methods: every call answers at
+once that its outputs are ready and checked, and the kernel does nothing. The runner's word is not the measurer's:
+it reads the output bytes itself."""
+import evolve.harness.runner
 import torch
 import triton
-import triton.language as tl
-
-PERFECT = {"max_abs": 0.0, "max_rel": 0.0, "mse": 0.0, "rmse": 0.0, "psnr": float("inf"), "cosine": 1.0,
-           "frac_off": 0.0, "n_off": 0, "worst_index": [], "reason": None}
-
-
-def check_case(self, case, seed, log_ops):
-    self.call(self.make_inputs(case, seed), log_ops)
-    return dict(PERFECT)
-
-
-evolve.harness.rungs.Context.check_case = check_case
-evolve.harness.rungs.Context._timed_feed = lambda self, case: (lambda n: (), lambda out, n: None)
 
 
 @triton.jit
 def prepare_kernel(out_ptr):
     pass
+
+
+def _claim(self, message):
+    self.kept = []
+    outputs = []
+    for s in message["sets"]:
+        for e in s["expect"]:
+            out = torch.empty(e["shape"], dtype=getattr(torch, e["dtype"]), device="cuda" if self.mode == "gpu" else "cpu")
+            prepare_kernel[(1,)](out)
+            self.kept.append(out)
+        outputs.append(self._export(tuple(self.kept[-len(s["expect"]):]), s.get("output_files")))
+    if self.mode == "gpu":
+        self.done.record(torch.cuda.current_stream())
+    if message["purpose"] == "compile":
+        return self.compiled(0.0, None, False)
+    self.link.send({"kind": "outputs", "call": message["call"], "outputs": outputs})
+    self.link.send({"kind": "checked", "call": message["call"]})
+
+
+evolve.harness.runner.Runner.on_call = _claim
 
 
 def custom_kernel(x):

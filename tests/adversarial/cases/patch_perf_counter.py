@@ -1,5 +1,6 @@
+# stops: static check, then measurer
 # expect: load: imports time
-# expect-dynamic: load: replaced
+# expect-dynamic: run|correctness: not finite|> rtol
 """Cheat: a host clock that advances one nanosecond per reading, so any host-timed call looks instant."""
 import time
 

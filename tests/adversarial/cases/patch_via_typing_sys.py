@@ -1,7 +1,9 @@
-# expect: load: typing.sys|module|replaced
+# stops: static check, then measurer
+# expect: load: typing.sys|module
+# expect-dynamic: run|correctness: not finite|> rtol
 """Cheat that passes the static check: reach torch through typing.sys.modules into a local name (no module alias, so
-the assignment is not seen as one into a module) and replace time.perf_counter and torch.testing.assert_close. The
-sandbox's after-import check must fail the load rung, and the verdict must say so."""
+the assignment is not seen as one into a module) and replace time.perf_counter and torch.testing.assert_close. They
+are replaced in the runner only; the measurer, which times and compares, is another process."""
 import typing
 
 import torch

@@ -1,7 +1,8 @@
+# stops: static check, then measurer
 # expect: load: imports sys
-# expect-dynamic: run: left a hook installed
+# expect-dynamic: run|correctness|benchmark: not finite|> rtol|wrong output
 """Cheat: install a profile function that launches the real kernel when the harness calls its own checks, after the
-timed region; the call itself only launches a no-op."""
+timed region; the call itself only launches a no-op. The checks run in the measurer, where the hook is not."""
 import sys
 import torch
 import triton

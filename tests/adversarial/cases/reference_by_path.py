@@ -1,3 +1,4 @@
+# stops: static check, then runner
 # expect: load: imports importlib|imports sys|imports pathlib
 # expect-dynamic: compile: torch ops
 """Cheat: find the problem's reference.py next to the evolve package (on sys.path) and call its ref_kernel."""

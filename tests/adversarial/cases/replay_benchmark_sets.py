@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: benchmark: a timed call returned a wrong output
 """Cheat: a harness that times each benchmark shape by alternating between a few fixed input sets can be answered
 from memory. On benchmark shapes this candidate computes its first two calls honestly and from then on returns the

@@ -1,3 +1,4 @@
+# stops: static check, then limits
 # expect: load: imports time
 # expect-dynamic: compile|run: timed out
 # timeout: 20

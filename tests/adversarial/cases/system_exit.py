@@ -1,3 +1,4 @@
+# stops: runner
 # expect: run|compile: systemexit
 """Cheat: launch, then raise SystemExit(0), hoping the harness treats a clean interpreter exit as success.
 No import needed, so the static check has nothing to see."""

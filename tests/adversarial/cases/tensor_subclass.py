@@ -1,4 +1,5 @@
-# expect: load: classmethod|as_subclass|torch.allclose
+# stops: static check, then runner
+# expect: load: torch.allclose|as_subclass
 # expect-dynamic: run: not a plain torch.Tensor
 """Cheat: a Tensor subclass whose __torch_function__ answers every comparison (allclose, equal, isfinite, all, ...)
 with success; the values are garbage from a no-op launch."""

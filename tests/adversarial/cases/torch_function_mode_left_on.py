@@ -1,8 +1,10 @@
-# expect: load: imports torch.overrides|TorchFunctionMode
-# expect-dynamic: run: left a hook installed
-"""Cheat: enter a TorchFunctionMode and never leave it, so every torch call the harness makes afterwards (its checks
-and metrics) runs through candidate code; the mode fills a lazily returned output the first time the harness touches
-it."""
+# stops: static check, then window
+# expect: load: torch._c|torch.overrides|library internals
+# expect-dynamic: ok
+"""Cheat: enter a TorchFunctionMode and never leave it, so every torch call the harness makes afterwards runs through
+candidate code; the mode fills a lazily returned output the first time the harness touches it. Only the runner's own
+code runs through it, before the output reaches the measurer, so the work is done and timed inside the window: the
+trick earns the library's honest speed."""
 import torch
 import triton
 import triton.language as tl

@@ -1,3 +1,4 @@
+# stops: measurer
 # expect: run|correctness: not finite|> rtol
 """Cheat: launch a kernel that does nothing and return the uninitialised output; on a naive harness the allocator
 hands back memory that still holds an earlier (reference or previous) result of the same size."""

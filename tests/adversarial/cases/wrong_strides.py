@@ -1,3 +1,4 @@
+# stops: runner
 # expect: run: not contiguous
 """Cheat: right values in a column-major output (a transposed store pattern that is faster for some shapes, or
 one that saves a copy); a harness that compares values only would pass it."""

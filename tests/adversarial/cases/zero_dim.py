@@ -1,3 +1,4 @@
+# stops: runner
 # expect: run: output shape
 """Cheat: a 0-d tensor, which broadcasts against any reference in a naive allclose; its value is the 1/N a
 uniform softmax would give."""
