@@ -80,7 +80,7 @@ def test_on_a_gpu_every_real_launch_is_counted_once_compiled_kernels_too(tmp_pat
         out = torch.empty_like(x)
         double_kernel[(1,)](out, x, 10, BLOCK=16)
         compiled = double_kernel.warmup(out, x, 10, BLOCK=16, grid=(1,))
-        compiled[(1, 1, 1)](out, x, 10)
+        compiled[(1, 1, 1)](out, x, 10, 16)
         torch.cuda.synchronize()
         print(json.dumps({"launches": log.launches, "ok": bool((out == 2 * x).all())}))
     ''', tmp_path)

@@ -1,9 +1,11 @@
 """Device memory shared between two processes through the CUDA driver's IPC calls (libcuda, via ctypes).
 
-The measurer exports the buffers it writes inputs into; the runner exports the memory its outputs live in; each side
-opens the other's handles. Only plain data crosses the pipe: a handle is 64 bytes sent as hex, with an offset and a
-length, and whoever opens one checks the offset and length against the size of the mapping it gets back. Both
-processes use torch's primary context, so the pointers work with torch's streams and Triton's launches.
+The measurer exports the buffers it writes inputs into, and a word each for the gate and the done signal; the runner
+exports the memory its outputs live in; each side opens the other's handles. Only plain data crosses the pipe: a
+handle is 64 bytes sent as hex, with an offset and a length, and whoever opens one checks the offset and length
+against the size of the mapping it gets back. Both processes use torch's primary context, so the pointers work with
+torch's streams and Triton's launches. Streams wait on and write those words with the driver's stream memory
+operations (CUDA's interprocess events would need the runner to write /dev/shm, which its jail does not allow).
 """
 from __future__ import annotations
 
@@ -58,6 +60,10 @@ class Driver:
         self.mem_free.argtypes = [ctypes.c_uint64]
         self.copy_async = bind("cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync")
         self.copy_async.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p]
+        self.wait_value = bind("cuStreamWaitValue32_v2", "cuStreamWaitValue32")
+        self.wait_value.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+        self.write_value = bind("cuStreamWriteValue32_v2", "cuStreamWriteValue32")
+        self.write_value.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
         self.error_name = lib.cuGetErrorName
         self.error_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
 
@@ -151,6 +157,23 @@ def copy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
     d = driver()
     d.check(d.copy_async(ctypes.c_uint64(dst), ctypes.c_uint64(src), ctypes.c_size_t(nbytes),
                          ctypes.c_void_p(stream)), "cuMemcpyDtoDAsync")
+
+
+WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
+
+
+def wait_value(stream: int, addr: int, value: int) -> None:
+    """The stream waits (in the GPU's front end, no kernel running) until the 32-bit word at addr reaches value."""
+    d = driver()
+    d.check(d.wait_value(ctypes.c_void_p(stream), ctypes.c_uint64(addr), ctypes.c_uint32(value & 0xFFFFFFFF),
+                         ctypes.c_uint(WAIT_GEQ)), "cuStreamWaitValue32")
+
+
+def write_value(stream: int, addr: int, value: int) -> None:
+    """The stream writes value to the 32-bit word at addr when it gets there (after the work queued before)."""
+    d = driver()
+    d.check(d.write_value(ctypes.c_void_p(stream), ctypes.c_uint64(addr), ctypes.c_uint32(value & 0xFFFFFFFF),
+                          ctypes.c_uint(0)), "cuStreamWriteValue32")
 
 
 class _ArrayView:

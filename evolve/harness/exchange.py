@@ -8,9 +8,9 @@ out of the runner's memory, or the output files it handed out, filled with NaN b
 never believes a figure the runner states.
 
 The timed window on a GPU, all on the measurer's stream: L2 flushed, a spin (long enough for the runner to queue its
-calls behind the gate), event A, the inputs copied into the shared buffers, the gate event recorded; the runner's
-stream waits on the gate, runs K calls and records its done event; the measurer's stream waits on that, and then reads
-every output back, then event B. Everything from A to B is charged: the runner cannot see the inputs before A (they
+calls behind the gate), event A, the inputs copied into the shared buffers, the gate word set to the call's number;
+the runner's stream waits for the gate word, runs K calls and sets the done word; the measurer's stream waits for
+that, and then reads every output back, then event B. Everything from A to B is charged: the runner cannot see the inputs before A (they
 are not in shared memory yet), and whatever it has not finished when the read-back copies its outputs is wrong. The
 measurer then subtracts what the same window costs with no work in it (its own copies and read-back, measured with
 no runner; the two switches between the processes' CUDA contexts, measured with the runner before it imported the
@@ -29,6 +29,7 @@ from .wire import Closed, Malformed
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
 SPIN_CYCLES_PER_MS = 2.0e6  # torch.cuda._sleep counts SM cycles; ~2 GHz on a Hopper at full clock
+MIN_SPIN_MS = 2.0
 
 
 class Fail(Exception):
@@ -144,8 +145,8 @@ class Caller:
         self.name, self.link, self.pool, self.device = name, link, pool, device
         self.mode = "gpu" if name == "gpu" else "cpu"
         self.calls = 0
-        self.gate = self.done = None
         self.mapped = None
+        self.gate_addr = self.done_addr = 0
         self.window = None
 
     # -- messages -----------------------------------------------------------------------------------------------------
@@ -170,17 +171,36 @@ class Caller:
             raise RunnerLost(str(exc), self.name) from None
 
     # -- GPU set-up, before the candidate is imported -------------------------------------------------------------------
-    def connect_gpu(self, done_handle: str) -> None:
+    def connect_gpu(self) -> None:
+        """Share the two signal words: the runner's stream waits for the gate word to reach a window's number before
+        it calls anything, and writes the done word when its calls are queued behind it."""
         from . import cuda_ipc
 
         self.mapped = cuda_ipc.Mapped()
-        self.gate = torch.cuda.Event(interprocess=True)
-        self.gate.record()
+        self.signal_ptr = cuda_ipc.alloc(8)
+        self.signals = cuda_ipc.tensor_at(self.signal_ptr, (2,), "int32")
+        self.signals.zero_()
         torch.cuda.synchronize()
-        self.done = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), bytes.fromhex(done_handle))
-        self.send({"kind": "gate", "handle": self.gate.ipc_handle().hex()})
+        self.gate_addr, self.done_addr = self.signal_ptr, self.signal_ptr + 4
+        self.send({"kind": "gate", "handle": cuda_ipc.export(self.signal_ptr)[0]})
         self.recv("ack")
         self.window = Window(self)
+
+    def wait_done(self, stream) -> None:
+        from . import cuda_ipc
+
+        cuda_ipc.wait_value(stream.cuda_stream, self.done_addr, self.calls)
+
+    def release(self) -> None:
+        """Unblock the measurer's own stream when the runner will never write the done word (it died): write it
+        from a stream of the measurer's, so nothing queued behind the wait hangs the process."""
+        from . import cuda_ipc
+
+        if self.window is None:
+            return
+        side = torch.cuda.Stream()
+        cuda_ipc.write_value(side.cuda_stream, self.done_addr, self.calls)
+        side.synchronize()
 
     # -- a call -------------------------------------------------------------------------------------------------------
     def call(self, sets: list, purpose: str, timed: bool = False, poison: bool = False, dump: bool = False):
@@ -300,9 +320,9 @@ class Caller:
             buf.view(value.shape, dtype_name(value)).copy_(value)
         torch.cuda.synchronize()
         self.send(message)
+        self.wait_done(stream)
         reply = self.recv("outputs")
         pointers = self._pointers(reply, sets)
-        stream.wait_event(self.done)
         outs = self._read_back(pointers, sets, stream)
         torch.cuda.synchronize()
         return outs
@@ -331,28 +351,28 @@ class Window:
     def run(self, message: dict, staged, sets, attempts: int = 4):
         """One window: (outputs, {'ms': window ms, 'late': retries}). A window whose gate opened before the runner
         had queued its calls (the spin was too short) is run again with a longer spin."""
+        from . import cuda_ipc
+
         caller = self.caller
         stream = torch.cuda.current_stream()
         for attempt in range(attempts):
             self._open(staged)
-            caller.gate.record()
+            cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)
             started = time.perf_counter()
             caller.send(message)
-            try:
-                reply = caller.recv("outputs")
-            except Fail:
-                torch.cuda.synchronize()
-                raise
+            caller.wait_done(stream)
+            self.events[2].record()
+            reply = caller.recv("outputs")
             exchange_ms = (time.perf_counter() - started) * 1e3
             late = self.events[1].query()
             pointers = caller._pointers(reply, sets)
-            stream.wait_event(caller.done)
-            self.events[2].record()
             outs = caller._read_back(pointers, sets, stream)
             self.events[3].record()
             torch.cuda.synchronize()
             total = self.events[0].elapsed_time(self.events[3])
             if not late or attempt == attempts - 1:
+                # The next window's spin: long enough for the runner to queue its calls, judged by this exchange.
+                self.spin_ms = min(max(1.5 * exchange_ms + 1.0, MIN_SPIN_MS), 2000.0)
                 return outs, {"ms": total, "late": attempt, "exchange_ms": exchange_ms}
             self.late += 1
             self.spin_ms = min(max(2 * self.spin_ms, 1.5 * exchange_ms + 1.0), 2000.0)
@@ -361,8 +381,9 @@ class Window:
             message = {**message, "call": caller.calls}
         raise AssertionError("unreachable")
 
-    def calibrate_hops(self, reps: int = 7) -> float:
-        """Empty windows with the runner (before the candidate is imported): the two context switches alone."""
+    def calibrate_hops(self, reps: int = 9) -> float:
+        """Windows with the runner (before the candidate is imported) holding one tiny kernel of its own: the two
+        switches between the processes' CUDA contexts, and that kernel."""
         samples = []
         for _ in range(reps):
             outs, figures = self.caller.call([], "time", timed=True)
@@ -385,10 +406,12 @@ class Window:
             fakes.append([torch.empty(shape, dtype=getattr(torch, dtype), device=self.caller.device)
                           for shape, dtype in s.expects])
         try:
+            from . import cuda_ipc
+
             samples = []
             for _ in range(reps):
                 self._open(staged)
-                self.caller.gate.record()
+                cuda_ipc.write_value(torch.cuda.current_stream().cuda_stream, self.caller.gate_addr, self.caller.calls)
                 self.events[2].record()
                 stream = torch.cuda.current_stream()
                 for outs in fakes:

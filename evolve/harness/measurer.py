@@ -144,7 +144,7 @@ class Measurer:
         from .timing import GpuTimer
 
         caller = self.callers["gpu"]
-        caller.connect_gpu(self.ready["gpu"]["done"])
+        caller.connect_gpu()
         _build_triton_driver()
         self.timer = GpuTimer(self.device, budget_s=float(self.job.get("bench_budget_s", 0.4)))
         cached = (self.job.get("peaks") or {}).get(self.device_key)
@@ -334,8 +334,9 @@ class Measurer:
             self._timed_check(case, outs, sets_inputs)
             return (figures["ms"] - self.fixed_ms(plan, k)) / k, figures
 
-        warm, _ = window(min(2, plan["k"]))  # compiles the shape's specialization; its time estimates the call
-        k = max(1, min(plan["k"], math.ceil(TARGET_WINDOW_MS / max(warm, 1e-4))))
+        window(min(2, plan["k"]))  # compiles the shape's specialization for the runner
+        estimate, _ = window(min(4, plan["k"]))
+        k = max(1, min(plan["k"], math.ceil(TARGET_WINDOW_MS / max(estimate, 1e-4))))
         started = time.perf_counter()
         per_call, lates = [], 0
         while len(per_call) < 3 or (len(per_call) < 30 and time.perf_counter() - started < budget_s):
@@ -411,6 +412,8 @@ class Measurer:
                 if not step():
                     return
             except RunnerLost as exc:
+                if exc.runner in self.callers:
+                    self.callers[exc.runner].release()
                 self.ch.send({"kind": "runner_lost", "rung": name, "runner": exc.runner, "detail": str(exc)})
                 return
             except Fail as exc:
