@@ -467,6 +467,9 @@ def main(argv) -> int:
         channel.send({"kind": "runner_lost", "rung": "load", "runner": exc.runner, "detail": str(exc)})
     except (Fail, Malformed) as exc:
         channel.rung("load", False, f"the runner failed to start: {exc}")
+    except Exception as exc:  # noqa: BLE001 - e.g. device memory another process holds: not the candidate's doing
+        channel.rung("load", False, f"the harness could not prepare the device before loading the candidate: "
+                                    f"{_short(exc)}", log=traceback.format_exc()[-4000:])
     finally:
         for link in links.values():
             try:

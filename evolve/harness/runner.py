@@ -276,7 +276,10 @@ class Runner:
                 return
             if message.get("kind") == "quit":
                 return
-            handlers[message["kind"]](message)
+            try:
+                handlers[message["kind"]](message)
+            except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the candidate's kernel broke
+                self.fail(f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
 
 
 def _numel(shape) -> int:

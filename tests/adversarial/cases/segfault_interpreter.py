@@ -1,5 +1,6 @@
 # stops: limits
 # expect: run: crashed
+# expect-gpu: compile|run: crashed
 """Crash: a botched pointer offset reads 2**40 elements past x (a segfault of the whole process under the CPU
 interpreter, an illegal memory access on a GPU); the harness must report a crash, not die with it."""
 import torch

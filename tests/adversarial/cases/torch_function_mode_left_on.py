@@ -1,6 +1,7 @@
 # stops: static check, then window
 # expect: load: torch._c|torch.overrides|library internals
 # expect-dynamic: ok
+# expect-dynamic-gpu: ok or run|correctness|benchmark: wrong output|not finite|> rtol
 """Cheat: enter a TorchFunctionMode and never leave it, so every torch call the harness makes afterwards runs through
 candidate code; the mode fills a lazily returned output the first time the harness touches it. Only the runner's own
 code runs through it, before the output reaches the measurer, so the work is done and timed inside the window: the
