@@ -334,7 +334,8 @@ class Measurer:
             self._timed_check(case, outs, sets_inputs)
             return (figures["ms"] - self.fixed_ms(plan, k)) / k, figures
 
-        window(min(2, plan["k"]))  # compiles the shape's specialization for the runner
+        # The first window compiles the shape's specialization in the runner; it is run again once the runner has
+        # queued its calls in time (Window.run), so its figure estimates the call.
         estimate, _ = window(min(4, plan["k"]))
         k = max(1, min(plan["k"], math.ceil(TARGET_WINDOW_MS / max(estimate, 1e-4))))
         started = time.perf_counter()
