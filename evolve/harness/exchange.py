@@ -1,20 +1,21 @@
-"""The measurer's side of a call into the runner: inputs placed where the runner can read them, outputs read back
-by the measurer itself, and (on a GPU) the timed window.
+"""The measurer's side of a call into the runner: inputs placed where the runner can read them, outputs read back by
+the measurer itself, and (on a GPU) the timed window.
 
 Inputs are made in the measurer's private memory. For a call they are copied into shared buffers (device memory of
 the measurer's own, exported through CUDA IPC, or files in a private shared-memory folder on the CPU); the runner
-maps those, calls the candidate, and says where its outputs are. The measurer reads the outputs' bytes (a device copy
-out of the runner's memory, or the output files it handed out, filled with NaN beforehand) and compares them; it
-never believes a figure the runner states.
+maps those, calls the candidate, and says where its outputs are. The measurer reads the outputs' bytes (a device
+copy out of the runner's memory, or the output files it handed out, filled with NaN beforehand) and compares them;
+it never believes a figure the runner states.
 
 The timed window on a GPU, all on the measurer's stream: L2 flushed, a spin (long enough for the runner to queue its
 calls behind the gate), event A, the inputs copied into the shared buffers, the gate word set to the call's number;
 the runner's stream waits for the gate word, runs K calls and sets the done word; the measurer's stream waits for
-that, and then reads every output back, then event B. Everything from A to B is charged: the runner cannot see the inputs before A (they
-are not in shared memory yet), and whatever it has not finished when the read-back copies its outputs is wrong. The
-measurer then subtracts what the same window costs with no work in it (its own copies and read-back, measured with
-no runner; the two switches between the processes' CUDA contexts, measured with the runner before it imported the
-candidate), each the fastest of several runs, so no time the candidate did not spend is credited to it.
+that, and then reads every output back, then event B. Everything from A to B is charged: the runner cannot see the
+inputs before A (they are not in shared memory yet), and whatever it has not finished when the read-back copies its
+outputs is wrong. The measurer then subtracts what the same window costs with no work in it (its own copies and
+read-back, measured with no runner; the two switches between the processes' CUDA contexts, measured with the runner
+before it imported the candidate), each the fastest of several runs, so no time the candidate did not spend is
+credited to it.
 """
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ class Caller:
         except Closed as exc:
             raise RunnerLost(str(exc), self.name) from None
 
-    # -- GPU set-up, before the candidate is imported -------------------------------------------------------------------
+    # -- GPU set-up, before the candidate is imported ---------------------------------------------------------------
     def connect_gpu(self) -> None:
         """Share the two signal words: the runner's stream waits for the gate word to reach a window's number before
         it calls anything, and writes the done word when its calls are queued behind it."""

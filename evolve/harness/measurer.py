@@ -200,8 +200,11 @@ class Measurer:
                        int(budget // max(3 * per_set, 1))))
         del refs
         window = self.callers["gpu"].window
-        one = window.calibrate_copies([CallSet(sample, expects)])
-        many = window.calibrate_copies([CallSet(sample, expects)] * k) if k > 1 else one
+        sets = [CallSet(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in sample), expects)
+                for _ in range(k)]  # distinct memory, as a window's inputs are (one source would sit in L2)
+        one = window.calibrate_copies(sets[:1])
+        many = window.calibrate_copies(sets) if k > 1 else one
+        del sets
         return {"k": k, "one_ms": one, "many_ms": many, "hops_ms": window.hops_ms}
 
     def fixed_ms(self, plan: dict, k: int) -> float:
@@ -332,7 +335,10 @@ class Measurer:
             sets = [CallSet(inputs, expects) for inputs in sets_inputs]
             outs, figures = caller.call(sets, "time", timed=True)
             self._timed_check(case, outs, sets_inputs)
+            totals.append(figures["ms"])
             return (figures["ms"] - self.fixed_ms(plan, k)) / k, figures
+
+        totals: list = []
 
         # The first window compiles the shape's specialization in the runner; it is run again once the runner has
         # queued its calls in time (Window.run), so its figure estimates the call.
@@ -345,9 +351,16 @@ class Measurer:
             per_call.append(ms)
             lates += figures["late"]
         ms = statistics.median(per_call)
+        fixed = self.fixed_ms(plan, k)
+        if ms <= 0:
+            # The window's own cost, calibrated with no candidate, came out above the window: the calibration does
+            # not describe this device now. No figure is better than a wrong one.
+            window_ms = statistics.median(totals[1:])
+            raise Fail(f"{case.label}: the timing window could not be measured (window {window_ms:.4f} ms, its fixed "
+                       f"cost {fixed:.4f} ms, {k} calls): a harness fault, not the candidate's")
         quartiles = statistics.quantiles(per_call, n=4) if len(per_call) >= 4 else [ms] * 3
-        return {"ms": ms, "windows": len(per_call), "calls_per_window": k,
-                "fixed_ms": round(self.fixed_ms(plan, k), 4), "spin_retries": lates,
+        return {"ms": ms, "windows": len(per_call), "calls_per_window": k, "window_ms": statistics.median(totals[1:]),
+                "fixed_ms": round(fixed, 4), "hops_ms": round(plan["hops_ms"], 4), "spin_retries": lates,
                 "spread": (quartiles[2] - quartiles[0]) / ms if ms > 0 else 0.0, "clock": "cuda-window"}
 
     def _expects_for(self, case, inputs) -> list:

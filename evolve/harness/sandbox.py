@@ -192,7 +192,8 @@ class Crew:
         self._msg_r, msg_w = os.pipe()
         # The measurer's own caches persist only where no runner can write them (with a jail).
         trusted = Path(trusted_cache) if jail.abi_version() else self.work
-        extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"), "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor")}
+        extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"),
+                 "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor")}
         with open(self.work / "measurer.stdout", "wb") as out, open(self.work / "measurer.stderr", "wb") as err:
             self.procs["measurer"] = subprocess.Popen(
                 [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, *links],

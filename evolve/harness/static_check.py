@@ -279,7 +279,8 @@ class _Checker(ast.NodeVisitor):
         if not isinstance(node.ctx, ast.Load):
             if self._rebinds(node, node.id):
                 return
-            if node.id.startswith("__") and node.id.endswith("__") and node.id not in ("__all__", "__version__", "__slots__"):
+            plain = ("__all__", "__version__", "__slots__")
+            if node.id.startswith("__") and node.id.endswith("__") and node.id not in plain:
                 self.fail(node, f"binds the dunder name {node.id}: candidates may not reach into internals")
             return
         if node.id in self.aliases:
@@ -316,7 +317,7 @@ class _Checker(ast.NodeVisitor):
                             f"constexpr runs as plain Python at compile time; call @triton.jit helpers by name")
         self.generic_visit(node)
 
-    # -- writes through modules -----------------------------------------------------------------------------------------
+    # -- writes through modules ---------------------------------------------------------------------------------
     def _check_target(self, target):
         if isinstance(target, (ast.Attribute, ast.Subscript)):
             root = target
