@@ -12,8 +12,9 @@ import pytest
 from evolve.harness import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
-SOFTMAX = ROOT / "problems" / "softmax"
-HONEST = SOFTMAX / "solutions" / "correct" / "single_block.py"
+SOFTMAX = ROOT / "tests" / "adversarial" / "problem"  # the softmax problem with small test shapes
+SOLUTIONS = ROOT / "problems" / "softmax" / "solutions"
+HONEST = SOLUTIONS / "correct" / "single_block.py"
 
 KERNEL = textwrap.dedent('''
     import torch
@@ -52,10 +53,10 @@ def failed(verdict):
 
 @pytest.mark.slow
 def test_crash_and_hang_then_honest_kernel_passes(tmp_path, options):
-    crash = evaluate(SOFTMAX / "solutions" / "wrong" / "out_of_bounds.py", SOFTMAX, options)
+    crash = evaluate(SOLUTIONS / "wrong" / "out_of_bounds.py", SOFTMAX, options)
     assert "crashed" in failed(crash)["reason"]
     started = time.monotonic()
-    hang = evaluate(SOFTMAX / "solutions" / "wrong" / "hang.py", SOFTMAX, replace(options, timeout_s=15))
+    hang = evaluate(SOLUTIONS / "wrong" / "hang.py", SOFTMAX, replace(options, timeout_s=15))
     assert "timed out after 15 s" in failed(hang)["reason"]
     assert time.monotonic() - started < 60
     honest = evaluate(HONEST, SOFTMAX, options)

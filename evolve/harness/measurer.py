@@ -376,7 +376,7 @@ class Measurer:
         times = []
         started = time.perf_counter()
         budget_s = max(float(self.job.get("bench_budget_s", 0.4)), 0.2)
-        while len(times) < 2 or (len(times) < 20 and time.perf_counter() - started < budget_s):
+        while len(times) < 3 or (len(times) < 20 and time.perf_counter() - started < budget_s):
             counter[0] += 1
             inputs = self.inputs(case, BENCH_SEED + counter[0], torch.device("cpu"))
             outs = caller.call([CallSet(inputs, self._expects_for(case, inputs))], "time")

@@ -1,9 +1,10 @@
 # stops: static check, then measurer
-# expect: load: imports evolve
+# expect: load: imports evolve|imports __main__
 # expect-dynamic: compile|run|correctness: not finite|> rtol
 """Cheat: the runner is harness code in the candidate's own process, so replace its methods: every call answers at
 once that its outputs are ready and checked, and the kernel does nothing. The runner's word is not the measurer's:
 it reads the output bytes itself."""
+import __main__
 import evolve.harness.runner
 import torch
 import triton
@@ -31,7 +32,10 @@ def _claim(self, message):
     self.link.send({"kind": "checked", "call": message["call"]})
 
 
-evolve.harness.runner.Runner.on_call = _claim
+# The running runner is the process's __main__ (python -m evolve.harness.runner); patch wherever it lives.
+for module in (__main__, evolve.harness.runner):
+    if hasattr(module, "Runner"):
+        module.Runner.on_call = _claim
 
 
 def custom_kernel(x):

@@ -1,9 +1,10 @@
 # stops: static check, then window
-# expect: load: imports evolve
+# expect: load: imports evolve|imports __main__
 # expect-dynamic: ok
 """Cheat: switch the runner's own first line off from inside (every torch op allowed on the host) and let the library
 do the work. Nothing refuses it any more, and nothing needs to: the measurer checks the answer, and the window times
 the library's work like any other, so the trick earns at most the library's honest speed."""
+import __main__
 import evolve.harness.runner
 import torch
 import triton
@@ -14,15 +15,10 @@ def prepare_kernel(out_ptr):
     pass
 
 
-class Everything(frozenset):
-    def __contains__(self, item):
-        return True
-
-    def __rsub__(self, other):
-        return set()
-
-
-evolve.harness.runner.ALLOWED_OPS = Everything()
+# The running runner is the process's __main__ (python -m evolve.harness.runner); patch wherever it lives.
+for module in (__main__, evolve.harness.runner):
+    if hasattr(module, "ALLOWED_OPS"):
+        module.ALLOWED_OPS = module.ALLOWED_OPS | {"_softmax", "softmax", "_to_copy"}
 
 
 def custom_kernel(x):
