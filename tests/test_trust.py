@@ -105,8 +105,8 @@ def test_builtins_through_a_library_object_forge_nothing(tmp_path, opts):
             return out
     ''')
     verdict = evaluate(path, MINI, opts)
-    bad = failed(verdict)
-    assert bad["name"] in ("compile", "run") and not verdict["ok"], bad
+    bad = failed(verdict)  # unwritten memory may hold anything finite: run or correctness sees it wrong
+    assert bad["name"] in ("compile", "run", "correctness") and not verdict["ok"], bad
     assert {name: (cache / name).read_text() for name in ("peaks.json", "baselines.json")} == {
         "peaks.json": '{"real": true}', "baselines.json": '{"real": true}'}
     assert not (cache / "forged.json").exists()
