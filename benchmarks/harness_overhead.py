@@ -51,6 +51,12 @@ def main():
                           f"{s['runner_warm_s']:.1f} s), prepare {s['prepare_s']:.1f} s"
                           for s in verdict.get("setup", []))
         print(f"{'':<12}{setup}")
+        compile_rung = next((r for r in verdict["rungs"] if r["name"] == "compile"), {})
+        split = (compile_rung.get("metrics") or {}).get("split")
+        if split:
+            print(f"{'':<12}compile: inputs {split['inputs']:.1f} s, the runner's calls {split['runner_calls']:.1f} s "
+                  f"(Triton compiling {compile_rung['metrics'].get('compile_seconds', 0):.1f} s of them), reading "
+                  f"the kernels back {split['runner_describe']:.1f} s")
     print("seconds; 'other' = process start, imports, device setup, peaks/baselines and window calibration")
 
 

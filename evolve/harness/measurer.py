@@ -234,13 +234,16 @@ class Measurer:
         started = time.perf_counter()
         device = self.device if runner == "gpu" else torch.device("cpu")
         sets = [CallSet(self.inputs(case, COMPILE_SEED, device), []) for case in self.problem.tests]
+        staged = time.perf_counter()
         try:
             report = self.callers[runner].call(sets, "compile", dump=bool(self.job.get("dump")))
         except Fail as exc:
             self.ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
             return False
         self.ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
-                     compile_seconds=report["compile_seconds"])
+                     compile_seconds=report["compile_seconds"],
+                     split={"inputs": round(staged - started, 3), "runner_calls": report["calls_seconds"],
+                            "runner_describe": report["describe_seconds"]})
         error = report["error"]
         if error and ("CUDA error" in error or "illegal" in error.lower()):
             # The kernels compiled but running them broke the CUDA context; nothing more can run in the runner.

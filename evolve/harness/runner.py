@@ -252,13 +252,16 @@ class Runner:
                              log=str(error)[-20000:])
         kernels = list(self.log.kernels.values())
         folder = self.work / "dump"
+        calls_done = time.perf_counter()
         infos = describe_all(kernels, self.work, sass=dump)
         for index, (kernel, info) in enumerate(zip(kernels, infos)):
             info["files"] = dump_files(kernel, info, folder, index) if dump else []
             info.pop("_sass", None)
-        self.link.send({"kind": "compiled", "seconds": round(time.perf_counter() - started, 4),
-                        "compile_seconds": round(self.log.compile_seconds, 3), "kernels": infos,
-                        "error": _short(error) if error is not None else ""})
+        now = time.perf_counter()
+        self.link.send({"kind": "compiled", "seconds": round(now - started, 4),
+                        "compile_seconds": round(self.log.compile_seconds, 3),
+                        "calls_seconds": round(calls_done - started, 4), "describe_seconds": round(now - calls_done, 4),
+                        "kernels": infos, "error": _short(error) if error is not None else ""})
 
     def fail(self, reason: str, started: float | None = None, log: str = "", violations=None) -> None:
         seconds = round(time.perf_counter() - started, 4) if started else 0.0
