@@ -124,11 +124,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                 "metrics": {"violations": problems}})
     else:
         crew = SPARES.take(mode, str(cache))
-        store = _compiled_store(cache, candidate, mode) if trusted else None
         try:
             shutil.copyfile(candidate, crew.candidate_path())
-            if store is not None and store.is_dir():
-                shutil.copytree(store, crew.triton_cache(), dirs_exist_ok=True)
             driver = cache / "triton-driver"
             if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
                 shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
@@ -142,9 +139,6 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
             if options.dump_dir:
                 _copy_dumps(crew.work, Path(options.dump_dir))
-            compiled = any(r["name"] == "compile" and r["ok"] for r in verdict["rungs"])
-            if store is not None and compiled and not store.exists():
-                _keep_compiled(crew.triton_cache(), store)
         finally:
             if options.keep_work:
                 verdict["work"] = [str(crew.work)]
@@ -198,51 +192,6 @@ def _store(cache: Path, trusted: bool, key: str, value: dict, name: str = "peaks
         _MEMORY.setdefault(name, {})[key] = value
         return
     peak_cache.store(cache, key, value, name)
-
-
-COMPILED_KEEP = 400  # candidates whose compiled kernels are kept for their next evaluation
-
-
-def _compiled_store(cache: Path, candidate: Path, mode: str) -> Path:
-    """Where the kernels compiled for this very file are kept. Only an evaluation of the same source (a
-    re-verification, a resumed run, the same file with the first line switched off) reads them back, so a runner
-    can spoil nothing but its own file's next evaluation."""
-    import hashlib
-
-    import triton
-
-    digest = hashlib.sha256(candidate.read_bytes() + f"|{mode}|{triton.__version__}".encode()).hexdigest()[:24]
-    return cache / "compiled" / digest
-
-
-def _keep_compiled(source: Path, store: Path, limit_bytes: int = 256 << 20) -> None:
-    """Copy the runner's Triton cache into the store: plain files only (a link could point anywhere, a device file
-    never ends), up to a size limit, into a fresh folder renamed into place."""
-    import tempfile
-
-    if not source.is_dir():
-        return
-    store.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=store.parent, prefix=".incoming-"))
-    total = 0
-    try:
-        for path in sorted(source.rglob("*")):
-            if path.is_symlink() or not path.is_file():
-                continue
-            size = path.stat().st_size
-            total += size
-            if total > limit_bytes:
-                raise OSError("the compiled kernels exceed the store's limit")
-            target = tmp / path.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target, follow_symlinks=False)
-        tmp.rename(store)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        return
-    entries = sorted((p for p in store.parent.iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)
-    for old in entries[:-COMPILED_KEEP]:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 _SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")
