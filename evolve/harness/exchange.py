@@ -53,8 +53,12 @@ def dtype_name(t) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
+def itemsize(dtype: str) -> int:
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
 def nbytes_of(shape, dtype: str) -> int:
-    return math.prod(shape) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    return math.prod(shape) * itemsize(dtype)
 
 
 class Buffer:
@@ -88,7 +92,7 @@ class Buffer:
 
             return cuda_ipc.tensor_at(self.ptr, shape, dtype)
         if dtype not in self._files:
-            numel = self.nbytes // torch.empty((), dtype=getattr(torch, dtype)).element_size()
+            numel = self.nbytes // itemsize(dtype)
             self._files[dtype] = torch.from_file(self.path, shared=True, size=numel, dtype=getattr(torch, dtype))
         return self._files[dtype][: math.prod(shape)].view(list(shape))
 
@@ -179,8 +183,7 @@ class Caller:
 
         self.mapped = cuda_ipc.Mapped()
         self.signal_ptr = cuda_ipc.alloc(8)
-        self.signals = cuda_ipc.tensor_at(self.signal_ptr, (2,), "int32")
-        self.signals.zero_()
+        cuda_ipc.tensor_at(self.signal_ptr, (2,), "int32").zero_()
         torch.cuda.synchronize()
         self.gate_addr, self.done_addr = self.signal_ptr, self.signal_ptr + 4
         self.send({"kind": "gate", "handle": cuda_ipc.export(self.signal_ptr)[0]})
@@ -207,8 +210,8 @@ class Caller:
     def call(self, sets: list, purpose: str, timed: bool = False, poison: bool = False, dump: bool = False):
         """Place the inputs, have the runner call custom_kernel on each set, read the outputs back.
 
-        purpose 'compile' returns the runner's compile report instead of outputs. timed (GPU) returns
-        (outputs, window figures)."""
+        purpose 'compile' returns the runner's compile report instead of outputs. timed returns (outputs, figures):
+        the window on a GPU, the host clock around the call on the CPU."""
         self.calls += 1
         taken, staged, entries, out_files = [], [], [], []
         for s in sets:
@@ -240,12 +243,12 @@ class Caller:
                     torch.cuda.synchronize()
                 self.send(message)
                 return self.recv("compiled")
-            if timed:
+            if self.mode != "gpu":
+                outs, figures = self._cpu_call(message, staged, sets, out_files)
+            elif timed:
                 outs, figures = self.window.run(message, staged, sets)
-            elif self.mode == "gpu":
-                outs, figures = self._gpu_call(message, staged, sets), None
             else:
-                outs, figures = self._cpu_call(message, staged, sets, out_files), None
+                outs, figures = self._gpu_call(message, staged, sets), None
             self._inputs_unchanged(staged)
             self.recv("checked")
             return (outs, figures) if timed else outs
@@ -271,8 +274,7 @@ class Caller:
         self._check_described(reply, sets)
         outs = [tuple(buf.view(shape, dtype).clone() for buf, (shape, dtype) in zip(files, s.expects))
                 for files, s in zip(out_files, sets)]
-        self.last_host_ms = elapsed * 1e3
-        return outs
+        return outs, {"ms": elapsed * 1e3}
 
     def _check_described(self, reply: dict, sets) -> None:
         if reply["call"] != self.calls or len(reply["outputs"]) != len(sets):
@@ -302,21 +304,23 @@ class Caller:
             pointers.append(row)
         return pointers
 
-    def _read_back(self, pointers, sets, stream) -> list:
+    def destinations(self, sets) -> list:
+        """The measurer's own tensors the outputs are read back into, allocated before any window opens."""
+        return [tuple(torch.empty(shape, dtype=getattr(torch, dtype), device=self.device) for shape, dtype in s.expects)
+                for s in sets]
+
+    @staticmethod
+    def _read_back(pointers, dests, stream) -> list:
         from . import cuda_ipc
 
-        outs = []
-        for row, s in zip(pointers, sets):
-            mine = []
-            for ptr, (shape, dtype) in zip(row, s.expects):
-                t = torch.empty(shape, dtype=getattr(torch, dtype), device=self.device)
+        for row, mine in zip(pointers, dests):
+            for ptr, t in zip(row, mine):
                 cuda_ipc.copy_async(t.data_ptr(), ptr, t.numel() * t.element_size(), stream.cuda_stream)
-                mine.append(t)
-            outs.append(tuple(mine))
-        return outs
+        return dests
 
     def _gpu_call(self, message, staged, sets):
         stream = torch.cuda.current_stream()
+        dests = self.destinations(sets)
         for buf, value in staged:
             buf.view(value.shape, dtype_name(value)).copy_(value)
         torch.cuda.synchronize()
@@ -324,7 +328,7 @@ class Caller:
         self.wait_done(stream)
         reply = self.recv("outputs")
         pointers = self._pointers(reply, sets)
-        outs = self._read_back(pointers, sets, stream)
+        outs = self._read_back(pointers, dests, stream)
         torch.cuda.synchronize()
         return outs
 
@@ -338,7 +342,6 @@ class Window:
         self.events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
         self.spin_ms = 3.0
         self.hops_ms: float | None = None  # the two context switches of an empty window, fastest seen
-        self.late = 0
 
     def _open(self, staged) -> None:
         torch.cuda.synchronize()
@@ -356,6 +359,7 @@ class Window:
 
         caller = self.caller
         stream = torch.cuda.current_stream()
+        dests = caller.destinations(sets)
         for attempt in range(attempts):
             self._open(staged)
             cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)
@@ -367,7 +371,7 @@ class Window:
             exchange_ms = (time.perf_counter() - started) * 1e3
             late = self.events[1].query()
             pointers = caller._pointers(reply, sets)
-            outs = caller._read_back(pointers, sets, stream)
+            outs = caller._read_back(pointers, dests, stream)
             self.events[3].record()
             torch.cuda.synchronize()
             total = self.events[0].elapsed_time(self.events[3])
@@ -375,7 +379,6 @@ class Window:
                 # The next window's spin: long enough for the runner to queue its calls, judged by this exchange.
                 self.spin_ms = min(max(1.5 * exchange_ms + 1.0, MIN_SPIN_MS), 2000.0)
                 return outs, {"ms": total, "late": attempt, "exchange_ms": exchange_ms}
-            self.late += 1
             self.spin_ms = min(max(2 * self.spin_ms, 1.5 * exchange_ms + 1.0), 2000.0)
             caller.recv("checked")  # the discarded attempt's own report, before the call is made again
             caller.calls += 1
@@ -396,29 +399,24 @@ class Window:
         """The measurer's own part of a window of these sets (copies in, read-back), with no runner: the fastest."""
         from . import cuda_ipc
 
-        pool = self.caller.pool
-        staged, taken, fakes = [], [], []
+        caller, pool = self.caller, self.caller.pool
+        staged, taken = [], []
         for s in sets:
             for value in s.inputs:
                 if isinstance(value, torch.Tensor):
                     buf = pool.take(value.numel() * value.element_size())
                     taken.append(buf)
                     staged.append((buf, value))
-            fakes.append([torch.empty(shape, dtype=getattr(torch, dtype), device=self.caller.device)
-                          for shape, dtype in s.expects])
+        outputs, dests = caller.destinations(sets), caller.destinations(sets)  # stand-ins for the runner's outputs
+        pointers = [[o.data_ptr() for o in row] for row in outputs]
+        stream = torch.cuda.current_stream()
         try:
-            from . import cuda_ipc
-
             samples = []
             for _ in range(reps):
                 self._open(staged)
-                cuda_ipc.write_value(torch.cuda.current_stream().cuda_stream, self.caller.gate_addr, self.caller.calls)
+                cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)
                 self.events[2].record()
-                stream = torch.cuda.current_stream()
-                for outs in fakes:
-                    for o in outs:
-                        cuda_ipc.copy_async(torch.empty_like(o).data_ptr(), o.data_ptr(), o.numel() * o.element_size(),
-                                            stream.cuda_stream)
+                caller._read_back(pointers, dests, stream)
                 self.events[3].record()
                 torch.cuda.synchronize()
                 samples.append(self.events[0].elapsed_time(self.events[3]))

@@ -23,11 +23,11 @@ from pathlib import Path
 import torch
 
 from . import metrics
-from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, dtype_name
+from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, nbytes_of
 from .problem import load_problem
 from .protocol import RUNNER
 from .timing import cpu_time
-from .wire import Closed, Link, Malformed
+from .wire import Closed, Link
 
 # Seed offsets of the harness's own inputs (mixed with the evaluation's secret): the problem's seeds are small.
 BENCH_SEED = 1 << 40  # + a running count: every timed call of a candidate sees new values
@@ -109,7 +109,6 @@ class Measurer:
         self.peaks: dict | None = None
         self.plans: dict = {}  # benchmark case -> calls per window and the window's calibrated fixed cost
         self.first: dict = {}
-        self.rung_name = "load"
         self._expect_cache: dict = {}
 
     # -- inputs and references ---------------------------------------------------------------------------------------
@@ -189,16 +188,12 @@ class Measurer:
         """Calls per window (a roofline-speed kernel fills TARGET_WINDOW_MS, within a share of device memory) and
         the window's fixed cost for 1 and for that many calls, measured with no candidate anywhere."""
         sample = self.inputs(case, BASELINE_SEED)
-        refs = _as_tuple(self.reference.ref_kernel(*[t.clone() if isinstance(t, torch.Tensor) else t
-                                                     for t in sample]))
-        expects = self.expects(refs, case)
+        expects = self._expects_for(case, sample)
         per_set = sum(t.numel() * t.element_size() for t in sample if isinstance(t, torch.Tensor))
-        per_set += sum(math.prod(shape) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
-                       for shape, dtype in expects)
+        per_set += sum(nbytes_of(shape, dtype) for shape, dtype in expects)
         budget = MEASURER_MEMORY_SHARE * torch.cuda.get_device_properties(self.device).total_memory
         k = max(1, min(MAX_CALLS_PER_WINDOW, math.ceil(TARGET_WINDOW_MS / max(self.bound_ms(case), 1e-4)),
                        int(budget // max(3 * per_set, 1))))
-        del refs
         window = self.callers["gpu"].window
         sets = [CallSet(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in sample), expects)
                 for _ in range(k)]  # distinct memory, as a window's inputs are (one source would sit in L2)
@@ -355,16 +350,16 @@ class Measurer:
             lates += figures["late"]
         ms = statistics.median(per_call)
         fixed = self.fixed_ms(plan, k)
+        window_ms = statistics.median(totals[1:])
         if ms <= 0:
             # The window's own cost, calibrated with no candidate, came out above the window: the calibration does
             # not describe this device now. No figure is better than a wrong one.
-            window_ms = statistics.median(totals[1:])
             raise Fail(f"{case.label}: the timing window could not be measured (window {window_ms:.4f} ms, its fixed "
                        f"cost {fixed:.4f} ms, {k} calls): a harness fault, not the candidate's")
         quartiles = statistics.quantiles(per_call, n=4) if len(per_call) >= 4 else [ms] * 3
-        return {"ms": ms, "windows": len(per_call), "calls_per_window": k, "window_ms": statistics.median(totals[1:]),
+        return {"ms": ms, "windows": len(per_call), "calls_per_window": k, "window_ms": window_ms,
                 "fixed_ms": round(fixed, 4), "hops_ms": round(plan["hops_ms"], 4), "spin_retries": lates,
-                "spread": (quartiles[2] - quartiles[0]) / ms if ms > 0 else 0.0, "clock": "cuda-window"}
+                "spread": (quartiles[2] - quartiles[0]) / ms, "clock": "cuda-window"}
 
     def _expects_for(self, case, inputs) -> list:
         key = case.label
@@ -382,8 +377,8 @@ class Measurer:
         while len(times) < 3 or (len(times) < 20 and time.perf_counter() - started < budget_s):
             counter[0] += 1
             inputs = self.inputs(case, BENCH_SEED + counter[0], torch.device("cpu"))
-            outs = caller.call([CallSet(inputs, self._expects_for(case, inputs))], "time")
-            times.append(caller.last_host_ms)
+            outs, figures = caller.call([CallSet(inputs, self._expects_for(case, inputs))], "time", timed=True)
+            times.append(figures["ms"])
             self._timed_check(case, outs, [inputs])
         figures = {"ms": statistics.median(times), "windows": len(times), "calls_per_window": 1,
                    "clock": "cpu-interpreter"}
@@ -424,7 +419,6 @@ class Measurer:
                      ("correctness", lambda: self.correctness_rung("interpret")),
                      ("benchmark", self.benchmark_rung)]
         for name, step in steps:
-            self.rung_name = name
             try:
                 if not step():
                     return
@@ -482,7 +476,7 @@ def main(argv) -> int:
         measurer.ladder()
     except RunnerLost as exc:
         channel.send({"kind": "runner_lost", "rung": "load", "runner": exc.runner, "detail": str(exc)})
-    except (Fail, Malformed) as exc:
+    except Fail as exc:
         channel.rung("load", False, f"the runner failed to start: {exc}")
     except Exception as exc:  # noqa: BLE001 - e.g. device memory another process holds: not the candidate's doing
         channel.rung("load", False, f"the harness could not prepare the device before loading the candidate: "

@@ -10,6 +10,7 @@ kernel launched, the outputs' types) is a first line that gives a model early, c
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 import time
@@ -57,7 +58,7 @@ class Runner:
 
         torch = self.torch
         info = {"kind": "ready", "jail": jail_status, "torch": torch.__version__, "triton": triton.__version__,
-                "device": "cpu", "warm_s": round(time.time() - started, 3)}
+                "device": "cpu"}
         if self.mode == "gpu":
             from . import cuda_ipc
 
@@ -109,12 +110,14 @@ class Runner:
         return tuple(out)
 
     def _file(self, d: dict):
+        from .exchange import itemsize
+
         torch = self.torch
         key = (d["path"], d["dtype"])
         if key not in self._files:
-            numel = d["nbytes"] // torch.empty((), dtype=getattr(torch, d["dtype"])).element_size()
+            numel = d["nbytes"] // itemsize(d["dtype"])
             self._files[key] = torch.from_file(d["path"], shared=True, size=numel, dtype=getattr(torch, d["dtype"]))
-        return self._files[key][: _numel(d["shape"])].view(d["shape"])
+        return self._files[key][: math.prod(d["shape"])].view(d["shape"])
 
     def _poison(self, expects: list) -> None:
         """NaN in the allocator's free blocks of each output's size: an element the kernel never writes shows."""
@@ -125,6 +128,8 @@ class Runner:
             del block
 
     def _validate(self, out, expects: list, inputs: tuple) -> tuple:
+        from .exchange import dtype_name
+
         torch = self.torch
         outs = tuple(out) if type(out) in (tuple, list) else (out,)
         if len(outs) != len(expects):
@@ -133,8 +138,8 @@ class Runner:
         for o, e in zip(outs, expects):
             if type(o) is not torch.Tensor:
                 raise Fail(f"returned a {type(o).__name__}, not a plain torch.Tensor")
-            if str(o.dtype).replace("torch.", "") != e["dtype"]:
-                raise Fail(f"output dtype {str(o.dtype).replace('torch.', '')}, expected {e['dtype']}")
+            if dtype_name(o) != e["dtype"]:
+                raise Fail(f"output dtype {dtype_name(o)}, expected {e['dtype']}")
             if list(o.shape) != list(e["shape"]):
                 raise Fail(f"output shape {tuple(o.shape)}, expected {tuple(e['shape'])}")
             if o.device.type != device:
@@ -219,11 +224,13 @@ class Runner:
         self.link.send({"kind": "checked", "call": message["call"]})
 
     def _export(self, outs: tuple, files) -> list:
+        from .exchange import dtype_name
+
         torch = self.torch
         described = []
         for index, o in enumerate(outs):
             entry = {"handle": "", "offset": 0, "nbytes": o.numel() * o.element_size(), "shape": list(o.shape),
-                     "dtype": str(o.dtype).replace("torch.", "")}
+                     "dtype": dtype_name(o)}
             if self.mode == "gpu":
                 from . import cuda_ipc
 
@@ -283,13 +290,6 @@ class Runner:
                 handlers[message["kind"]](message)
             except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the candidate's kernel broke
                 self.fail(f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
-
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def main(argv) -> int:
