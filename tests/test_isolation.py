@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from kernels import SOFTMAX_KERNEL
 
 from evolve.harness import evaluate
 
@@ -16,27 +17,7 @@ SOFTMAX = ROOT / "tests" / "adversarial" / "problem"  # the softmax problem with
 SOLUTIONS = ROOT / "problems" / "softmax" / "solutions"
 HONEST = SOLUTIONS / "correct" / "single_block.py"
 
-KERNEL = textwrap.dedent('''
-    import torch
-    import triton
-    import triton.language as tl
-
-
-    @triton.jit
-    def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
-        row = tl.program_id(0)
-        offs = tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=-float("inf")).to(tl.float32)
-        e = tl.exp(x - tl.max(x, axis=0))
-        tl.store(out_ptr + row * n_cols + offs, (e / tl.sum(e, axis=0)).to(out_ptr.dtype.element_ty),
-                 mask=offs < n_cols)
-
-
-    def launch(x):
-        out = torch.empty_like(x)
-        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
-        return out
-''')
+KERNEL = SOFTMAX_KERNEL
 
 
 def candidate(tmp_path, body: str) -> Path:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from kernels import SOFTMAX_KERNEL
 
 from evolve.harness import evaluate, jail
 from evolve.harness import ladder
@@ -18,31 +19,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_softmax"
 needs_landlock = pytest.mark.skipif(jail.abi_version() < 1, reason="this kernel has no Landlock: no jail")
 
-KERNEL = textwrap.dedent('''
-    import torch
-    import triton
-    import triton.language as tl
+KERNEL = SOFTMAX_KERNEL + textwrap.dedent('''
 
 
     @triton.jit
     def noop_kernel(out_ptr, n):
         pass
-
-
-    @triton.jit
-    def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
-        row = tl.program_id(0)
-        offs = tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=-float("inf")).to(tl.float32)
-        e = tl.exp(x - tl.max(x, axis=0))
-        tl.store(out_ptr + row * n_cols + offs, (e / tl.sum(e, axis=0)).to(out_ptr.dtype.element_ty),
-                 mask=offs < n_cols)
-
-
-    def launch(x):
-        out = torch.empty_like(x)
-        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
-        return out
 ''')
 
 # Builtins reached through a public attribute of one of Triton's own objects: the module dict of triton.jit.
