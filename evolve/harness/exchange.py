@@ -163,7 +163,7 @@ class Caller:
         except Closed as exc:
             raise RunnerLost(str(exc), self.name) from None
         if message["kind"] == "failed":
-            details = {k: message[k] for k in ("log", "violations") if message[k]}
+            details = {"log": message["log"]} if message["log"] else {}
             raise Fail(message["reason"] or "the runner reported a failure without a reason", details)
         if message["kind"] not in kinds:
             raise Fail(f"the runner sent '{message['kind']}' where '{kinds[0]}' was due")

@@ -113,7 +113,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         elif kind == "runner_lost":
             state["lost"] = message
 
-    # The static check needs no child: a rejected file costs milliseconds. The runner repeats it on its own copy.
+    # The static check needs no process: a rejected file costs milliseconds.
     started = time.perf_counter()
     try:
         problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check)
@@ -131,7 +131,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                 shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
                    "secret": secret, "dump": bool(options.dump_dir), "bench_budget_s": options.bench_budget_s,
-                   "static_check": options.static_check, "peaks": _load(cache, trusted, "peaks.json"),
+                   "peaks": _load(cache, trusted, "peaks.json"),
                    "baselines": _load(cache, trusted, "baselines.json")}
             state["spawned"] = time.time()
             if options.prewarm:

@@ -213,9 +213,7 @@ class Measurer:
     def load(self, runner: str, rung: str) -> bool:
         started = time.perf_counter()
         caller = self.callers[runner]
-        caller.send({"kind": "load", "candidate": self.job["candidate"], "static_check": self.job["static_check"],
-                     "forbid_calls": list(self.problem.forbid_calls),
-                     "forbid_modules": list(self.problem.forbid_modules)})
+        caller.send({"kind": "load", "candidate": self.job["candidate"]})
         try:
             caller.recv("loaded")
         except Fail as exc:

@@ -22,7 +22,7 @@ RUNNER = {
                  "describe_seconds": float, "kernels": [KERNEL], "error": str},
     "outputs": {"kind": str, "call": int, "outputs": [[OUTPUT]]},
     "checked": {"kind": str, "call": int},
-    "failed": {"kind": str, "reason": str, "log": str, "seconds": float, "violations": [str]},
+    "failed": {"kind": str, "reason": str, "log": str, "seconds": float},
 }
 
 # The fields of a benchmark row the parent computes the roofline from (a row holds other figures as well).
