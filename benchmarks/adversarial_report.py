@@ -47,7 +47,8 @@ def main():
     parser.add_argument("--cache", help="peaks/baselines cache folder (default: a fresh temporary one)")
     parser.add_argument("--width", type=int, default=110, help="reason column width")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="cases evaluated at once (the honest control always runs alone, before and after)")
+                        help="cases evaluated at once, without a GPU only (the honest control always runs alone, before and "
+                             "after)")
     parser.add_argument("cases", nargs="*", help="case names (default: all)")
     args = parser.parse_args()
     cache = args.cache or tempfile.mkdtemp(prefix="evolve-adv-")
@@ -56,6 +57,9 @@ def main():
 
     before = one(control, options_for(control, cache), "expect")
     gpu = before["verdict"]["mode"] == "gpu"
+    if gpu and args.jobs > 1:
+        print(f"--jobs {args.jobs} ignored on a GPU: evaluations sharing the card would time each other's work")
+        args.jobs = 1
     print(f"device: {before['verdict']['device']}  mode: {before['verdict']['mode']}")
     print(f"{'case':<28}{'check':<8}{'stops':<14}{'match':<6}{'rung':<12}{'secs':>6}  reason")
     rows, slowest = [], (0.0, "")

@@ -5,13 +5,16 @@
 The candidate (default: the softmax seed) is evaluated --runs times through the whole harness, where the measurer
 times windows of calls made by the runner from outside it. The same custom_kernel is then timed in this process with
 do_bench (L2 flushed before every call) and back to back (the window's own pattern: calls on distinct fresh inputs
-with no flush between them, between two events). Columns: the harness's median per shape in each run and their
-spread, do_bench, and the ratios harness/do_bench and harness/back-to-back.
+with no flush between them, queued behind a spin, between two events). Columns: the harness's median per shape in each
+run and their spread, do_bench, and the ratios harness/do_bench and harness/back-to-back. A second table shows the
+first run's windows in parts (medians): the fixed cost subtracted, the measurer's copies and read-back as calibrated
+with no runner, the two context switches, and what the windows' own copies, runner part and read-back took.
 """
 import argparse
 import importlib.util
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -33,10 +36,15 @@ def load(path: Path, name: str):
 def back_to_back(fn, sets) -> float:
     """Per-call ms of fn over the sets, called back to back between two events (the measurer's window pattern)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    began = time.perf_counter()
+    for inputs in sets:
+        fn(*inputs)
+    queue_ms = (time.perf_counter() - began) * 1e3  # the host's time to queue the calls: the spin must outlast it
     samples = []
     for _ in range(5):
         torch.cuda.synchronize()
-        torch.cuda._sleep(2_000_000)
+        torch.cuda._sleep(int(2e6 * (2 * queue_ms + 1)))
         start.record()
         for inputs in sets:
             fn(*inputs)
@@ -88,6 +96,14 @@ def main():
     print(f"median harness/do_bench {statistics.median(ratios):.3f}; within 5%: "
           f"{sum(abs(r - 1) <= 0.05 for r in ratios)} of {len(ratios)}; median harness/back-to-back "
           f"{statistics.median(b2b_ratios):.3f}; largest run-to-run spread {max(spreads):.3f}")
+    print(f"\n{'case':<18}{'K':>4}{'window ms':>11}{'fixed ms':>10}{'calibrated':>15}{'hops':>8}"
+          f"{'copies':>9}{'runner':>9}{'read':>8}")
+    for index, case in enumerate(problem.benchmarks):
+        row = verdicts[0]["shapes"][index]
+        parts = row["parts_ms"]
+        print(f"{case.label:<18}{row['calls_per_window']:>4}{row['window_ms']:>11.3f}{row['fixed_ms']:>10.3f}"
+              f"{row['calibrated_ms']:>15.3f}{row['hops_ms']:>8.3f}{parts['copies']:>9.3f}"
+              f"{parts['runner']:>9.3f}{parts['read']:>8.3f}")
 
 
 if __name__ == "__main__":

@@ -42,3 +42,21 @@ def test_gpu_timer_agrees_with_do_bench():
     ours = timer.time(lambda t: torch.softmax(t, -1), [(x,)])
     theirs = triton.testing.do_bench(lambda: torch.softmax(x, -1), warmup=25, rep=200, return_mode="median")
     assert 0.9 < ours["ms"] / theirs < 1.1, (ours, theirs)
+
+
+def test_window_fixed_cost_is_never_more_than_either_observation():
+    """The cost subtracted from a window is the calibrated copies and read-back (interpolated between the two sizes
+    calibrated) or the window's own, whichever is less, plus the switches: a candidate that slows the measurer's parts
+    of its window (so the observed parts grow) cannot make more subtracted than the calibration, and a calibration
+    taken while the device was slow is corrected by the window's own events."""
+    from evolve.harness.measurer import Measurer
+
+    plan = {"k": 101, "one_ms": 0.5, "many_ms": 4.5, "hops_ms": 0.3}
+    fixed = Measurer.fixed_ms
+    assert fixed(None, plan, 1) == pytest.approx(0.8)
+    assert fixed(None, plan, 51) == pytest.approx(0.5 + 2.0 + 0.3)
+    assert fixed(None, plan, 101) == pytest.approx(4.8)
+    assert fixed(None, plan, 101, observed=3.5) == pytest.approx(3.8)  # a stale, slow calibration: the window's own
+    assert fixed(None, plan, 101, observed=9.0) == pytest.approx(4.8)  # slowed parts: never more than calibrated
+    single = {"k": 1, "one_ms": 0.5, "many_ms": 0.5, "hops_ms": 0.3}
+    assert fixed(None, single, 1, observed=0.4) == pytest.approx(0.7)

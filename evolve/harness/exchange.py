@@ -378,7 +378,10 @@ class Window:
             if not late or attempt == attempts - 1:
                 # The next window's spin: long enough for the runner to queue its calls, judged by this exchange.
                 self.spin_ms = min(max(1.5 * exchange_ms + 1.0, MIN_SPIN_MS), 2000.0)
-                return outs, {"ms": total, "late": attempt, "exchange_ms": exchange_ms}
+                # Its parts, for the record only: the verdict's figure is the whole window less its calibrated cost.
+                parts = [self.events[i].elapsed_time(self.events[i + 1]) for i in range(3)]
+                return outs, {"ms": total, "late": attempt, "exchange_ms": exchange_ms,
+                              "copies_ms": parts[0], "runner_ms": parts[1], "read_ms": parts[2]}
             self.spin_ms = min(max(2 * self.spin_ms, 1.5 * exchange_ms + 1.0), 2000.0)
             caller.recv("checked")  # the discarded attempt's own report, before the call is made again
             caller.calls += 1

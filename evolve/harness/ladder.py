@@ -255,6 +255,9 @@ def _shape_row(row: dict, peaks: dict | None) -> dict:
            "roofline_fraction": None, "bytes_per_s": row["bytes"] / (row["ms"] * 1e-3) if row["ms"] else None,
            "clock": row.get("clock", "cuda-window"), "windows": row.get("windows"),
            "calls_per_window": row.get("calls_per_window"), "spread": row.get("spread")}
+    for key in ("window_ms", "fixed_ms", "calibrated_ms", "hops_ms", "parts_ms"):  # the window's parts, for the record
+        if key in row:
+            out[key] = row[key]
     if peaks:
         flops_peak = peaks["flops"].get(row["dtype"], peaks["flops"]["float32"])
         bound_s = max(row["bytes"] / peaks["bandwidth"], row["flops"] / flops_peak)

@@ -202,12 +202,18 @@ class Measurer:
         del sets
         return {"k": k, "one_ms": one, "many_ms": many, "hops_ms": window.hops_ms}
 
-    def fixed_ms(self, plan: dict, k: int) -> float:
-        """A window's cost with no work in it, for k calls (linear between the two calibrated sizes)."""
-        if plan["k"] == 1:
-            return plan["one_ms"] + plan["hops_ms"]
-        share = (k - 1) / (plan["k"] - 1)
-        return plan["one_ms"] + share * (plan["many_ms"] - plan["one_ms"]) + plan["hops_ms"]
+    def fixed_ms(self, plan: dict, k: int, observed: float | None = None) -> float:
+        """A window's cost with no work in it, for k calls: the measurer's copies and read-back as calibrated with no
+        candidate (linear between the two calibrated sizes), or as this window's own events saw them where that is
+        less, plus the two context switches. A candidate can lengthen the measurer's own parts of a window (work of its
+        own competing for the device) but never shorten them, so the lesser of the two is never flattering; it
+        corrects a calibration made while the device was slower than it is during the window."""
+        calibrated = plan["one_ms"]
+        if plan["k"] > 1:
+            calibrated += (k - 1) / (plan["k"] - 1) * (plan["many_ms"] - plan["one_ms"])
+        if observed is not None:
+            calibrated = min(calibrated, observed)
+        return calibrated + plan["hops_ms"]
 
     # -- rungs ------------------------------------------------------------------------------------------------------
     def load(self, runner: str, rung: str) -> bool:
@@ -332,22 +338,26 @@ class Measurer:
             outs, figures = caller.call(sets, "time", timed=True)
             self._timed_check(case, outs, sets_inputs)
             totals.append(figures["ms"])
-            return (figures["ms"] - self.fixed_ms(plan, k)) / k, figures
+            fixed = self.fixed_ms(plan, k, figures["copies_ms"] + figures["read_ms"])
+            fixeds.append(fixed)
+            return (figures["ms"] - fixed) / k, figures
 
         totals: list = []
+        fixeds: list = []
 
         # The first window compiles the shape's specialization in the runner; it is run again once the runner has
         # queued its calls in time (Window.run), so its figure estimates the call.
         started = time.perf_counter()  # the budget counts the first window too
         estimate, _ = window(min(4, plan["k"]))
         k = max(1, min(plan["k"], math.ceil(TARGET_WINDOW_MS / max(estimate, 1e-4))))
-        per_call, lates = [], 0
+        per_call, lates, parts = [], 0, []
         while len(per_call) < 3 or (len(per_call) < 30 and time.perf_counter() - started < budget_s):
             ms, figures = window(k)
             per_call.append(ms)
             lates += figures["late"]
+            parts.append((figures["copies_ms"], figures["runner_ms"], figures["read_ms"]))
         ms = statistics.median(per_call)
-        fixed = self.fixed_ms(plan, k)
+        fixed = statistics.median(fixeds[1:])
         window_ms = statistics.median(totals[1:])
         if ms <= 0:
             # The window's own cost, calibrated with no candidate, came out above the window: the calibration does
@@ -357,6 +367,9 @@ class Measurer:
         quartiles = statistics.quantiles(per_call, n=4) if len(per_call) >= 4 else [ms] * 3
         return {"ms": ms, "windows": len(per_call), "calls_per_window": k, "window_ms": window_ms,
                 "fixed_ms": round(fixed, 4), "hops_ms": round(plan["hops_ms"], 4), "spin_retries": lates,
+                "calibrated_ms": round(self.fixed_ms(plan, k) - plan["hops_ms"], 4),
+                "parts_ms": {name: round(statistics.median(p[i] for p in parts), 4)
+                             for i, name in enumerate(("copies", "runner", "read"))},
                 "spread": (quartiles[2] - quartiles[0]) / ms, "clock": "cuda-window"}
 
     def _expects_for(self, case, inputs) -> list:

@@ -1,11 +1,12 @@
 # stops: static check, then measurer
 # expect: load: builtin hasattr
 # expect-dynamic: ok
-# expect-dynamic-gpu: run|correctness: > rtol|not finite
+# expect-dynamic-gpu: ok or run|correctness: > rtol|not finite
 """Cheat: tell the interpreter from the compiler inside the kernel (the interpreter swaps tl.load for a plain
 function without Triton's signature) and take a different branch in each: the compiled kernel, whose registers the
 compile rung reports, writes zeros; the interpreted one, which every check runs, computes softmax. On a GPU the
-measurer checks the compiled kernel's own output. Without a GPU only the static check stands here: no rung runs the
+measurer checks the compiled kernel's own output (where a Triton version's code generator takes the softmax branch
+too, the kernel is honest and passes). Without a GPU only the static check stands here: no rung runs the
 compiled code (README's limits), and an interpreter run never earns fitness."""
 import torch
 import triton
