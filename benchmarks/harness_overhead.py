@@ -55,8 +55,15 @@ def main():
         split = (compile_rung.get("metrics") or {}).get("split")
         if split:
             print(f"{'':<12}compile: inputs {split['inputs']:.1f} s, the runner's calls {split['runner_calls']:.1f} s "
-                  f"(Triton compiling {compile_rung['metrics'].get('compile_seconds', 0):.1f} s of them), reading "
-                  f"the kernels back {split['runner_describe']:.1f} s")
+                  f"(mapping its inputs {split.get('runner_inputs', 0):.1f} s, Triton compiling "
+                  f"{compile_rung['metrics'].get('compile_seconds', 0):.1f} s), reading the kernels back "
+                  f"{split['runner_describe']:.1f} s")
+        bench = next((r for r in verdict["rungs"] if r["name"] == "benchmark"), {})
+        split = (bench.get("metrics") or {}).get("split")
+        if split:
+            print(f"{'':<12}benchmark: inputs and references {split['inputs']:.1f} s, windows {split['windows']:.1f} s, "
+                  f"checking timed outputs {split['checks']:.1f} s; {split['outputs_mapped']} output allocations "
+                  f"mapped in {split['mapping_s']:.1f} s")
     print("seconds; 'other' = process start, imports, device setup, peaks/baselines and window calibration")
 
 

@@ -10,6 +10,7 @@ operations (CUDA's interprocess events would need the runner to write /dev/shm, 
 from __future__ import annotations
 
 import ctypes
+import time
 
 HANDLE_BYTES = 64
 LAZY_ENABLE_PEER_ACCESS = 1
@@ -111,6 +112,7 @@ class Mapped:
 
     def __init__(self):
         self._open: dict[str, tuple[int, int]] = {}  # handle hex -> (base, size)
+        self.opened, self.open_seconds = 0, 0.0  # how many handles were opened, and the time it took
 
     def open(self, handle_hex: str) -> tuple[int, int]:
         if handle_hex in self._open:
@@ -121,7 +123,10 @@ class Mapped:
         d = driver()
         ptr = ctypes.c_uint64()
         handle = _Handle.from_buffer_copy(raw)
+        started = time.perf_counter()
         d.check(d.open_mem_handle(ctypes.byref(ptr), handle, LAZY_ENABLE_PEER_ACCESS), "cuIpcOpenMemHandle")
+        self.opened += 1
+        self.open_seconds += time.perf_counter() - started
         base, size = allocation_of(ptr.value)
         self._open[handle_hex] = (ptr.value, size if base == ptr.value else size - (ptr.value - base))
         return self._open[handle_hex]

@@ -61,6 +61,33 @@ def nbytes_of(shape, dtype: str) -> int:
     return math.prod(shape) * itemsize(dtype)
 
 
+SLAB_BYTES = 1 << 30  # shared input memory is handed out from slabs of this size: one IPC handle each, not one per buffer
+SLAB_ALIGN = 512
+
+
+class Slab:
+    """One device allocation of the measurer's (never a segment of torch's allocator, which holds other tensors),
+    exported once: the runner opens each slab once however many buffers it is cut into. Everything in a slab is an
+    input the runner is given, has been given, or stale bytes of one (the inputs of a window are copied in only when
+    the window opens), so seeing the whole slab shows it nothing it does not see anyway."""
+
+    def __init__(self, nbytes: int):
+        from . import cuda_ipc
+
+        self.nbytes = nbytes
+        self.ptr = cuda_ipc.alloc(nbytes)
+        self.handle, _ = cuda_ipc.export(self.ptr)
+        self.used = 0
+
+    def cut(self, nbytes: int) -> int | None:
+        """The offset of nbytes more of this slab, or None where they do not fit."""
+        start = -(-self.used // SLAB_ALIGN) * SLAB_ALIGN
+        if start + nbytes > self.nbytes:
+            return None
+        self.used = start + nbytes
+        return start
+
+
 class Buffer:
     """One shared buffer: `desc` tells the runner where it is, `view` is the measurer's own tensor over it."""
 
@@ -68,10 +95,9 @@ class Buffer:
         self.nbytes = nbytes
         self.pool = pool
         if pool.mode == "gpu":
-            from . import cuda_ipc
-
-            self.ptr = cuda_ipc.alloc(nbytes)
-            self.handle, _ = cuda_ipc.export(self.ptr)
+            self.slab, self.offset = pool.cut(max(nbytes, 1))
+            self.ptr = self.slab.ptr + self.offset
+            self.handle = self.slab.handle
             self.path = None
         else:
             pool.count += 1
@@ -83,7 +109,7 @@ class Buffer:
     def desc(self, shape, dtype: str) -> dict:
         base = {"nbytes": self.nbytes, "shape": list(shape), "dtype": dtype}
         if self.pool.mode == "gpu":
-            return {"handle": self.handle, "offset": 0, **base}
+            return {"handle": self.handle, "offset": self.offset, **base}
         return {"path": self.path, **base}
 
     def view(self, shape, dtype: str):
@@ -97,11 +123,7 @@ class Buffer:
         return self._files[dtype][: math.prod(shape)].view(list(shape))
 
     def free(self) -> None:
-        if self.pool.mode == "gpu":
-            from . import cuda_ipc
-
-            cuda_ipc.free(self.ptr)
-        else:
+        if self.pool.mode != "gpu":
             self._files.clear()
             try:
                 os.unlink(self.path)
@@ -110,30 +132,50 @@ class Buffer:
 
 
 class Pool:
-    """Shared buffers by size, reused from call to call (the runner keeps each one mapped once)."""
+    """Shared buffers by size, reused from call to call (the runner keeps each slab or file mapped once)."""
 
     def __init__(self, mode: str, folder: str):
         self.mode, self.folder = mode, folder
         self.free_list: dict[int, list[Buffer]] = {}
         self.count = 0
         self.handles: set[str] = set()
+        self.slabs: list[Slab] = []
+        self.lent = 0
+
+    def cut(self, nbytes: int) -> tuple[Slab, int]:
+        for slab in self.slabs[-2:]:
+            offset = slab.cut(nbytes)
+            if offset is not None:
+                return slab, offset
+        slab = Slab(max(SLAB_BYTES, nbytes))
+        self.slabs.append(slab)
+        self.handles.add(slab.handle)
+        return slab, slab.cut(nbytes)
 
     def take(self, nbytes: int) -> Buffer:
         stack = self.free_list.get(nbytes)
         buf = stack.pop() if stack else Buffer(self, nbytes)
-        if self.mode == "gpu":
-            self.handles.add(buf.handle)
+        self.lent += 1
         return buf
 
     def give(self, bufs) -> None:
         for buf in bufs:
+            self.lent -= 1
             self.free_list.setdefault(buf.nbytes, []).append(buf)
 
     def trim(self) -> None:
+        """Free every buffer, where none is lent (between rungs)."""
+        if self.lent:
+            return
+        from . import cuda_ipc
+
         for stack in self.free_list.values():
             for buf in stack:
                 buf.free()
         self.free_list.clear()
+        for slab in self.slabs:
+            cuda_ipc.free(slab.ptr)
+        self.slabs.clear()
 
 
 class CallSet:

@@ -242,7 +242,7 @@ class Measurer:
         self.ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
                      compile_seconds=report["compile_seconds"],
                      split={"inputs": round(staged - started, 3), "runner_calls": report["calls_seconds"],
-                            "runner_describe": report["describe_seconds"]})
+                            "runner_inputs": report["inputs_seconds"], "runner_describe": report["describe_seconds"]})
         error = report["error"]
         if error and ("CUDA error" in error or "illegal" in error.lower()):
             # The kernels compiled but running them broke the CUDA context; nothing more can run in the runner.
@@ -328,15 +328,23 @@ class Measurer:
         plan = self.plans[case.label]
         budget_s = float(self.job.get("bench_budget_s", 0.4))
 
+        split = self.bench_split
+
         def window(k: int):
+            began = time.perf_counter()
             sets_inputs = []
             for _ in range(k):
                 counter[0] += 1
                 sets_inputs.append(self.inputs(case, BENCH_SEED + counter[0]))
             expects = self._expects_for(case, sets_inputs[0])
             sets = [CallSet(inputs, expects) for inputs in sets_inputs]
+            called = time.perf_counter()
             outs, figures = caller.call(sets, "time", timed=True)
+            checking = time.perf_counter()
             self._timed_check(case, outs, sets_inputs)
+            split["inputs"] += called - began
+            split["windows"] += checking - called
+            split["checks"] += time.perf_counter() - checking
             totals.append(figures["ms"])
             fixed = self.fixed_ms(plan, k, figures["copies_ms"] + figures["read_ms"])
             fixeds.append(fixed)
@@ -402,6 +410,7 @@ class Measurer:
         started = time.perf_counter()
         shapes, counter = [], [0]
         gpu = self.mode == "gpu"
+        self.bench_split = {"inputs": 0.0, "windows": 0.0, "checks": 0.0}
         try:
             for case in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks):
                 figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
@@ -414,8 +423,13 @@ class Measurer:
         except Fail as exc:
             self.ch.rung("benchmark", False, str(exc), time.perf_counter() - started, shapes=shapes)
             return False
+        extra = {}
+        if gpu:  # where the rung's time went: making inputs and references, the windows, checking timed outputs
+            mapped = self.callers["gpu"].mapped
+            extra["split"] = {**{k: round(v, 3) for k, v in self.bench_split.items()},
+                              "outputs_mapped": mapped.opened, "mapping_s": round(mapped.open_seconds, 3)}
         self.ch.rung("benchmark", True, None, time.perf_counter() - started, shapes=shapes,
-                     clock="cuda-window" if gpu else "cpu-interpreter")
+                     clock="cuda-window" if gpu else "cpu-interpreter", **extra)
         return True
 
     # -- the ladder ---------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ RUNNER = {
     "ready": {"kind": str, "jail": str, "torch": str, "triton": str, "device": str, "warm_s": float},
     "ack": {"kind": str},
     "loaded": {"kind": str, "seconds": float},
-    "compiled": {"kind": str, "seconds": float, "compile_seconds": float, "calls_seconds": float,
+    "compiled": {"kind": str, "seconds": float, "compile_seconds": float, "calls_seconds": float, "inputs_seconds": float,
                  "describe_seconds": float, "kernels": [KERNEL], "error": str},
     "outputs": {"kind": str, "call": int, "outputs": [[OUTPUT]]},
     "checked": {"kind": str, "call": int},
