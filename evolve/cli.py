@@ -135,8 +135,11 @@ def _open_archive(db, must_exist=True):
 @click.option("--timeout", "timeout_s", type=float, default=180.0, show_default=True,
               help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs "
                    "this much. An honest softmax evaluation takes under 40 s even with an empty cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
-                repairs, stagnation, concurrency, tune_share, tune_trials, llm_timeout, llm_retries, device, timeout_s):
+                repairs, stagnation, concurrency, tune_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
+                cache_dir):
     """Evolve kernels for PROBLEM unattended; every proposal and verdict goes to the archive (--db).
 
     Stops at --target, --max-candidates, --budget, --max-cost or after --stagnation candidates without
@@ -162,7 +165,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
         search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                             tuner_trials=tune_trials),
-        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True))
+        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True,
+                         **({"cache_dir": cache_dir} if cache_dir else {})))
     if not specs:
         click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
                    "the archive's kernels; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
@@ -177,6 +181,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     except (ProblemError, LookupError, ArchiveError) as exc:
         _fail(str(exc).strip("'\""))
     _print_summary(summary, archive, problem)
+    if summary.interrupted:
+        sys.exit(130)  # the convention for Ctrl-C: a script can tell an interrupted run from a finished one
 
 
 def _print_summary(summary, archive, problem):

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .archive import Archive, Candidate
@@ -48,6 +48,7 @@ class Summary:
     seconds: float
     db: str
     near_tie: Candidate | None = None  # measured above `best`, but by less than the timing noise
+    interrupted: bool = False  # stopped by Ctrl-C (the command exits 130)
 
 
 def device_name(device: str) -> str:
@@ -308,7 +309,7 @@ class Search:
 
     def run(self) -> Summary:
         self.start()
-        stop = None
+        stop, interrupted = None, False
         try:
             for cand in self.archive.pending(self.run_id):  # what a crash left in flight
                 self.emit({"kind": "resume", "candidate": cand})
@@ -336,11 +337,11 @@ class Search:
                 if step % self.config.search.migrate_every == 0:
                     self.migrate()
         except KeyboardInterrupt:
-            stop = "interrupted (Ctrl-C); continue with --resume"
+            stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
         self.keep_answered()
         self.archive.finish_run(self.run_id, stop)
         shutil.rmtree(self.work, ignore_errors=True)
-        return self.summary(stop)
+        return replace(self.summary(stop), interrupted=interrupted)
 
     def keep_answered(self) -> None:
         """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them."""

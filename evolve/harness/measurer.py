@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import metrics
+from . import lifeline, metrics
 from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, nbytes_of
 from .problem import load_problem
 from .protocol import RUNNER
@@ -477,6 +477,7 @@ def _read_job(fd: int) -> dict:
 def main(argv) -> int:
     started = time.time()
     mode = argv[3]
+    lifeline.watch(pgids=[int(spec.split(":")[3]) for spec in argv[4:]])  # the runners die with the parent too
     if mode == "gpu":
         torch.cuda.init()
         torch.empty(1, device="cuda")
@@ -486,7 +487,7 @@ def main(argv) -> int:
     channel = Channel(int(argv[2]), bytes.fromhex(job["key"]))
     links = {}
     for spec in argv[4:]:
-        name, read_fd, write_fd = spec.split(":")
+        name, read_fd, write_fd, _pid = spec.split(":")
         links[name] = Link(int(read_fd), int(write_fd), RUNNER)
     sys.setrecursionlimit(10000)
     measurer = Measurer(job, channel, links)

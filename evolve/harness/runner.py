@@ -301,6 +301,9 @@ def main(argv) -> int:
     in_fd, out_fd, mode, work, shm = int(argv[1]), int(argv[2]), argv[3], Path(argv[4]), argv[5]
     from . import jail
 
+    from . import lifeline
+
+    lifeline.watch()  # a first line: the measurer kills this process's group as well when the parent is gone
     status = jail.apply([str(work), shm, "/proc/self"])
     from .wire import Link
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import jail
+from .lifeline import ENV as LIFELINE_ENV, kill_everything
 from .protocol import MEASURER
 from .wire import Malformed, parse
 
@@ -122,24 +123,6 @@ def _group_rss(pgid: int) -> int:
     return total
 
 
-def kill_everything(pgids, token: str) -> None:
-    """SIGKILL the groups, then any process whose environment still carries the evaluation's token."""
-    for pgid in pgids:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    needle = f"EVOLVE_EVAL_TOKEN={token}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes():
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ProcessLookupError):
-            continue
-
-
 def _wait(proc, seconds: float) -> None:
     if proc is not None:
         try:
@@ -165,6 +148,8 @@ class Crew:
         self.key = secrets.token_bytes(32)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
+        life_r, self._life_w = os.pipe()  # the children's lifeline (harness/lifeline.py): only this process writes
+        life = {LIFELINE_ENV: str(life_r)}
         measurer_fds, links, close_after = [], [], []
         for name in RUNNERS[mode]:
             folder = self.work / name
@@ -173,33 +158,33 @@ class Crew:
             from_runner_r, from_runner_w = os.pipe()
             extra = {"TRITON_CACHE_DIR": str(folder / "triton"), "TRITON_HOME": str(folder),
                      "TMPDIR": str(folder / "tmp"), "XDG_CACHE_HOME": str(folder / "cache"),
-                     "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor")}
+                     "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **life}
             if name == "interpret":
                 extra["TRITON_INTERPRET"] = "1"
             with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
                 self.procs[name] = subprocess.Popen(
                     [sys.executable, "-m", "evolve.harness.runner", str(to_runner_r), str(from_runner_w), name,
                      str(folder), self.shm],
-                    pass_fds=(to_runner_r, from_runner_w), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    pass_fds=(to_runner_r, from_runner_w, life_r), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     cwd=folder, env=_env(self.token, folder, extra), start_new_session=True,
                     preexec_fn=_limits(1 << 30))
             os.close(to_runner_r)
             os.close(from_runner_w)
             measurer_fds += [from_runner_r, to_runner_w]
-            links.append(f"{name}:{from_runner_r}:{to_runner_w}")
+            links.append(f"{name}:{from_runner_r}:{to_runner_w}:{self.procs[name].pid}")
             close_after += [from_runner_r, to_runner_w]
         job_r, self._job_w = os.pipe()
         self._msg_r, msg_w = os.pipe()
         # The measurer's own caches persist only where no runner can write them (with a jail).
         trusted = Path(trusted_cache) if jail.abi_version() else self.work
         extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"),
-                 "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor")}
+                 "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor"), **life}
         with open(self.work / "measurer.stdout", "wb") as out, open(self.work / "measurer.stderr", "wb") as err:
             self.procs["measurer"] = subprocess.Popen(
                 [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, *links],
-                pass_fds=(job_r, msg_w, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                pass_fds=(job_r, msg_w, life_r, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 cwd=self.work, env=_env(self.token, self.work, extra), start_new_session=True)
-        for fd in (job_r, msg_w, *close_after):
+        for fd in (job_r, msg_w, life_r, *close_after):
             os.close(fd)
 
     def alive(self) -> bool:
@@ -217,10 +202,10 @@ class Crew:
         kill_everything([p.pid for p in self.procs.values()], self.token)
         for p in self.procs.values():
             p.wait()
-        for fd in (self._job_w, self._msg_r):  # only those run() did not take over (closing a number twice could
-            if fd is not None:  # close a descriptor another thread has opened since)
+        for fd in (self._job_w, self._msg_r, self._life_w):  # only those run() did not take over (closing a number
+            if fd is not None:  # twice could close a descriptor another thread has opened since)
                 os.close(fd)
-        self._job_w = self._msg_r = None
+        self._job_w = self._msg_r = self._life_w = None
         shutil.rmtree(self.work, ignore_errors=True)
         shutil.rmtree(self.shm, ignore_errors=True)
 

@@ -1,0 +1,92 @@
+"""A stopped evolve leaves nothing running: Ctrl-C stops `eval` and `run` within seconds (exit 130), and the
+evaluation's processes die with the parent whatever kills it (SIGTERM, SIGKILL)."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HANG = ROOT / "tests" / "adversarial" / "cases" / "hang_kernel.py"
+PROBLEM = ROOT / "tests" / "adversarial" / "problem"
+
+
+def _under(folder: Path) -> list[int]:
+    """Processes whose working folder lies under `folder` (an evaluation's measurer and runners)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(folder) in os.readlink(entry / "cwd"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _start(args, tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the evaluation's folders, and so its processes, land here
+    proc = subprocess.Popen([sys.executable, "-m", "evolve.cli", *args], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 90
+    while len(_under(tmp_path)) < 2:  # the measurer and at least one runner
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the evaluation's processes never started"
+        time.sleep(0.2)
+    time.sleep(3)  # well into the evaluation: the runners are importing, compiling or hanging in the kernel
+    return proc
+
+
+def _gone_within(tmp_path, seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := _under(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def _eval_args(tmp_path):
+    return ["eval", str(HANG), str(PROBLEM), "--device", "cpu", "--timeout", "600",
+            "--cache-dir", str(tmp_path / "cache")]
+
+
+def test_ctrl_c_stops_eval_within_seconds(tmp_path):
+    proc = _start(_eval_args(tmp_path), tmp_path)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 15
+    assert proc.returncode == 130 and b"interrupted" in err
+    assert _gone_within(tmp_path, 10) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_the_evaluation_dies_with_its_parent(tmp_path, sig):
+    proc = _start(_eval_args(tmp_path), tmp_path)
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert _gone_within(tmp_path, 15) == []
+
+
+def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
+    problem = tmp_path / "problem"
+    shutil.copytree(PROBLEM, problem)
+    (problem / "seeds").mkdir()
+    shutil.copy(HANG, problem / "seeds" / "hang.py")
+    db = tmp_path / "runs.db"
+    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600",
+                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 20, err
+    assert proc.returncode == 130, (out, err)
+    assert b"interrupted" in out + err
+    assert _gone_within(tmp_path, 10) == []
+    status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert "interrupted" in status.stdout + status.stderr
