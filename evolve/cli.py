@@ -149,7 +149,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     from .config import RunConfig, SearchConfig, parse_duration
     from .harness import EvalOptions, ProblemError
     from .progress import Progress
-    from .proposer import LLMProposer, check_models, parse_models
+    from .proposer import LLMProposer, check_models, default_prompts, parse_models
     from .search import Search
 
     try:
@@ -171,7 +171,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
                    "the archive's kernels; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
                    "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
-    proposer = LLMProposer(list(specs), Path(__file__).resolve().parents[1] / "prompts", api_base=api_base,
+    proposer = LLMProposer(list(specs), default_prompts(), api_base=api_base,
                            timeout_s=llm_timeout, max_retries=llm_retries, concurrency=concurrency,
                            rng=random.Random(seed)) if specs else None
     archive = _open_archive(db, must_exist=resume)

@@ -147,6 +147,13 @@ def _secrets() -> list[str]:
     return [v for k, v in os.environ.items() if len(v) >= 8 and any(s in k.upper() for s in keys)]
 
 
+def default_prompts() -> Path:
+    """The prompt templates: `prompts/` of a source checkout (or an editable install), else the copy a wheel installs
+    as `evolve/prompts`."""
+    installed = Path(__file__).resolve().parent / "prompts"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "prompts"
+
+
 class LLMProposer:
     def __init__(self, models: list[ModelSpec], prompts_dir: Path, api_base: str | None = None,
                  timeout_s: float = 180.0, max_retries: int = 4, backoff_s: float = 2.0,

@@ -1,0 +1,35 @@
+"""What a non-editable install carries: the prompt templates (evolve run --model needs them) and the license."""
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("evolve", "prompts"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)
+    wheel = next((tmp_path / "dist").glob("evolve-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    templates = sorted(p.name for p in (ROOT / "prompts").glob("*.j2"))
+    assert templates and all(f"evolve/prompts/{name}" in names for name in templates), names
+    assert any(name.endswith("LICENSE") for name in names), names
+    assert "evolve/harness/runner.py" in names
+
+
+def test_the_installed_templates_are_found_first(tmp_path, monkeypatch):
+    import evolve.proposer as proposer
+
+    assert proposer.default_prompts() == ROOT / "prompts"  # a checkout: the editable templates
+    installed = tmp_path / "evolve"
+    (installed / "prompts").mkdir(parents=True)
+    monkeypatch.setattr(proposer, "__file__", str(installed / "proposer.py"))
+    assert proposer.default_prompts() == installed / "prompts"
