@@ -229,7 +229,12 @@ class Archive:
         self.path = Path(path)
         self._lock = threading.RLock()
         if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            folder = self.path.parent
+            if not folder.is_dir():
+                if not folder.parent.is_dir():  # one missing folder (the default runs/) is made; a mistyped path is not
+                    raise ArchiveError(f"{folder} does not exist: create it, or pass --db PATH inside a folder that "
+                                       f"exists")
+                folder.mkdir()
             if self.path.is_dir():
                 raise ArchiveError(f"{path} is a folder, not a SQLite database: pass --db PATH to a file")
         conn = None

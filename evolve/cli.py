@@ -42,9 +42,9 @@ def cli():
               help="Also write each kernel's TTIR, TTGIR, LLIR, PTX, cubin and SASS into this folder.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="cuda: time on the GPU; cpu: compile for sm_90 and run under the Triton interpreter.")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
               help="Wall-clock limit in seconds for one evaluation; its processes are killed with their groups.")
-@click.option("--max-memory", "max_rss_gb", type=float, default=32.0, show_default=True,
+@click.option("--max-memory", "max_rss_gb", type=click.FloatRange(min=0, min_open=True), default=32.0, show_default=True,
               help="Host memory limit of the candidate's runner process in GB.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
@@ -107,32 +107,33 @@ def _open_archive(db, must_exist=True):
                    "the provider's usual environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...). Without a "
                    "model the run uses its embedded default: the knob tuner over the seeds and archived kernels.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
-@click.option("--max-candidates", type=int, help="Stop after this many evaluated candidates.")
+@click.option("--max-candidates", type=click.IntRange(min=1), help="Stop after this many evaluated candidates.")
 @click.option("--budget", help="Stop after this much wall time: 90m, 8h, 45s.")
-@click.option("--max-cost", type=float, help="Stop once LLM spend reaches this many US dollars.")
-@click.option("--target", type=float, default=0.95, show_default=True,
+@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True),
+              help="Stop once LLM spend reaches this many US dollars.")
+@click.option("--target", type=click.FloatRange(min=0, max=1.05, min_open=True), default=0.95, show_default=True,
               help="Stop when the best fitness reaches this fraction of the roofline (GPU only).")
 @_db_option
 @click.option("--resume", is_flag=True, help="Continue the last run of this problem (after a crash or Ctrl-C).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
-@click.option("--islands", type=int, default=2, show_default=True, help="Number of islands in the population.")
-@click.option("--repairs", type=int, default=2, show_default=True,
+@click.option("--islands", type=click.IntRange(min=1), default=2, show_default=True, help="Number of islands in the population.")
+@click.option("--repairs", type=click.IntRange(min=0), default=2, show_default=True,
               help="Load/compile failures sent back to the model before a candidate counts as dead.")
-@click.option("--stagnation", type=int, default=30, show_default=True,
+@click.option("--stagnation", type=click.IntRange(min=1), default=30, show_default=True,
               help="Stop after this many evaluated candidates without an improvement.")
-@click.option("--concurrency", type=int, default=4, show_default=True, help="Most LLM calls in flight at once.")
-@click.option("--tune-share", type=float, default=0.2, show_default=True,
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Most LLM calls in flight at once.")
+@click.option("--tune-share", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="With a model configured, the share of steps given to the knob tuner instead of the model.")
-@click.option("--tune-trials", type=int,
+@click.option("--tune-trials", type=click.IntRange(min=1),
               help="Knob settings the tuner tries per program structure [default: 6 with a model; 64 without one, "
                    "where the tuner is the whole search].")
-@click.option("--llm-timeout", type=float, default=180.0, show_default=True,
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
               help="Seconds to wait for one LLM reply before retrying.")
-@click.option("--llm-retries", type=int, default=4, show_default=True,
+@click.option("--llm-retries", type=click.IntRange(min=0), default=4, show_default=True,
               help="Retries of an LLM call on rate limits, 5xx errors and timeouts (exponential backoff).")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where candidates are evaluated (cpu: sm_90 compile + Triton interpreter).")
-@click.option("--timeout", "timeout_s", type=float, default=180.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
               help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs "
                    "this much. An honest softmax evaluation takes under 40 s even with an empty cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
@@ -237,10 +238,15 @@ def status_command(db):
               help="Where the re-verification runs.")
 def best_command(problem, db, export_path, no_verify, device):
     """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder."""
-    from .harness import EvalOptions, evaluate, load_problem
+    from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .render import ladder_lines, shape_table
 
-    name = load_problem(problem).name
+    try:
+        name = load_problem(problem).name
+    except ProblemError as exc:
+        _fail(str(exc))
+    if export_path and not Path(export_path).resolve().parent.is_dir():
+        _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     archive = _open_archive(db)
     best = archive.best(name)
     if best is None:

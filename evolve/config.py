@@ -16,7 +16,10 @@ def parse_duration(text: str) -> float:
     match = _DURATION.match(str(text))
     if not match:
         raise ValueError(f"cannot read duration {text!r}: use a number with s, m, h or d, e.g. 90m or 8h")
-    return float(match.group(1)) * _UNIT[match.group(2)]
+    seconds = float(match.group(1)) * _UNIT[match.group(2)]
+    if seconds <= 0:
+        raise ValueError(f"duration {text!r} is not positive: e.g. 90m or 8h")
+    return seconds
 
 
 @dataclass(frozen=True)

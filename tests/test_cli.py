@@ -86,3 +86,25 @@ def test_human_output_of_the_seed_labels_cpu_times(tmp_path):
     result = evolve("eval", SOFTMAX / "solutions" / "wrong" / "wrong_dtype.py", SOFTMAX, "--cache-dir", tmp_path)
     assert result.returncode == 1
     assert "[run]         FAILED" in result.stdout and "output dtype float32, expected bfloat16" in result.stdout
+
+
+def test_bad_arguments_get_one_line_and_exit_2(tmp_path):
+    """Each of these once ran, or ended in a traceback: every one must be refused up front, with a reason."""
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "problem.toml").write_text("garbage = [\n")
+    cases = [
+        (("best", tmp_path / "bad", "--db", tmp_path / "x.db"), "not valid TOML"),
+        (("best", SOFTMAX, "--export", tmp_path / "missing" / "best.py"), "does not exist"),
+        (("run", SOFTMAX, "--db", tmp_path / "no" / "such" / "x.db", "--device", "cpu"), "does not exist"),
+        (("run", SOFTMAX, "--max-candidates", "0"), "--max-candidates"),
+        (("run", SOFTMAX, "--max-candidates", "-1"), "--max-candidates"),
+        (("run", SOFTMAX, "--budget", "0"), "not positive"),
+        (("run", SOFTMAX, "--islands", "0"), "--islands"),
+        (("run", SOFTMAX, "--tune-share", "1.5"), "--tune-share"),
+        (("eval", SOFTMAX / "seeds" / "softmax_rows.py", SOFTMAX, "--timeout", "0"), "--timeout"),
+    ]
+    for args, fragment in cases:
+        result = evolve(*args, cwd=tmp_path, timeout=120)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert fragment in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+    assert not (tmp_path / "no").exists()
