@@ -5,7 +5,8 @@ from click.testing import CliRunner
 
 from evolve.cli import cli
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
 
 
 def test_every_command_has_help_and_is_documented():
@@ -27,3 +28,15 @@ def test_readme_quickstart_has_two_commands():
     assert len(commands) == 2, commands
     assert "evolve run problems/softmax" in commands[0]
     assert "pytest" in commands[1]
+
+
+def test_problem_notes_stand_alone():
+    """A model reads notes.md with nothing else: no path outside the problem's repository may appear in it."""
+    import re
+
+    outside = re.compile(r"(?<![\w.])(/(?:work|home|root|tmp|Users|mnt)/\S+|\.\./\S+)")
+    notes = sorted((ROOT / "problems").glob("*/notes.md"))
+    assert notes
+    for path in notes:
+        found = outside.findall(path.read_text())
+        assert not found, f"{path.relative_to(ROOT)} cites {found}"
