@@ -108,7 +108,8 @@ def _open_archive(db, must_exist=True):
                    "model the run uses its embedded default: the knob tuner over the seeds and archived kernels.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
 @click.option("--max-candidates", type=click.IntRange(min=1), help="Stop after this many evaluated candidates.")
-@click.option("--budget", help="Stop after this much wall time: 90m, 8h, 45s.")
+@click.option("--budget", help="Stop after this much wall time: 90m, 8h, 45s [default without a GPU, when no other "
+                               "limit is given: 5m; with a GPU: none].")
 @click.option("--max-cost", type=click.FloatRange(min=0, min_open=True),
               help="Stop once LLM spend reaches this many US dollars.")
 @click.option("--target", type=click.FloatRange(min=0, max=1.05, min_open=True), default=0.95, show_default=True,
@@ -134,8 +135,9 @@ def _open_archive(db, must_exist=True):
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where candidates are evaluated (cpu: sm_90 compile + Triton interpreter).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
-              help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs "
-                   "this much. An honest softmax evaluation takes under 40 s even with an empty cache.")
+              help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs this much. An honest "
+                   "softmax evaluation takes about 11-18 s on an H200 (40 s the first time on a device) and 30-110 s "
+                   "under the CPU interpreter on 2 cores.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
@@ -147,7 +149,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     improvement, and says which. Ctrl-C stops cleanly; --resume continues.
     """
     from .archive import ArchiveError
-    from .config import RunConfig, SearchConfig, parse_duration
+    from .config import CPU_BUDGET_S, RunConfig, SearchConfig, format_duration, parse_duration
     from .harness import EvalOptions, ProblemError
     from .progress import Progress
     from .proposer import LLMProposer, check_models, default_prompts, parse_models
@@ -161,13 +163,28 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     problems = check_models(list(specs), api_base) if specs else []
     if problems:
         _fail("\n".join(problems))
+    from .harness.ladder import gpu_available
+
+    on_cpu = device == "cpu" or (device == "auto" and not gpu_available())
+    default_budget = on_cpu and budget_s is None and max_candidates is None and max_cost is None
+    if default_budget:
+        budget_s = CPU_BUDGET_S
     config = RunConfig(
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
         search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                             tuner_trials=tune_trials),
         eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True,
-                         **({"cache_dir": cache_dir} if cache_dir else {})))
+                         **({"cache_dir": cache_dir} if cache_dir else {})),
+        default_budget=default_budget)
+    limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
+                                                      if default_budget else "")] if budget_s else []
+    limits += [f"after {max_candidates} candidates"] if max_candidates else []
+    limits += [f"at ${max_cost:g} of LLM spend"] if max_cost else []
+    limits += [f"at fitness {target}"] if not on_cpu else []
+    limits += [f"after {stagnation} candidates without improvement"]
+    click.echo(("No GPU: candidates are compiled for sm_90 and run under the Triton interpreter, about 30-110 s each "
+                "on 2 cores. " if on_cpu else "") + "The run stops " + ", ".join(limits) + ", or on Ctrl-C.", err=True)
     if not specs:
         click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
                    "the archive's kernels; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "

@@ -9,6 +9,16 @@ from .proposer import ModelSpec
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+CPU_BUDGET_S = 300.0  # without a GPU and without a stop condition of the user's, a run stops after this long
+
+
+def format_duration(seconds: float) -> str:
+    """300 -> '5 min', 5400 -> '1.5 h', 45 -> '45 s'."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.0f} s"
 
 
 def parse_duration(text: str) -> float:
@@ -49,12 +59,14 @@ class RunConfig:
     seed: int = 0
     search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalOptions = field(default_factory=EvalOptions)
+    default_budget: bool = False  # budget_s is evolve's default without a GPU, not the user's --budget
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
         return {
             "models": [{"name": m.name, "weight": m.weight} for m in self.models], "api_base": self.api_base,
-            "max_candidates": self.max_candidates, "budget_s": self.budget_s, "max_cost": self.max_cost,
+            "max_candidates": self.max_candidates, "budget_s": self.budget_s, "default_budget": self.default_budget,
+            "max_cost": self.max_cost,
             "target": self.target, "seed": self.seed, "search": self.search.__dict__,
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
         }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import random
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -19,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .archive import Archive, Candidate
-from .config import RunConfig
+from .config import RunConfig, format_duration
 from .harness import evaluate, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .render import ladder_lines
@@ -105,6 +106,7 @@ class Search:
         self.emit = on_event or (lambda event: None)
         self.islands: list[list[int]] = [[] for _ in range(config.search.islands)]
         self.noise: dict[int, float] = {}
+        self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
         self.members: dict[int, Candidate] = {}
         self.run_id = 0
         self.evaluated = 0
@@ -167,6 +169,7 @@ class Search:
         started = time.monotonic()
         verdict = evaluate(path, self.problem.path, self.config.eval)
         verdict["score"] = score_of(verdict)
+        self.eval_seconds.append(time.monotonic() - started)
         done = self.archive.record_verdict(cand.id, verdict)
         self.noise[done.id] = noise_of(verdict)
         self.evaluated += 1
@@ -278,8 +281,13 @@ class Search:
             return f"target reached: fitness {self.best.fitness:.3f} >= {c.target}"
         if c.max_candidates is not None and self.evaluated >= c.max_candidates:
             return f"--max-candidates {c.max_candidates} evaluated"
-        if c.budget_s is not None and time.monotonic() - self.started >= c.budget_s:
-            return f"--budget of {c.budget_s:.0f} s used"
+        if c.budget_s is not None:
+            elapsed = time.monotonic() - self.started
+            typical = statistics.median(self.eval_seconds) if self.eval_seconds else 0.0
+            if elapsed + typical > c.budget_s:  # the next evaluation would end past the budget
+                which = "the default budget without a GPU" if c.default_budget else "--budget"
+                return (f"{which} of {format_duration(c.budget_s)} used; go on with --resume --budget 30m "
+                        f"(or longer)")
         if c.max_cost is not None and self.archive.spend(self.run_id)["cost"] >= c.max_cost:
             return f"--max-cost ${c.max_cost:g} spent"
         if self.since_improvement >= c.search.stagnation:

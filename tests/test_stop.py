@@ -90,3 +90,24 @@ def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
     status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
                             text=True, cwd=tmp_path)
     assert "interrupted" in status.stdout + status.stderr
+
+
+def test_a_run_without_a_gpu_says_how_long_it_will_take(tmp_path):
+    """No limit given and no GPU: the run says up front that it stops after the default 5 minutes."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "evolve.cli", "run", str(PROBLEM), "--db", str(tmp_path / "r.db"),
+                             "--device", "cpu", "--cache-dir", str(tmp_path / "cache")], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any("The run stops" in line for line in lines):
+            lines.append(proc.stderr.readline())
+        said = next(line for line in lines if "The run stops" in line)
+        assert "after 5 min (the default without a GPU; --budget changes it)" in said
+        assert "run under the Triton interpreter" in said
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert _gone_within(tmp_path, 10) == []
