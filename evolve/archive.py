@@ -261,9 +261,35 @@ class Archive:
                 conn.close()
             raise
 
+    def claim_for_run(self) -> None:
+        """Only one `evolve run` writes to an archive at a time: an exclusive lock on `<db>.lock`, held until this
+        process closes the archive or exits (the kernel drops it even on a crash)."""
+        import fcntl
+        import os
+
+        if str(self.path) == ":memory:" or getattr(self, "_claim", None) is not None:
+            return
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise ArchiveError(f"{self.path} is in use by a running evolve (pid {holder}): wait for it to stop, or "
+                               f"pass --db PATH for a new archive") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._claim = fd
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        claim, self._claim = getattr(self, "_claim", None), None
+        if claim is not None:
+            import os
+
+            os.close(claim)
 
     def _query(self, sql: str, params=()) -> list[tuple]:
         with self._lock:
@@ -305,6 +331,10 @@ class Archive:
     def last_run(self, problem: str) -> dict | None:
         rows = self._dicts("SELECT * FROM runs WHERE problem = ? ORDER BY id DESC LIMIT 1", [problem])
         return self._run_dict(rows[0]) if rows else None
+
+    def reopen_run(self, run_id: int) -> None:
+        """A resumed run is running again: no end time, no stop reason until it stops."""
+        self._write(lambda c: c.execute("UPDATE runs SET ended = NULL, stop_reason = NULL WHERE id = ?", [run_id]))
 
     def finish_run(self, run_id: int, stop_reason: str) -> None:
         self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ? WHERE id = ?",

@@ -205,8 +205,14 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
 
 def _print_summary(summary, archive, problem):
     click.echo(f"stopped: {summary.stop_reason}")
-    click.echo(f"run {summary.run_id}: {summary.evaluated} candidates evaluated, {summary.correct} correct, "
-               f"{summary.seconds / 60:.1f} min, ${summary.cost:.4f} spent")
+    plural = "candidate" if summary.evaluated == 1 else "candidates"
+    if summary.session_evaluated is None:
+        click.echo(f"run {summary.run_id}: {summary.evaluated} {plural} evaluated, {summary.correct} correct, "
+                   f"{summary.seconds / 60:.1f} min, ${summary.cost:.4f} spent")
+    else:
+        click.echo(f"run {summary.run_id}: {summary.evaluated} {plural} evaluated in all ({summary.session_evaluated} "
+                   f"since it was resumed, in {summary.seconds / 60:.1f} min), {summary.correct} correct, "
+                   f"${summary.cost:.4f} spent in all")
     best = summary.best
     if best is None:
         click.echo("no correct kernel yet")

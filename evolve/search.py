@@ -50,6 +50,7 @@ class Summary:
     db: str
     near_tie: Candidate | None = None  # measured above `best`, but by less than the timing noise
     interrupted: bool = False  # stopped by Ctrl-C (the command exits 130)
+    session_evaluated: int | None = None  # evaluated by this process, where the run was resumed (seconds count these)
 
 
 def device_name(device: str) -> str:
@@ -296,11 +297,13 @@ class Search:
 
     def start(self) -> None:
         c = self.config
+        self.archive.claim_for_run()
         if c.resume:
             last = self.archive.last_run(self.problem.name)
             if last is None:
                 raise LookupError(f"no earlier run of {self.problem.name} in {c.db} to resume")
             self.run_id = last["id"]
+            self.archive.reopen_run(self.run_id)
         else:
             self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(),
                                                  device_name(c.eval.device), package_versions())
@@ -313,6 +316,7 @@ class Search:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
         self.since_improvement = 0
         self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
+        self.evaluated_before = self.evaluated
         self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.members)})
 
     def run(self) -> Summary:
@@ -349,7 +353,8 @@ class Search:
         self.keep_answered()
         self.archive.finish_run(self.run_id, stop)
         shutil.rmtree(self.work, ignore_errors=True)
-        return replace(self.summary(stop), interrupted=interrupted)
+        return replace(self.summary(stop), interrupted=interrupted,
+                       session_evaluated=self.evaluated - self.evaluated_before if self.config.resume else None)
 
     def keep_answered(self) -> None:
         """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them."""

@@ -276,3 +276,14 @@ def test_missing_candidate_and_run(db_path, arc):
     with pytest.raises(ArchiveError, match="no run 3"):
         arc.add_candidate(3, source=SOURCE)
     assert arc.last_run("softmax") is None and arc.runs() == []
+
+
+def test_one_run_at_a_time_claims_an_archive(tmp_path):
+    db = tmp_path / "a.db"
+    first, second = Archive(db), Archive(db)
+    first.claim_for_run()
+    with pytest.raises(ArchiveError, match=r"in use by a running evolve \(pid \d+\)"):
+        second.claim_for_run()
+    first.close()
+    second.claim_for_run()  # released with the first
+    second.close()

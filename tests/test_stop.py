@@ -91,6 +91,22 @@ def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
                             text=True, cwd=tmp_path)
     assert "interrupted" in status.stdout + status.stderr
 
+    # Resumed, the run is running again (the hanging candidate it left in flight is evaluated again): status says
+    # so, and a second run on the same archive is refused rather than sharing it.
+    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600", "--resume",
+                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    try:
+        status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)],
+                                capture_output=True, text=True, cwd=tmp_path)
+        assert "running or crashed" in status.stdout and "interrupted" not in status.stdout, status.stdout
+        second = subprocess.run([sys.executable, "-m", "evolve.cli", "run", str(problem), "--db", str(db),
+                                 "--device", "cpu"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert second.returncode == 2 and "is in use by a running evolve (pid" in second.stderr, second.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and b"since it was resumed" in out, (out, err)
+
 
 def test_a_run_without_a_gpu_says_how_long_it_will_take(tmp_path):
     """No limit given and no GPU: the run says up front that it stops after the default 5 minutes."""
