@@ -88,7 +88,7 @@ def check_models(models, api_base: str | None) -> list[str]:
             )
             continue
         if api_base:
-            continue  # local OpenAI-compatible servers need no key
+            continue  # local OpenAI-compatible servers need no key (whether one answers is checked once, below)
         missing = litellm.validate_environment(model=name).get("missing_keys") or []
         if missing:
             names = " and ".join(missing)
@@ -97,7 +97,30 @@ def check_models(models, api_base: str | None) -> list[str]:
                 f"(your provider key), or serve a model on an OpenAI-compatible server and pass "
                 f"--api-base http://HOST:PORT/v1 --model openai/<served-name>"
             )
+    if api_base and models:
+        problems += _check_endpoint(api_base)
     return problems
+
+
+def _check_endpoint(api_base: str, timeout_s: float = 5.0) -> list[str]:
+    """Whether anything answers HTTP at api_base: any status counts (a 401 or 404 is a server that answers); a refused
+    connection, an unknown host or a timeout is a problem to name before the run starts."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlparse(api_base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return [f"--api-base {api_base}: not an http(s) URL; e.g. http://127.0.0.1:8000/v1"]
+    try:
+        urllib.request.urlopen(api_base.rstrip("/") + "/models", timeout=timeout_s).close()
+    except urllib.error.HTTPError:
+        pass  # it answered
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return [f"--api-base {api_base}: nothing answers there ({reason}); start the server, or check the host, "
+                f"the port and the /v1 suffix"]
+    return []
 
 
 def _is_retryable(exc: BaseException, litellm) -> bool:

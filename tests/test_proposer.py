@@ -250,12 +250,21 @@ def test_check_models_names_the_missing_key(monkeypatch):
     problems = check_models([ModelSpec("anthropic/claude-sonnet-4-5")], api_base=None)
     assert len(problems) == 1
     assert "ANTHROPIC_API_KEY" in problems[0] and "--api-base" in problems[0]
-    assert check_models([ModelSpec("anthropic/claude-sonnet-4-5")], api_base="http://127.0.0.1:1/v1") == []
-    assert check_models([ModelSpec("openai/local")], api_base="http://127.0.0.1:1/v1") == []
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
     assert check_models(["anthropic/claude-sonnet-4-5"], api_base=None) == []
     unknown = check_models(["no-such-model-xyz"], api_base=None)
     assert len(unknown) == 1 and "provider" in unknown[0]
+
+
+def test_an_api_base_is_checked_before_the_run(llm_server):
+    """With --api-base no key is needed, but something must answer there: a refused port or a malformed URL is
+    named before the run starts (it used to surface as 'HTTP 500' after retries, with the run going on)."""
+    assert check_models([ModelSpec("openai/local")], api_base=llm_server.url) == []
+    assert check_models([ModelSpec("anthropic/claude-sonnet-4-5")], api_base=llm_server.url) == []
+    refused = check_models([ModelSpec("openai/local")], api_base="http://127.0.0.1:1/v1")
+    assert len(refused) == 1 and "nothing answers there" in refused[0] and "127.0.0.1:1" in refused[0]
+    malformed = check_models([ModelSpec("openai/local")], api_base="127.0.0.1:8000/v1")
+    assert len(malformed) == 1 and "not an http(s) URL" in malformed[0]
 
 
 def test_parse_models():
