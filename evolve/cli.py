@@ -41,7 +41,7 @@ def cli():
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False),
               help="Also write each kernel's TTIR, TTGIR, LLIR, PTX, cubin and SASS into this folder.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
-              help="cuda: time on the GPU; cpu: compile for sm_90 and run under the Triton interpreter.")
+              help="cuda: time on the GPU; cpu: compile for sm_90a and run under the Triton interpreter.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
               help="Wall-clock limit in seconds for one evaluation; its processes are killed with their groups.")
 @click.option("--max-memory", "max_rss_gb", type=click.FloatRange(min=0, min_open=True), default=32.0, show_default=True,
@@ -133,7 +133,7 @@ def _open_archive(db, must_exist=True):
 @click.option("--llm-retries", type=click.IntRange(min=0), default=4, show_default=True,
               help="Retries of an LLM call on rate limits, 5xx errors and timeouts (exponential backoff).")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
-              help="Where candidates are evaluated (cpu: sm_90 compile + Triton interpreter).")
+              help="Where candidates are evaluated (cpu: sm_90a compile + Triton interpreter).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
               help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs this much. An honest "
                    "softmax evaluation takes about 11-18 s on an H200 (40 s the first time on a device) and 30-110 s "
@@ -179,11 +179,11 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         default_budget=default_budget)
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
                                                       if default_budget else "")] if budget_s else []
-    limits += [f"after {max_candidates} candidates"] if max_candidates else []
+    limits += [f"after {max_candidates} candidate{'s' if max_candidates > 1 else ''}"] if max_candidates else []
     limits += [f"at ${max_cost:g} of LLM spend"] if max_cost else []
     limits += [f"at fitness {target}"] if not on_cpu else []
     limits += [f"after {stagnation} candidates without improvement"]
-    click.echo(("No GPU: candidates are compiled for sm_90 and run under the Triton interpreter, about 30-110 s each "
+    click.echo(("No GPU: candidates are compiled for sm_90a and run under the Triton interpreter, about 30-110 s each "
                 "on 2 cores. " if on_cpu else "") + "The run stops " + ", ".join(limits) + ", or on Ctrl-C.", err=True)
     if not specs:
         click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
@@ -197,7 +197,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         with Progress(config, archive) as progress:
             summary = Search(config, archive, proposer, on_event=progress).run()
     except (ProblemError, LookupError, ArchiveError) as exc:
-        _fail(str(exc).strip("'\""))
+        _fail(str(exc.args[0]) if exc.args else str(exc))  # args[0]: a KeyError's str() adds quotes
     _print_summary(summary, archive, problem)
     if summary.interrupted:
         sys.exit(130)  # the convention for Ctrl-C: a script can tell an interrupted run from a finished one

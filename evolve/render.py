@@ -57,10 +57,12 @@ def _detail(rung: dict, verdict: dict) -> str:
         if not shapes:
             return ""
         top = max(shapes, key=lambda s: s.get("bound_ms") or s["ms"])
-        clock = " CPU interpreter time, not GPU performance" if top.get("clock") == "cpu-interpreter" else ""
+        if top.get("clock") == "cpu-interpreter":  # no rate or speed-up: interpreter times say nothing of either
+            return f"{top['case']}: {_time(top['ms'])} CPU interpreter time, not GPU performance  " \
+                   f"({len(shapes)} shapes, table below)"
         frac = f"  {top['roofline_fraction']:.2f} of roofline" if top.get("roofline_fraction") else ""
         compiled = f"  {_speedup(top.get('speedup_vs_compile'))} torch.compile" if top.get("speedup_vs_compile") else ""
-        return (f"{top['case']}: {_time(top['ms'])}{clock}  {_rate(top.get('bytes_per_s'))}{frac}  "
+        return (f"{top['case']}: {_time(top['ms'])}  {_rate(top.get('bytes_per_s'))}{frac}  "
                 f"{_speedup(top.get('speedup_vs_torch'))} torch{compiled}  ({len(shapes)} shapes, table below)")
     return rung.get("reason") or ""
 
@@ -71,6 +73,8 @@ def ladder_lines(verdict: dict) -> list[str]:
         status = {"ok": "ok", "failed": "FAILED", "skipped": "skipped"}[rung["status"]]
         seconds = f"  ({rung['seconds']:.1f} s)" if rung.get("seconds") else ""
         detail = _detail(rung, verdict) if rung["status"] != "skipped" or rung["name"] == "roofline" else ""
+        if rung["status"] == "skipped" and detail.startswith("skipped"):
+            detail = detail[len("skipped"):].lstrip(": ")
         lines.append(f"{'[' + rung['name'] + ']':<14}{status:<8}{detail}{seconds}".rstrip())
     return lines
 
@@ -80,9 +84,12 @@ def shape_table(verdict: dict) -> list[str]:
     if not shapes:
         return []
     cpu = any(s.get("clock") == "cpu-interpreter" for s in shapes)
+    if cpu:  # interpreter time only: a rate or a ratio to torch would read as performance, and swings run to run
+        lines = ["  CPU interpreter times: not GPU performance, only how much work the interpreter does",
+                 f"  {'case':<18}{'time':>11}"]
+        return lines + [f"  {s['case']:<18}{_time(s['ms']):>11}" for s in shapes]
     header = f"  {'case':<18}{'time':>11}{'rate':>12}{'roofline':>10}{'vs torch':>10}{'vs compile':>12}"
-    lines = [("  CPU interpreter times: not GPU performance" if cpu else
-              "  timed from outside the candidate's process: windows of calls on fresh inputs, L2 flushed"), header]
+    lines = ["  timed from outside the candidate's process: windows of calls on fresh inputs, L2 flushed", header]
     for s in shapes:
         frac = f"{s['roofline_fraction']:.2f}" if s.get("roofline_fraction") else "-"
         lines.append(f"  {s['case']:<18}{_time(s['ms']):>11}{_rate(s.get('bytes_per_s')):>12}{frac:>10}"

@@ -79,10 +79,17 @@ def test_json_schema_and_dump_on_the_seed(tmp_path):
     assert "sm_90" in sass and "EXIT" in sass
     ptx = next(dump.glob("*.ptx")).read_text()
     assert ".target sm_90a" in ptx
+    index = (dump / "index.txt").read_text().splitlines()  # which specialization each numbered file holds
+    stems = {p.name.split(".")[0] for p in dump.glob("*.ptx")}
+    assert len(index) == len(stems) == len(kernels)
+    for line in index:
+        stem, arch = line.split()[:2]
+        assert stem in stems and arch == "sm_90a" and "num_warps=" in line
+    assert any("BLOCK_SIZE=" in line for line in index), index
 
 
-def test_human_output_of_the_seed_labels_cpu_times(tmp_path):
-    """Only the quick part: the ladder's first lines appear before the run finishes (checked on a wrong kernel)."""
+def test_human_output_names_the_failing_rung(tmp_path):
+    """The ladder as a user reads it, on a kernel that fails at the run rung."""
     result = evolve("eval", SOFTMAX / "solutions" / "wrong" / "wrong_dtype.py", SOFTMAX, "--cache-dir", tmp_path)
     assert result.returncode == 1
     assert "[run]         FAILED" in result.stdout and "output dtype float32, expected bfloat16" in result.stdout
@@ -108,3 +115,24 @@ def test_bad_arguments_get_one_line_and_exit_2(tmp_path):
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert fragment in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
     assert not (tmp_path / "no").exists()
+
+
+def test_cpu_interpreter_times_are_labelled_and_carry_no_rates():
+    """Interpreter times measure interpreter work: every line that shows one says so, and no rate or speed-up
+    (which swing by 100x between runs there) is printed beside it. A skipped rung says why once."""
+    from evolve.render import ladder_lines, shape_table
+
+    shapes = [{"case": "fp32 64x1024", "ms": 184.2, "clock": "cpu-interpreter", "bytes_per_s": 2.8e6,
+               "speedup_vs_torch": 0.0003, "roofline_fraction": None}]
+    rungs = [{"name": "benchmark", "status": "ok", "seconds": 2.0, "metrics": {}},
+             {"name": "roofline", "status": "skipped", "reason": "skipped: an earlier rung failed", "seconds": 0}]
+    lines = ladder_lines({"rungs": rungs, "shapes": shapes})
+    assert "CPU interpreter time, not GPU performance" in lines[0]
+    assert "MB/s" not in lines[0] and "torch" not in lines[0]
+    assert lines[1].split() == ["[roofline]", "skipped", "an", "earlier", "rung", "failed"]
+    table = shape_table({"shapes": shapes})
+    assert table[0].strip().startswith("CPU interpreter times: not GPU performance")
+    assert all("vs torch" not in line and "MB/s" not in line for line in table)
+    gpu = shape_table({"shapes": [{**shapes[0], "clock": "cuda-window", "ms": 0.0137, "bytes_per_s": 2.45e12,
+                                   "speedup_vs_torch": 1.03, "roofline_fraction": 0.57}]})
+    assert "vs torch" in gpu[1] and "2.45 TB/s" in gpu[2]

@@ -248,10 +248,29 @@ def describe(kernel, work_dir: Path, index: int = 0, sass: bool = False) -> dict
     return info
 
 
+def specialization(kernel) -> str:
+    """What one compiled specialization was compiled for: its constexpr values and argument types."""
+    src = getattr(kernel, "src", None)
+    signature = dict(getattr(src, "signature", None) or {})
+    constants = getattr(src, "constants", None) or {}
+    parts = []
+    for position, (name, kind) in enumerate(signature.items()):
+        if kind == "constexpr":
+            value = constants.get((position,), constants.get(name, "?"))
+            parts.append(f"{name}={value}")
+        else:
+            parts.append(f"{name}:{kind}")
+    return " ".join(parts)
+
+
 def dump(kernel, info: dict, folder: Path, index: int) -> list[str]:
-    """Write TTIR/TTGIR/LLIR/PTX/cubin/SASS of one kernel under folder; returns the file names."""
+    """Write TTIR/TTGIR/LLIR/PTX/cubin/SASS of one kernel under folder, and a line for it in index.txt (which
+    specialization the numbered files hold); returns the file names."""
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{index:02d}_{info['name']}"
+    with open(folder / "index.txt", "a") as index_file:
+        index_file.write(f"{stem}  {info.get('arch') or '?'}  num_warps={info.get('num_warps')} "
+                         f"num_stages={info.get('num_stages')}  {specialization(kernel)}\n")
     written = []
     for ext, content in kernel.asm.items():
         if ext == "source":
