@@ -121,3 +121,26 @@ def test_a_static_rejection_starts_no_child_and_no_cuda(tmp_path, options):
         ("load", "failed"), ("compile", "skipped"), ("run", "skipped"), ("correctness", "skipped"),
         ("benchmark", "skipped"), ("roofline", "skipped")]
     assert "imports os" in verdict["rungs"][0]["reason"] and not verdict["ok"] and verdict["fitness"] is None
+
+
+def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, options):
+    """Processes started ahead (evolve run's loop) are taken only by an evaluation that asks for them; any other
+    starts its own, so what ran before in the process does not shape its verdict, and a failure there names the
+    mode, not a device remembered from another verdict."""
+    from evolve.harness.sandbox import SPARES
+
+    SPARES.clear()
+    no_launch = candidate(tmp_path, "\ndef custom_kernel(x):\n    return torch.empty_like(x)\n")
+    first = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
+    assert failed(first)["name"] == "compile"
+    spare = dict(SPARES._ready)
+    assert len(spare) == 1  # started for the next evaluation
+    second = evaluate(no_launch, SOFTMAX, options)
+    assert failed(second)["name"] == "compile"
+    assert SPARES._ready == spare  # not taken
+    rejected = evaluate(SOLUTIONS / "wrong" / "method_softmax.py", SOFTMAX, options)
+    assert failed(rejected)["name"] == "load" and rejected["device"] in ("cpu", "cuda")
+    third = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
+    assert failed(third)["name"] == "compile"
+    assert all(crew not in spare.values() for crew in SPARES._ready.values())  # taken, and a new one started
+    SPARES.clear()

@@ -19,7 +19,7 @@ from . import jail
 from . import peaks as peak_cache
 from .problem import load_problem
 from .protocol import SHAPE_ROW
-from .sandbox import SPARES
+from .sandbox import SPARES, Crew
 from .static_check import screen, summary
 from .wire import Malformed, check
 
@@ -51,9 +51,6 @@ def gpu_available() -> bool:
         return torch.cuda.is_available()
     except Exception:  # noqa: BLE001 - a broken torch install means no GPU for us
         return False
-
-
-_REPORTED: dict[str, str] = {}  # the device name children last reported, per mode (the parent starts no CUDA)
 
 
 def _versions() -> dict:
@@ -123,7 +120,9 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         decide({"name": "load", "ok": False, "reason": summary(problems), "seconds": time.perf_counter() - started,
                 "metrics": {"violations": problems}})
     else:
-        crew = SPARES.take(mode, str(cache))
+        # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
+        # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
+        crew = SPARES.take(mode, str(cache)) if options.prewarm else Crew(mode, str(cache))
         try:
             shutil.copyfile(candidate, crew.candidate_path())
             driver = cache / "triton-driver"
@@ -155,10 +154,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             else:
                 reason, rung = "the evaluation ended without deciding this rung", pending[0]
             decide({"name": rung, "ok": False, "reason": reason, "seconds": result.seconds})
-    if verdict["device"] is None:  # no measurer reported one (the static check rejected the file, or it died first)
-        verdict["device"] = _REPORTED.get(mode) or ("cuda" if mode == "gpu" else "cpu")
-    else:
-        _REPORTED[mode] = verdict["device"]
+    if verdict["device"] is None:  # no measurer reported one (the static check rejected the file, or it died first):
+        verdict["device"] = "cuda" if mode == "gpu" else "cpu"  # the mode, not a name remembered from another verdict
     if not verdict["versions"]:
         verdict["versions"] = _versions()
     if verdict["jail"] is None:
