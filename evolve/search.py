@@ -21,19 +21,11 @@ from pathlib import Path
 
 from .archive import Archive, Candidate
 from .config import RunConfig, format_duration
+from .lang import triton as candidate_language
 from .harness import evaluate, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .render import ladder_lines
 
-CONTRACT = (
-    "Define custom_kernel(*inputs) returning the output tensor(s), computed by @triton.jit kernels that it launches. "
-    "Host code allocates tensors, reads their metadata, computes a grid and launches kernels (helpers, classes, "
-    "logging and f-strings are fine); it runs no torch compute ops and none of the calls the problem forbids. "
-    "Imports: torch, triton, math, typing and pure standard modules (functools, itertools, operator, dataclasses, "
-    "enum, collections, abc, numbers, warnings, logging, contextlib). No eval/exec, no getattr with a computed name, "
-    "no dunder attributes. Kernels use only triton.language and math. Accumulate in float32; return new, contiguous "
-    "memory of the input's dtype."
-)
 NOISE_FLOOR = 0.02  # the smallest relative score difference treated as real, whatever the measured noise
 
 
@@ -204,7 +196,8 @@ class Search:
 
         return {
             "problem": {"name": self.problem.name, "description": self.problem.description,
-                        "notes": self.problem.notes, "contract": CONTRACT},
+                        "notes": self.problem.notes,
+                        "contract": candidate_language.prompt_contract(self.problem.forbid_calls)},
             "device": (self.best and (self.archive.evaluation(self.best.id) or {}).get("device")) or "unknown",
             "parent": view(parent) if parent else None,
             "inspirations": [view(c) for c in self.inspirations(parent)] if parent else [],

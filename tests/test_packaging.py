@@ -22,7 +22,7 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     templates = sorted(p.name for p in (ROOT / "prompts").glob("*.j2"))
     assert templates and all(f"evolve/prompts/{name}" in names for name in templates), names
     assert any(name.endswith("LICENSE") for name in names), names
-    assert "evolve/harness/runner.py" in names
+    assert "evolve/harness/runner.py" in names and "evolve/lang/triton.py" in names
 
 
 def test_the_installed_templates_are_found_first(tmp_path, monkeypatch):

@@ -178,3 +178,27 @@ def test_the_seed_passes_under_the_interpreter_too():
         result = subprocess.run([sys.executable, "-c", code, str(seed)], capture_output=True, text=True, cwd=root,
                                 env={**__import__("os").environ, "TRITON_INTERPRET": "1"}, timeout=300)
         assert result.returncode == 0, (seed.name, result.stdout, result.stderr[-2000:])
+
+
+def test_one_contract_the_checker_the_prompt_and_readme_share():
+    """RULES in the candidate language's module is the single source: README carries the table generated from it,
+    the prompt's contract is generated from it with the problem's forbidden calls, and the checker reads it."""
+    from pathlib import Path
+
+    from evolve.harness import static_check
+    from evolve.harness.problem import load_problem
+    from evolve.lang import triton as lang
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    block = readme.split("<!-- contract table")[1].split("\n", 1)[1].split("<!-- end of contract table -->")[0]
+    assert block.strip() == lang.readme_table(), "README's rule table is stale: paste `python -m evolve.lang.triton`"
+    assert static_check.RULES is lang.RULES and static_check.ALLOWED_MODULES is lang.ALLOWED_MODULES
+    problem = load_problem(root / "problems" / "softmax")
+    contract = lang.prompt_contract(problem.forbid_calls)
+    for rule in lang.RULES.values():
+        assert rule.says.split(" (")[0].split("{")[0] in contract
+    assert all(f"`{call}`" in contract for call in problem.forbid_calls)
+    for module in ("torch", "triton", "math", "functools", "logging"):
+        assert f"`{module}`" in contract
+    assert "custom_kernel(*inputs)" in contract and "float32" in contract

@@ -3,61 +3,22 @@
 No verdict rests on it alone. The candidate runs in a jailed runner and every figure is observed from outside it
 (harness/measurer.py), so a file that walks around a rule here gains at most what the measurer lets anyone gain: a
 library call is timed at the library's speed, a wrong answer fails. Each rule therefore says what it protects, and
-none may refuse an honest idiom; RULES below is the list. Every name is resolved through the file's imports and
+none may refuse an honest idiom; RULES (in the candidate language's module, evolve/lang/triton.py, with the
+tables this check reads) is the list. Every name is resolved through the file's imports and
 aliases, so `import torch.nn.functional as F; F.softmax(x)` is seen as `torch.nn.functional.softmax`.
 """
 from __future__ import annotations
 
 import ast
 import builtins
-from dataclasses import dataclass
 from pathlib import Path
 
 
-@dataclass(frozen=True)
-class Rule:
-    says: str  # what a candidate may not do
-    protects: str  # what the rule is for, now that the runner is jailed and observed from outside
+from ..lang.triton import (ALLOWED_MODULES, HOST_DATA_ESCAPES, HOST_TORCH_ALLOCATION, HOST_TORCH_COMPUTE,  # noqa: F401
+                           JIT_DECORATORS, JIT_INTROSPECTION_ATTRIBUTES, JIT_INTROSPECTION_BUILTINS,
+                           JIT_TENSOR_ESCAPES, RULES, Rule)
 
-
-RULES = {
-    "forbidden-call": Rule("call the library op the problem forbids (for softmax: torch.softmax, F.softmax, ...)",
-                           "the search's purpose: a library call is not a kernel (timed, it earns only the "
-                           "library's speed)"),
-    "import": Rule("import anything but torch, triton, math, typing and a few pure standard modules (functools, "
-                   "itertools, operator, dataclasses, enum, collections, abc, numbers, warnings, logging, "
-                   "contextlib), or the problem's reference",
-                   "host computation outside torch's op log (numpy), which would also win the CPU interpreter's "
-                   "ranking; a kernel file needs no processes, files or the machine"),
-    "dynamic-code": Rule("run code built from strings or reach names computed at run time (eval, exec, compile, "
-                         "__import__, globals, vars, open, getattr with a computed name, operator.attrgetter)",
-                         "this check's own reading: every name it judges is spelt out in the file"),
-    "internals": Rule("touch dunder attributes (other than __name__, __qualname__, __doc__, __init__), frames, code "
-                      "objects or tracebacks", "this check's own reading: internals lead to every module in the "
-                      "process"),
-    "undefined-name": Rule("use a name the file never defines, imports or gets from builtins",
-                           "names injected at run time (Triton's interpreter puts numpy into a kernel's module)"),
-    "module-write": Rule("assign into an imported module (torch.exp = ..., tl.load = ...)",
-                         "the runner's own first-line checks and the meaning of the kernel language"),
-    "host-compute": Rule("compute with torch in host code (torch.exp, F.*, torch.compile, x.numpy()): host code "
-                         "allocates, reads metadata and launches kernels",
-                         "the search's purpose and the CPU ranking; the runner's op log repeats it at run time"),
-    "kernel-language": Rule("name anything but triton.language and math inside a @triton.jit function, or decorate "
-                            "one with anything but Triton's decorators",
-                            "Triton's code generator runs the Python a kernel names, at compile time"),
-    "kernel-introspection": Rule("inspect what a kernel runs on (isinstance, hasattr, .handle, calling a function "
-                                 "passed as a constexpr, formatting values)",
-                                 "the CPU check: the interpreter and the compiler hand a kernel different objects, "
-                                 "so such a kernel could be checked on one branch and compiled from another"),
-    "typing-eval": Rule("use typing's evaluators (get_type_hints, ForwardRef, Protocol)",
-                        "the dynamic-code rule: they evaluate strings"),
-    "rebind": Rule("rebind an imported name", "this check's own reading: every use of an import means the import"),
-    "entry": Rule("lack a function custom_kernel(*inputs)", "the contract itself"),
-}
-
-ALLOWED_MODULES = ("torch", "triton", "math", "typing", "typing_extensions", "__future__", "functools", "itertools",
-                   "operator", "dataclasses", "enum", "collections", "abc", "numbers", "warnings", "logging",
-                   "contextlib")
+# Python-level tables, the same for any candidate language hosted in Python.
 SAFE_MODULES = ALLOWED_MODULES  # paths may pass through these packages only
 REFUSED_PATHS = {
     "logging.config": "logging.config imports modules named in strings",
@@ -74,26 +35,6 @@ INTROSPECTION = frozenset({
 })
 TYPING_EVALUATORS = frozenset({"get_type_hints", "ForwardRef", "Protocol", "runtime_checkable", "evaluate_forward_ref",
                                "get_annotations"})
-# Host torch: anything under these computes (or hides computation from the op log).
-HOST_TORCH_COMPUTE = ("torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.", "torch.ops.",
-                      "torch.sparse.", "torch.nested.", "torch.func.", "torch.jit.", "torch.utils.", "torch.compile",
-                      "torch.vmap", "torch.nn.modules.", "torch.autograd.grad")
-# torch functions that are dispatcher ops but only allocate or describe memory.
-HOST_TORCH_ALLOCATION = frozenset({
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-    "arange", "tensor", "as_tensor", "as_strided", "is_tensor", "is_floating_point", "numel", "result_type",
-    "can_cast", "promote_types", "is_complex", "is_nonzero", "get_default_dtype",
-})
-HOST_DATA_ESCAPES = frozenset({"numpy", "tolist"})  # hand a tensor's data to plain Python or numpy
-JIT_TENSOR_ESCAPES = frozenset({
-    "numpy", "tolist", "item", "data_ptr", "cpu", "cuda", "storage", "untyped_storage", "detach", "clone", "copy_",
-    "fill_", "zero_", "data", "grad", "backward", "tobytes",
-})
-JIT_INTROSPECTION_BUILTINS = frozenset({"isinstance", "issubclass", "callable", "dir", "hasattr", "getattr", "type",
-                                        "id"})
-JIT_INTROSPECTION_ATTRIBUTES = frozenset({"handle", "signature", "builder", "semantic", "arg_names", "params",
-                                          "constexprs", "kernel", "data", "interpreter_builder"})
-JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 
 
 class Rejection(Exception):
@@ -525,6 +466,20 @@ def _is_module(path: str) -> bool:
     return bool(chain) and len(chain) == len(path.split(".")) and isinstance(chain[-1], types.ModuleType)
 
 
+NO_ENTRY = "defines no function custom_kernel(*inputs)"
+
+
+def _parse(source: str, filename: str):
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise Rejection(f"SyntaxError at line {exc.lineno}: {exc.msg}") from exc
+
+
+def _lacks_entry(tree) -> bool:
+    return "custom_kernel" not in {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
 def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=()) -> list[str]:
     """All rule violations in the file as 'line N: reason' strings; empty when the source is acceptable.
 
@@ -534,15 +489,11 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=())
 
     for name in ("torch", "triton", "math", "typing"):  # the allowed packages themselves (never a name the
         importlib.import_module(name)  # candidate chose), so that paths into them resolve the same everywhere
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise Rejection(f"SyntaxError at line {exc.lineno}: {exc.msg}") from exc
+    tree = _parse(source, filename)
     checker = _Checker(forbid_calls, forbid_modules, _bound_names(tree))
     checker.visit(tree)
-    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if "custom_kernel" not in defined:
-        checker.problems.append((0, "defines no function custom_kernel(*inputs)"))
+    if _lacks_entry(tree):
+        checker.problems.append((0, NO_ENTRY))
     seen, out = set(), []
     for line, message in sorted(checker.problems):
         if message not in seen:
@@ -558,14 +509,14 @@ def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True) -> lis
     defences behind this check can be tested on their own.
     """
     try:
-        problems = check_source(Path(path).read_text(), str(path), forbid_calls, forbid_modules)
+        source = Path(path).read_text()
+        if not strict:
+            return [NO_ENTRY] if _lacks_entry(_parse(source, str(path))) else []
+        return check_source(source, str(path), forbid_calls, forbid_modules)
     except Rejection as exc:
         return [str(exc)]
     except (OSError, UnicodeDecodeError) as exc:
         return [f"cannot read the candidate: {exc}"]
-    if not strict:
-        problems = [p for p in problems if p.endswith("custom_kernel(*inputs)")]
-    return problems
 
 
 def summary(problems: list[str]) -> str:
