@@ -60,7 +60,6 @@ import ast
 import datetime
 import hashlib
 import json
-import re
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -68,6 +67,8 @@ from pathlib import Path
 from typing import Callable
 
 import sqlite_utils
+
+from .redact import strip_secret_keys
 
 
 class ArchiveError(Exception):
@@ -184,18 +185,6 @@ def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
-
-_SECRET = re.compile(r"key|token|secret", re.IGNORECASE)
-
-
-def strip_secrets(value):
-    """A copy of value with every dict key that names a key, token or secret removed, at any depth."""
-    if isinstance(value, dict):
-        return {k: strip_secrets(v) for k, v in value.items() if not _SECRET.search(str(k))}
-    if isinstance(value, (list, tuple)):
-        return [strip_secrets(v) for v in value]
-    return value
-
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
@@ -316,7 +305,7 @@ class Archive:
     # runs --------------------------------------------------------------------------------------------------------
 
     def start_run(self, problem: str, problem_path: str, options: dict, device: str, versions: dict) -> int:
-        row = [problem, str(problem_path), json.dumps(strip_secrets(options or {}), default=str), device,
+        row = [problem, str(problem_path), json.dumps(strip_secret_keys(options or {}), default=str), device,
                json.dumps(versions or {}, default=str), _now()]
         return self._write(lambda c: c.execute(
             "INSERT INTO runs (problem, problem_path, options, device, versions, started) VALUES (?,?,?,?,?,?)",

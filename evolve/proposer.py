@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .redact import redact
+
 TEMPLATES = ("full_rewrite", "diff_edit", "repair")
 _MAX_BACKOFF_S = 60.0
 
@@ -159,17 +161,6 @@ def _describe(exc: BaseException) -> str:
     return f"{name}{f' (HTTP {status})' if isinstance(status, int) else ''}: {_one_line(message)}"
 
 
-def _redact(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
-def _secrets() -> list[str]:
-    keys = ("KEY", "TOKEN", "SECRET")
-    return [v for k, v in os.environ.items() if len(v) >= 8 and any(s in k.upper() for s in keys)]
-
-
 def default_prompts() -> Path:
     """The prompt templates: `prompts/` of a source checkout (or an editable install), else the copy a wheel installs
     as `evolve/prompts`."""
@@ -252,7 +243,7 @@ class LLMProposer:
                 time.sleep(min(_MAX_BACKOFF_S, max(delay, _retry_after(exc))))
 
         def done(source, err, reply=None, tokens_in=0, tokens_out=0, cost=0.0):
-            err = _redact(err, _secrets()) if err else None
+            err = redact(err) if err else None
             return Proposal(source, err, template, model, prompt, reply, tokens_in, tokens_out, cost,
                             time.monotonic() - start, attempts)
 

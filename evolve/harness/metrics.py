@@ -103,7 +103,7 @@ def judge(metrics: dict, rtol: float, min_cosine: float) -> str | None:
 
 def summarize(per_dtype: dict) -> str:
     """`fp32 max_abs=.. max_rel=.. rmse=.. psnr=.. dB | bf16 ...` from the worst metrics seen per dtype."""
-    short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+    from .problem import SHORT_DTYPE as short
     parts = []
     for dtype, m in per_dtype.items():
         psnr_text = "inf" if math.isinf(m["psnr"]) else f"{m['psnr']:.0f}"

@@ -15,6 +15,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 KNOWN_DTYPES = ("float32", "bfloat16", "float16")
+SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # in labels: "bf16 4096x1024"
 REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "bytes_moved", "flops")
 
 
@@ -44,7 +45,7 @@ class Case:
 
     @property
     def label(self) -> str:
-        short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(self.dtype, self.dtype)
+        short = SHORT_DTYPE.get(self.dtype, self.dtype)
         return f"{short} {'x'.join(str(v) for _, v in self.shape)}"
 
 

@@ -13,7 +13,6 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
 import select
 import shutil
@@ -27,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import jail
+from ..redact import is_secret_name
 from .lifeline import ENV as LIFELINE_ENV, kill_everything
 from .protocol import MEASURER
 from .wire import Malformed, parse
 
-SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
 # another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
@@ -76,7 +75,7 @@ def _hint(stderr_tail: str) -> str:
 
 
 def _env(token: str, work: Path, extra: dict) -> dict:
-    env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
+    env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}
     env["EVOLVE_EVAL_TOKEN"] = token
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
