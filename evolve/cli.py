@@ -84,6 +84,36 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     sys.exit(0 if verdict["ok"] else 1)
 
 
+class _Duration(click.ParamType):
+    """--budget: '90m', '8h', '45s' -> seconds."""
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        from .config import parse_duration
+
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class _Model(click.ParamType):
+    """--model: 'provider/name' or 'provider/name=weight' -> ModelSpec."""
+    name = "NAME[=WEIGHT]"
+
+    def convert(self, value, param, ctx):
+        from .proposer import ModelSpec, parse_models
+
+        if isinstance(value, ModelSpec):
+            return value
+        try:
+            return parse_models([value])[0]
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 def _db_option(f):
     return click.option("--db", default="runs/evolve.db", show_default=True, type=click.Path(dir_okay=False),
                         help="The SQLite archive.")(f)
@@ -102,13 +132,13 @@ def _open_archive(db, must_exist=True):
 
 @cli.command("run")
 @click.argument("problem", type=click.Path(exists=True, file_okay=False))
-@click.option("--model", "models", multiple=True, metavar="NAME[=WEIGHT]",
+@click.option("--model", "models", multiple=True, type=_Model(),
               help="A litellm model string; repeat for an ensemble, with optional weights (name=0.3). Keys come from "
                    "the provider's usual environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...). Without a "
                    "model the run uses its embedded default: the knob tuner over the seeds and archived kernels.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
 @click.option("--max-candidates", type=click.IntRange(min=1), help="Stop after this many evaluated candidates.")
-@click.option("--budget", help="Stop after this much wall time: 90m, 8h, 45s [default without a GPU, when no other "
+@click.option("--budget", type=_Duration(), help="Stop after this much wall time: 90m, 8h, 45s [default without a GPU, when no other "
                                "limit is given: 5m; with a GPU: none].")
 @click.option("--max-cost", type=click.FloatRange(min=0, min_open=True),
               help="Stop once LLM spend reaches this many US dollars.")
@@ -149,17 +179,15 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     improvement, and says which. Ctrl-C stops cleanly; --resume continues.
     """
     from .archive import ArchiveError
-    from .config import CPU_BUDGET_S, RunConfig, SearchConfig, format_duration, parse_duration
+    from .config import CPU_BUDGET_S, LLMConfig, RunConfig, SearchConfig, format_duration
     from .harness import EvalOptions, ProblemError
     from .progress import Progress
-    from .proposer import LLMProposer, check_models, default_prompts, parse_models
+    from .proposer import LLMProposer, check_models, default_prompts
     from .search import Search
 
-    try:
-        specs = tuple(parse_models(list(models)))
-        budget_s = parse_duration(budget) if budget else None
-    except ValueError as exc:
-        _fail(str(exc))
+    specs, budget_s = tuple(models), budget
+    if specs and not any(m.weight > 0 for m in specs):
+        _fail("every model has weight 0; give at least one a positive weight")
     problems = check_models(list(specs), api_base) if specs else []
     if problems:
         _fail("\n".join(problems))
@@ -176,7 +204,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                             tuner_trials=tune_trials),
         eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True,
                          **({"cache_dir": cache_dir} if cache_dir else {})),
-        default_budget=default_budget)
+        default_budget=default_budget,
+        llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
                                                       if default_budget else "")] if budget_s else []
     limits += [f"after {max_candidates} candidate{'s' if max_candidates > 1 else ''}"] if max_candidates else []
@@ -189,9 +218,9 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
                    "the archive's kernels; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
                    "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
-    proposer = LLMProposer(list(specs), default_prompts(), api_base=api_base,
-                           timeout_s=llm_timeout, max_retries=llm_retries, concurrency=concurrency,
-                           rng=random.Random(seed)) if specs else None
+    proposer = LLMProposer(list(config.models), default_prompts(), api_base=config.api_base,
+                           timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
+                           concurrency=config.llm.concurrency, rng=random.Random(config.seed)) if specs else None
     archive = _open_archive(db, must_exist=resume)
     try:
         with Progress(config, archive) as progress:

@@ -46,6 +46,13 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
+class LLMConfig:
+    timeout_s: float = 180.0  # one reply
+    retries: int = 4  # on rate limits, 5xx errors and timeouts, with exponential backoff
+    concurrency: int = 4  # calls in flight at once
+
+
+@dataclass(frozen=True)
 class RunConfig:
     problem_dir: str
     db: str = "runs/evolve.db"
@@ -60,6 +67,7 @@ class RunConfig:
     search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalOptions = field(default_factory=EvalOptions)
     default_budget: bool = False  # budget_s is evolve's default without a GPU, not the user's --budget
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
@@ -67,6 +75,6 @@ class RunConfig:
             "models": [{"name": m.name, "weight": m.weight} for m in self.models], "api_base": self.api_base,
             "max_candidates": self.max_candidates, "budget_s": self.budget_s, "default_budget": self.default_budget,
             "max_cost": self.max_cost,
-            "target": self.target, "seed": self.seed, "search": self.search.__dict__,
+            "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
         }
