@@ -1,8 +1,7 @@
 """The unattended loop: ask for code, hand it to the harness, write the verdict to the archive. Nothing flows back.
 
-Population in islands with periodic migration of each island's best; parents picked from an island's top
-(exploitation) or from any of its correct members (diversity); the global best is always kept (elitism). Proposals
-come from the LLM proposer (full rewrites, SEARCH/REPLACE edits, repairs of load/compile failures) and from the knob
+The population policy (islands, admission, parents, inspirations, migration) is population.py; this module is the
+loop and its I/O. Proposals come from the LLM proposer (full rewrites, SEARCH/REPLACE edits, repairs of load/compile failures) and from the knob
 tuner. Every proposal and every verdict is committed before the next step, so a crash loses at most the evaluation in
 flight, which --resume runs again.
 """
@@ -13,20 +12,28 @@ import random
 import shutil
 import statistics
 import tempfile
-import threading
 import time
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .archive import Archive, Candidate
 from .config import RunConfig, format_duration
-from .lang import triton as candidate_language
-from .harness import evaluate, load_problem
+from .harness import evaluate as harness_evaluate
+from .harness import load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
+from .lang import triton as candidate_language
+from .population import NOISE_FLOOR, Policy, Population
 from .render import ladder_lines
 
-NOISE_FLOOR = 0.02  # the smallest relative score difference treated as real, whatever the measured noise
+
+@dataclass(frozen=True)
+class Pending:
+    """A proposal asked for and not yet evaluated: where it goes, what it builds on, the model's answer to come."""
+    island: int
+    parent: Candidate | None
+    future: Future
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,12 @@ def noise_of(verdict: dict) -> float:
 
 
 class Search:
-    def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None):
+    """The loop: ask for proposals (a model, or the knob tuner), evaluate each, archive it, admit it to the
+    population, stop when a limit is reached. `evaluate` (the harness by default) and `clock` are injected, so the
+    loop can run against another evaluator (a pool, a cluster) and be tested without one."""
+
+    def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
+                 clock=time.monotonic):
         self.config = config
         self.archive = archive
         self.proposer = proposer
@@ -97,78 +109,41 @@ class Search:
             trials = 6 if proposer is not None else 64
         self.tuner = Tuner(seed=config.seed, trials=trials)
         self.emit = on_event or (lambda event: None)
-        self.islands: list[list[int]] = [[] for _ in range(config.search.islands)]
-        self.noise: dict[int, float] = {}
+        self.population = Population(Policy(islands=config.search.islands, exploit=config.search.exploit,
+                                            inspirations=config.search.inspirations), self.rng)
+        self._evaluate, self.clock = evaluate, clock
         self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
-        self.members: dict[int, Candidate] = {}
         self.run_id = 0
         self.evaluated = 0
         self.since_improvement = 0
-        self.best: Candidate | None = None
-        self.started = time.monotonic()
+        self.started = clock()
         self.work = Path(tempfile.mkdtemp(prefix="evolve-run-"))
-        self.inflight: deque = deque()
-        self.concurrency = getattr(proposer, "concurrency", 1)
+        # Proposals in flight, oldest first; the proposer's own limit (--concurrency) is the only one.
+        self.inflight: deque[Pending] = deque()
+        self.concurrency = max(1, getattr(proposer, "concurrency", 1))
+        self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
-    # -- population -------------------------------------------------------------------------------------------------
-    def _admit(self, cand: Candidate) -> None:
-        if cand.status != "evaluated" or cand.score is None:
-            return
-        self.members[cand.id] = cand
-        island = self.islands[cand.island % len(self.islands)]
-        if cand.id not in island:
-            island.append(cand.id)
-        if self.best is None or self._better(cand, self.best):
-            self.best = cand
+    @property
+    def best(self) -> Candidate | None:
+        return self.population.best
+
+    def _admit(self, cand: Candidate, noise: float) -> None:
+        if self.population.admit(cand, noise):
             self.since_improvement = 0
-
-    def _better(self, a: Candidate, b: Candidate) -> bool:
-        """a beats b only by more than the timing noise measured for either (near-ties keep the incumbent)."""
-        noise = max(self.noise.get(a.id, NOISE_FLOOR), self.noise.get(b.id, NOISE_FLOOR))
-        return a.score > b.score * (1 + noise)
-
-    def _ranked(self, ids) -> list[Candidate]:
-        return sorted((self.members[i] for i in ids if i in self.members), key=lambda c: -c.score)
-
-    def pick_parent(self, island: int) -> Candidate | None:
-        pool = self._ranked(self.islands[island]) or self._ranked(self.members)
-        if not pool:
-            return None
-        if self.rng.random() < self.config.search.exploit:
-            return pool[min(int(self.rng.expovariate(1.0)), len(pool) - 1)]
-        return self.rng.choice(pool)
-
-    def inspirations(self, parent: Candidate) -> list[Candidate]:
-        ranked = [c for c in self._ranked(self.members) if c.id != parent.id]
-        chosen = ranked[: max(0, self.config.search.inspirations - 1)]
-        rest = [c for c in ranked if c not in chosen]
-        if rest:
-            chosen.append(self.rng.choice(rest))
-        return chosen[: self.config.search.inspirations]
-
-    def migrate(self) -> None:
-        bests = [self._ranked(ids)[:1] for ids in self.islands]
-        for i, best in enumerate(bests):
-            if best:
-                target = self.islands[(i + 1) % len(self.islands)]
-                if best[0].id not in target:
-                    target.append(best[0].id)
-        self.emit({"kind": "migrate", "islands": [len(i) for i in self.islands]})
 
     # -- evaluation -------------------------------------------------------------------------------------------------
     def evaluate(self, cand: Candidate) -> Candidate:
         path = self.work / f"candidate_{cand.id}.py"
         path.write_text(cand.source)
-        started = time.monotonic()
-        verdict = evaluate(path, self.problem.path, self.config.eval)
+        started = self.clock()
+        verdict = self._evaluate(path, self.problem.path, self.config.eval)
         verdict["score"] = score_of(verdict)
-        self.eval_seconds.append(time.monotonic() - started)
+        self.eval_seconds.append(self.clock() - started)
         done = self.archive.record_verdict(cand.id, verdict)
-        self.noise[done.id] = noise_of(verdict)
         self.evaluated += 1
         self.since_improvement += 1
-        self._admit(done)
-        self.emit({"kind": "candidate", "candidate": done, "seconds": time.monotonic() - started,
+        self._admit(done, noise_of(verdict))
+        self.emit({"kind": "candidate", "candidate": done, "seconds": self.clock() - started,
                    "best": self.best, "ladder": ladder_lines(verdict)})
         return done
 
@@ -200,40 +175,27 @@ class Search:
                         "contract": candidate_language.prompt_contract(self.problem.forbid_calls)},
             "device": (self.best and (self.archive.evaluation(self.best.id) or {}).get("device")) or "unknown",
             "parent": view(parent) if parent else None,
-            "inspirations": [view(c) for c in self.inspirations(parent)] if parent else [],
+            "inspirations": [view(c) for c in self.population.inspirations(parent)] if parent else [],
             "error": error,
             "knobs_doc": KNOBS_DOC,
         }
 
     def _ask(self, island: int) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""
-        parent = self.pick_parent(island)
+        parent = self.population.pick_parent(island)
         template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
-        context = self.context(parent)
-        slot: dict = {"island": island, "parent": parent}
-        done = threading.Event()
-
-        def work():
-            try:
-                slot["proposal"] = self.proposer.propose(template, context, parent.source if parent else None)
-            except BaseException as exc:  # noqa: BLE001 - e.g. a broken user template: surfaced on the main thread
-                slot["error"] = exc
-            done.set()
-
-        slot["done"] = done
-        threading.Thread(target=work, daemon=True, name="evolve-propose").start()
-        self.inflight.append(slot)
+        future = self.pool.submit(self.proposer.propose, template, self.context(parent),
+                                  parent.source if parent else None)
+        self.inflight.append(Pending(island, parent, future))
 
     def llm_step(self, island: int) -> None:
         """Evaluate the oldest proposal in flight, keeping up to --concurrency model calls running meanwhile."""
-        while len(self.inflight) < max(1, self.concurrency):
+        while len(self.inflight) < self.concurrency:
             self._ask(island)
-            island = (island + 1) % len(self.islands)
-        slot = self.inflight.popleft()
-        slot["done"].wait()
-        if "error" in slot:
-            raise slot["error"]
-        parent, island, proposal = slot["parent"], slot["island"], slot["proposal"]
+            island = (island + 1) % len(self.population.islands)
+        pending = self.inflight.popleft()
+        proposal = pending.future.result()  # a broken user template raises here, on the main thread
+        parent, island = pending.parent, pending.island
         cand = self.submit(**self._fields(proposal, (parent.id,) if parent else (), island, parent))
         for _ in range(self.config.search.repairs):
             if cand is None or cand.status != "evaluated" or cand.failed_rung not in ("load", "compile"):
@@ -255,7 +217,7 @@ class Search:
 
     def tune_step(self, island: int) -> bool:
         """One knob setting for the best structure that still has untried settings; False when none has."""
-        for base in self._ranked(self.islands[island]) + self._ranked(self.members):
+        for base in self.population.ranked(self.population.islands[island]) + self.population.ranked():
             if read_knobs(base.source)[0] is None or self.tuner.exhausted(base.source):
                 continue
             suggestion = self.tuner.suggest(base.source)
@@ -276,7 +238,7 @@ class Search:
         if c.max_candidates is not None and self.evaluated >= c.max_candidates:
             return f"--max-candidates {c.max_candidates} evaluated"
         if c.budget_s is not None:
-            elapsed = time.monotonic() - self.started
+            elapsed = self.clock() - self.started
             typical = statistics.median(self.eval_seconds) if self.eval_seconds else 0.0
             if elapsed + typical > c.budget_s:  # the next evaluation would end past the budget
                 which = "the default budget without a GPU" if c.default_budget else "--budget"
@@ -302,15 +264,15 @@ class Search:
                                                  device_name(c.eval.device), package_versions())
         for cand in self.archive.candidates(problem=self.problem.name):
             if cand.status == "evaluated":
-                if cand.score is not None:  # the noise measured then, so near-ties are judged as before a crash
-                    self.noise[cand.id] = noise_of(self.archive.evaluation(cand.id) or {})
-                self._admit(cand)
+                # the noise measured then, so near-ties are judged as before a crash
+                self._admit(cand, noise_of(self.archive.evaluation(cand.id) or {}) if cand.score is not None
+                            else NOISE_FLOOR)
                 if cand.knobs and cand.source:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
         self.since_improvement = 0
         self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
         self.evaluated_before = self.evaluated
-        self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.members)})
+        self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
 
     def run(self) -> Summary:
         self.start()
@@ -323,16 +285,17 @@ class Search:
                 for i, path in enumerate(self.problem.seed_files()):
                     source = path.read_text()
                     knobs = read_knobs(source)[0]
-                    cand = self.submit(source=source, island=i % len(self.islands), proposer="seed", knobs=knobs,
+                    cand = self.submit(source=source, island=i % len(self.population.islands), proposer="seed", knobs=knobs,
                                        template=path.name)
                     if cand is not None and knobs:
                         self.tuner.remember(source, knobs, cand.score)
             step = 0
             while (stop := self.stop_reason()) is None:
-                island = step % len(self.islands)
+                island = step % len(self.population.islands)
                 step += 1
                 if self.proposer is None:
-                    if not self.tune_step(island) and not any(self.tune_step(i) for i in range(len(self.islands))):
+                    if not self.tune_step(island) and not any(self.tune_step(i)
+                                                              for i in range(len(self.population.islands))):
                         stop = "every knob setting the tuner would try has been evaluated"
                         break
                 elif self.rng.random() < self.config.search.tune_share and self.tune_step(island):
@@ -340,7 +303,7 @@ class Search:
                 else:
                     self.llm_step(island)
                 if step % self.config.search.migrate_every == 0:
-                    self.migrate()
+                    self.emit({"kind": "migrate", "islands": self.population.migrate()})
         except KeyboardInterrupt:
             stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
         self.keep_answered()
@@ -350,13 +313,18 @@ class Search:
                        session_evaluated=self.evaluated - self.evaluated_before if self.config.resume else None)
 
     def keep_answered(self) -> None:
-        """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them."""
-        for slot in self.inflight:
-            if slot["done"].is_set() and "proposal" in slot:
-                parent = slot["parent"]
-                self.archive.add_candidate(self.run_id, **self._fields(slot["proposal"], (parent.id,) if parent else (),
-                                                                        slot["island"], parent))
+        """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them.
+        Calls still running are abandoned (their threads end with their calls; nothing waits for them)."""
+        for pending in self.inflight:
+            if pending.future.done() and pending.future.exception() is None:
+                parent = pending.parent
+                self.archive.add_candidate(self.run_id, **self._fields(pending.future.result(),
+                                                                        (parent.id,) if parent else (),
+                                                                        pending.island, parent))
+            else:
+                pending.future.cancel()
         self.inflight.clear()
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def summary(self, stop: str) -> Summary:
         seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]
@@ -365,12 +333,12 @@ class Search:
         best, near_tie = top, None
         held = self.best  # the search's best: the highest measured score may beat it only within the noise
         if top is not None and held is not None and held.run_id == self.run_id and held.id != top.id \
-                and not self._better(top, held):
+                and not self.population.better(top, held):
             best, near_tie = held, top
         return Summary(
             run_id=self.run_id, stop_reason=stop, evaluated=sum(c.status == "evaluated" for c in everything),
             correct=sum(bool(c.ok) for c in everything), best=best,
             seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
-            cost=self.archive.spend(self.run_id)["cost"], seconds=time.monotonic() - self.started,
+            cost=self.archive.spend(self.run_id)["cost"], seconds=self.clock() - self.started,
             db=str(self.archive.path), near_tie=near_tie,
         )

@@ -19,8 +19,7 @@ def admit(search: Search, fitness: float, n: int, noise: float = NOISE_FLOOR) ->
     cand = search.archive.add_candidate(search.run_id, source=f"def custom_kernel(x):\n    return x * {n}\n",
                                        proposer="tuner")
     done = search.archive.record_verdict(cand.id, verdict(fitness, noise))
-    search.noise[done.id] = noise_of(search.archive.evaluation(done.id))
-    search._admit(done)
+    search._admit(done, noise_of(search.archive.evaluation(done.id)))
     return done.id
 
 
@@ -61,17 +60,18 @@ def test_a_restarted_search_judges_near_ties_with_the_noise_measured_before(tmp_
 
 
 def test_the_budget_stops_before_an_evaluation_that_would_overrun_it(tmp_path):
+    now = [1000.0]
     config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu"),
                        budget_s=300.0, default_budget=True)
-    search = Search(config, Archive(tmp_path / "a.db"))
+    search = Search(config, Archive(tmp_path / "a.db"), clock=lambda: now[0])
     search.start()
     assert search.stop_reason() is None
-    search.started -= 200  # 200 s in, evaluations so far took 60 s: the next one ends at about 260 s
+    now[0] += 200  # 200 s in, evaluations so far took 60 s: the next one ends at about 260 s
     search.eval_seconds = [50.0, 60.0, 70.0]
     assert search.stop_reason() is None
     search.eval_seconds.append(120.0)  # now the typical one (65 s) ends at 265 s: still inside
     assert search.stop_reason() is None
-    search.started -= 50  # 250 s in: the next would end past 300 s
+    now[0] += 50  # 250 s in: the next would end past 300 s
     reason = search.stop_reason()
     assert reason.startswith("the default budget without a GPU of 5 min used") and "--resume" in reason
     search.archive.close()
