@@ -1,4 +1,5 @@
-"""The harness: evaluates one candidate kernel against one problem. Imports torch, triton, numpy and stdlib only."""
+"""The harness: evaluates one candidate kernel against one problem. Imports torch, triton, numpy, the standard library
+and, of evolve, only the candidate language's rules (evolve/lang) and what counts as a secret (evolve/redact.py)."""
 from .ladder import RUNGS, EvalOptions, evaluate
 from .problem import Problem, ProblemError, load_problem
 

@@ -1,0 +1,52 @@
+"""Imports run one way: the harness (and the candidate language's rules) import nothing of the loop, and nothing
+imports in a circle."""
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "evolve"
+
+
+def _imports(path: Path) -> set[str]:
+    """The evolve modules a file imports (as dotted names under evolve)."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            target = ".".join(base + ([node.module] if node.module else []))
+            found.add(target)
+            found.update(f"{target}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("evolve"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evolve"):
+            found.add(node.module)
+    modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in PACKAGE.rglob("*.py")}
+    return {name for name in found if name in modules} - {module}
+
+
+def test_the_harness_imports_nothing_of_the_loop():
+    allowed = ("evolve.harness", "evolve.lang", "evolve.redact")
+    for path in list((PACKAGE / "harness").glob("*.py")) + list((PACKAGE / "lang").glob("*.py")):
+        outside = {m for m in _imports(path) if not m.startswith(allowed)}
+        assert not outside, f"{path.name} imports {outside}"
+
+
+def test_no_module_imports_in_a_circle():
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        graph[name] = _imports(path) - {name}
+
+    assert {"evolve.population", "evolve.harness"} <= graph["evolve.search"]  # the reading itself works
+    assert "evolve.lang.triton" in graph["evolve.harness.static_check"]
+
+    def visit(node, trail):
+        assert node not in trail, " -> ".join(trail[trail.index(node):] + [node])
+        for nxt in graph.get(node, ()):
+            if not nxt.startswith(node + ".") and not node.startswith(nxt + "."):  # a package and its own modules
+                visit(nxt, trail + [node])
+
+    for name in graph:
+        visit(name, [])
