@@ -129,6 +129,8 @@ def source_hash(source: str) -> str:
 
 
 # --- migrations (named, ordered, each applied once; the pattern of simonw/llm migrations.py) ---------------------
+# sqlite-utils itself has no migration runner (sqlite-migrate is a separate plugin that would add a dependency for
+# these few lines); the tables are still created and altered through sqlite-utils' own calls.
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = []
 migration = MIGRATIONS.append

@@ -209,7 +209,11 @@ class LLMProposer:
 
     def _call(self, litellm, model: str, messages: list[dict]):
         kwargs = dict(model=model, messages=messages, timeout=self.timeout_s, temperature=self.temperature,
-                      num_retries=0,  # we retry ourselves, with backoff; litellm and the openai client must not
+                      # Retries are ours (propose), not litellm's num_retries: the attempts are counted into the
+                      # archived Proposal, the error kept is the last one with how many tries it took, Retry-After
+                      # is honoured, the jitter does not touch the seeded model choice, and a user template error is
+                      # never retried. litellm and the openai client must therefore not retry underneath.
+                      num_retries=0,
                       drop_params=True)  # reasoning models (gpt-5, o3) reject temperature != 1: drop, don't fail
         if self.api_base:
             kwargs["api_base"] = self.api_base

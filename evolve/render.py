@@ -1,4 +1,8 @@
-"""Text for people: the rung ladder and the per-shape table. Pure functions from a verdict dict to lines."""
+"""Text for people: the rung ladder and the per-shape table. Pure functions from a verdict dict to lines.
+
+Plain text, not rich tables: the same ladder lines go into prompts (a model reads them) and into the archive, and
+the shape table is printed by `evolve eval`, `best` and `show` where output is often piped; rich draws the live
+progress view only (progress.py)."""
 from __future__ import annotations
 
 
