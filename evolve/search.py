@@ -143,15 +143,14 @@ class Search:
         self.evaluated += 1
         self.since_improvement += 1
         self._admit(done, noise_of(verdict))
-        self.emit({"kind": "candidate", "candidate": done, "seconds": self.clock() - started,
-                   "best": self.best, "ladder": ladder_lines(verdict)})
+        self.emit({"kind": "candidate", "candidate": done, "seconds": self.clock() - started, "best": self.best})
         return done
 
     def submit(self, **fields) -> Candidate | None:
         """Archive a proposal (committed), then evaluate it unless it is invalid or a duplicate."""
         cand = self.archive.add_candidate(self.run_id, **fields)
         if cand is None:
-            self.emit({"kind": "duplicate", "proposer": fields.get("proposer")})
+            self.emit({"kind": "duplicate"})
             return None
         if cand.status == "invalid":
             self.emit({"kind": "invalid", "candidate": cand})

@@ -48,15 +48,3 @@ def options(cache_dir):
     from evolve.harness import EvalOptions
 
     return EvalOptions(cache_dir=cache_dir, timeout_s=300)
-
-
-@pytest.fixture(scope="session")
-def seed_verdict(tmp_path_factory):
-    """The softmax seed evaluated once, with compiler artifacts dumped: shared by several tests."""
-    from evolve.harness import EvalOptions, evaluate
-
-    base = tmp_path_factory.mktemp("seed")
-    dump = base / "dump"
-    options = EvalOptions(cache_dir=str(base / "cache"), dump_dir=str(dump), timeout_s=600)
-    verdict = evaluate(SOFTMAX / "seeds" / "softmax_rows.py", SOFTMAX, options)
-    return verdict, dump

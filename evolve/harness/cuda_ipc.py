@@ -108,7 +108,7 @@ def export(ptr: int) -> tuple[str, int]:
 
 
 class Mapped:
-    """Handles opened in this process, each kept open until close_all (the exporter keeps reusing its memory)."""
+    """Handles opened in this process, each kept open for the process's life (the exporter keeps reusing its memory)."""
 
     def __init__(self):
         self._open: dict[str, tuple[int, int]] = {}  # handle hex -> (base, size)
@@ -137,12 +137,6 @@ class Mapped:
         if offset < 0 or nbytes < 0 or offset + nbytes > size:
             raise IpcError(f"bytes [{offset}, {offset + nbytes}) lie outside the shared allocation of {size} bytes")
         return base + offset
-
-    def close_all(self) -> None:
-        d = driver()
-        for base, _ in self._open.values():
-            d.close_mem_handle(ctypes.c_uint64(base))
-        self._open.clear()
 
 
 def alloc(nbytes: int) -> int:

@@ -33,15 +33,6 @@ def measure(timer, device) -> dict:
     return {"bandwidth": bandwidth, "flops": flops}
 
 
-def load_cached(cache_dir: Path, key: str, name: str = "peaks.json") -> dict | None:
-    """One entry of a JSON cache file under cache_dir (peaks, baselines), or None."""
-    path = Path(cache_dir) / name
-    try:
-        return json.loads(path.read_text()).get(key)
-    except (OSError, ValueError):
-        return None
-
-
 def store(cache_dir: Path, key: str, value: dict, name: str = "peaks.json") -> None:
     path = Path(cache_dir) / name
     path.parent.mkdir(parents=True, exist_ok=True)

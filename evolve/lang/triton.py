@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-NAME = "triton"
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -97,7 +95,6 @@ JIT_INTROSPECTION_BUILTINS = frozenset({"isinstance", "issubclass", "callable", 
 JIT_INTROSPECTION_ATTRIBUTES = frozenset({"handle", "signature", "builder", "semantic", "arg_names", "params",
                                           "constexprs", "kernel", "data", "interpreter_builder"})
 JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
-KERNEL_MODULES = ("triton.language", "math")  # what a @triton.jit body may name
 
 
 def _forbidden(forbid_calls) -> str:
