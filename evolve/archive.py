@@ -43,8 +43,8 @@ Datasette. Tables and columns:
     created       ISO time (UTC) the proposal was stored
 
 ``evaluations``: the latest verdict of each evaluated candidate (re-evaluating replaces it).
-    candidate_id  primary key, references ``candidates.id``
-    ok, fitness, score, failed_rung, reason   as in candidates
+    candidate_id  primary key, references ``candidates.id`` (whose ok, fitness, score, failed_rung and reason
+                  columns summarise this verdict)
     verdict_json  the harness's whole verdict (rungs with metrics, per-shape timings, device, secret, versions)
     seconds       wall time of the evaluation (sum of rung seconds)
     created       ISO time (UTC) it was recorded
@@ -159,6 +159,12 @@ def m002_evaluations(db: sqlite_utils.Database) -> None:
         candidate_id INTEGER PRIMARY KEY REFERENCES candidates(id), ok INTEGER NOT NULL, fitness REAL,
         score REAL, failed_rung TEXT, reason TEXT, verdict_json TEXT NOT NULL, seconds REAL, created TEXT NOT NULL)""")
     db.execute("CREATE INDEX idx_candidates_run_status ON candidates (run_id, status)")
+
+
+@migration
+def m003_verdict_columns_once(db: sqlite_utils.Database) -> None:
+    """ok, fitness, score, failed_rung and reason live in candidates only (evaluations held a second copy)."""
+    db["evaluations"].transform(drop={"ok", "fitness", "score", "failed_rung", "reason"})
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -393,9 +399,8 @@ class Archive:
             if status[0] == "invalid":
                 raise ArchiveError(f"candidate {candidate_id} in {self.path} is invalid (no usable source); "
                                    "there is nothing to evaluate")
-            c.execute("INSERT OR REPLACE INTO evaluations (candidate_id, ok, fitness, score, failed_rung, reason, "
-                      "verdict_json, seconds, created) VALUES (?,?,?,?,?,?,?,?,?)",
-                      [candidate_id, ok, fitness, score, failed_rung, reason, verdict_json, seconds, _now()])
+            c.execute("INSERT OR REPLACE INTO evaluations (candidate_id, verdict_json, seconds, created) "
+                      "VALUES (?,?,?,?)", [candidate_id, verdict_json, seconds, _now()])
             c.execute("UPDATE candidates SET status = 'evaluated', ok = ?, fitness = ?, score = ?, failed_rung = ?, "
                       "reason = ? WHERE id = ?", [ok, fitness, score, failed_rung, reason, candidate_id])
 

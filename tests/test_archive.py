@@ -93,10 +93,29 @@ def test_migrate_from_previous(db_path):
     assert arc.evaluation(7)["ok"] is True
     arc.close()
     db = sqlite_utils.Database(db_path)
-    assert set(db["evaluations"].columns_dict) == {"candidate_id", "ok", "fitness", "score", "failed_rung",
-                                                   "reason", "verdict_json", "seconds", "created"}
+    assert set(db["evaluations"].columns_dict) == {"candidate_id", "verdict_json", "seconds", "created"}
     assert "idx_candidates_run_status" in {i.name for i in db["candidates"].indexes}
-    assert [r["name"] for r in db["_evolve_migrations"].rows] == ["m001_initial", "m002_evaluations"]
+    assert [r["name"] for r in db["_evolve_migrations"].rows] == [fn.__name__ for fn in archive_module.MIGRATIONS]
+
+
+def test_verdicts_recorded_before_the_columns_moved_survive(db_path):
+    """An archive written when evaluations held its own copy of ok/fitness/score: its verdicts read back whole."""
+    db_path.parent.mkdir()
+    db = sqlite_utils.Database(db_path)
+    archive_module.migrate(db, archive_module.MIGRATIONS[:2])
+    db["runs"].insert({"id": 1, "problem": "softmax", "problem_path": "p", "options": "{}", "device": "cpu",
+                       "versions": "{}", "started": "2026-01-01T00:00:00+00:00"})
+    db["candidates"].insert({"id": 7, "run_id": 1, "hash": source_hash(SOURCE), "source": SOURCE, "proposer": "seed",
+                             "status": "evaluated", "ok": 1, "fitness": 0.7, "score": 0.7,
+                             "created": "2026-01-01T00:00:00+00:00"})
+    db["evaluations"].insert({"candidate_id": 7, "ok": 1, "fitness": 0.7, "score": 0.7, "verdict_json": '{"ok": true}',
+                              "seconds": 3.0, "created": "2026-01-01T00:00:00+00:00"})
+    db.close()
+    arc = Archive(db_path)
+    assert arc.evaluation(7) == {"ok": True} and arc.get(7).fitness == 0.7
+    arc.close()
+    assert set(sqlite_utils.Database(db_path)["evaluations"].columns_dict) == {"candidate_id", "verdict_json",
+                                                                               "seconds", "created"}
 
 
 def test_wal_and_pragmas(db_path, arc):
