@@ -52,6 +52,45 @@ def parse_models(values: list[str]) -> list[ModelSpec]:
 
 
 @dataclass(frozen=True)
+class ProblemView:
+    """What a prompt says of the problem."""
+    name: str
+    description: str
+    notes: str
+    contract: str  # generated from the candidate language's rules (evolve/lang)
+
+
+@dataclass(frozen=True)
+class ProgramView:
+    """What a prompt says of one archived program: its source and how it did."""
+    source: str
+    fitness: float | None = None
+    score: float | None = None
+    ladder: tuple[str, ...] = ()  # the rung lines, as `evolve eval` prints them
+    failed_rung: str | None = None
+    reason: str | None = None
+    kernels: tuple[dict, ...] = ()  # per compiled specialization: name, regs, spills, smem, num_warps, ...
+    shapes: tuple[dict, ...] = ()  # per benchmark shape: case, ms, roofline_fraction, speedup_vs_torch, ...
+    correctness: str | None = None  # the correctness rung's summary
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """Everything the templates (prompts/*.j2) may read; `template` is added when one is rendered."""
+    problem: ProblemView
+    device: str
+    knobs_doc: str
+    parent: ProgramView | None = None
+    inspirations: tuple[ProgramView, ...] = ()
+    error: str | None = None  # the compiler's or loader's message, for a repair
+
+    def as_dict(self) -> dict:
+        import dataclasses
+
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
 class Proposal:
     source: str | None  # the full candidate source, or None when the reply could not be used
     error: str | None  # one line: why not
@@ -198,11 +237,12 @@ class LLMProposer:
         with self._rng_lock:
             return self.rng.choices(self.models, weights=[m.weight for m in self.models])[0]
 
-    def render(self, template: str, context: dict) -> list[dict]:
-        """system (prompts/system.j2) + user (prompts/<template>.j2). Template errors raise: they are config bugs."""
+    def render(self, template: str, context) -> list[dict]:
+        """system (prompts/system.j2) + user (prompts/<template>.j2) from a PromptContext (or the same as a dict).
+        Template errors raise: they are config bugs."""
         if template not in TEMPLATES:
             raise ValueError(f"unknown template {template!r}; expected one of {', '.join(TEMPLATES)}")
-        context = {**context, "template": template}
+        context = {**(context.as_dict() if isinstance(context, PromptContext) else context), "template": template}
         system = self._env.get_template("system.j2").render(context).strip()
         user = self._env.get_template(f"{template}.j2").render(context).strip()
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]

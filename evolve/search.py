@@ -25,6 +25,7 @@ from .harness import load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .lang import triton as candidate_language
 from .population import NOISE_FLOOR, Policy, Population
+from .proposer import ProblemView, ProgramView, PromptContext
 from .render import ladder_lines
 
 
@@ -158,26 +159,24 @@ class Search:
         return self.evaluate(cand)
 
     # -- proposals --------------------------------------------------------------------------------------------------
-    def context(self, parent: Candidate | None, error: str | None = None) -> dict:
-        def view(c: Candidate) -> dict:
+    def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
+        def view(c: Candidate) -> ProgramView:
             verdict = self.archive.evaluation(c.id) or {}
-            compile_rung = next((r for r in verdict.get("rungs", []) if r["name"] == "compile"), {})
-            correctness = next((r for r in verdict.get("rungs", []) if r["name"] == "correctness"), {})
-            return {"source": c.source, "fitness": c.fitness, "score": c.score,
-                    "ladder": ladder_lines(verdict) if verdict else [], "failed_rung": c.failed_rung,
-                    "reason": c.reason, "kernels": compile_rung.get("metrics", {}).get("kernels", []),
-                    "shapes": verdict.get("shapes", []), "correctness": correctness.get("reason")}
+            rungs = {r["name"]: r for r in verdict.get("rungs", [])}
+            return ProgramView(source=c.source, fitness=c.fitness, score=c.score,
+                               ladder=tuple(ladder_lines(verdict)) if verdict else (), failed_rung=c.failed_rung,
+                               reason=c.reason,
+                               kernels=tuple((rungs.get("compile") or {}).get("metrics", {}).get("kernels", [])),
+                               shapes=tuple(verdict.get("shapes", [])),
+                               correctness=(rungs.get("correctness") or {}).get("reason"))
 
-        return {
-            "problem": {"name": self.problem.name, "description": self.problem.description,
-                        "notes": self.problem.notes,
-                        "contract": candidate_language.prompt_contract(self.problem.forbid_calls)},
-            "device": (self.best and (self.archive.evaluation(self.best.id) or {}).get("device")) or "unknown",
-            "parent": view(parent) if parent else None,
-            "inspirations": [view(c) for c in self.population.inspirations(parent)] if parent else [],
-            "error": error,
-            "knobs_doc": KNOBS_DOC,
-        }
+        problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
+                              contract=candidate_language.prompt_contract(self.problem.forbid_calls))
+        device = (self.best and (self.archive.evaluation(self.best.id) or {}).get("device")) or "unknown"
+        return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,
+                             parent=view(parent) if parent else None,
+                             inspirations=tuple(view(c) for c in self.population.inspirations(parent)) if parent else (),
+                             error=error)
 
     def _ask(self, island: int) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""

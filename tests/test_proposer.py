@@ -298,3 +298,23 @@ def test_templates_render_without_parent_and_with_failure():
     assert "FAILED at the correctness rung: max_rel 0.3 > 1e-4" in user and "fitness 0.700" in user
     with pytest.raises(ValueError):
         proposer.render("nonsense", CONTEXT)
+
+
+def test_the_typed_prompt_context_renders_as_its_dict(tmp_path):
+    """The search hands the templates a PromptContext: every field a template reads is declared there, and it
+    renders exactly as the same values given as a dict."""
+    from evolve.proposer import ProblemView, ProgramView, PromptContext
+
+    raw = parent_context(failed_rung="run", reason="boom")
+    parent = ProgramView(**{**raw["parent"], "ladder": tuple(raw["parent"]["ladder"]),
+                            "kernels": tuple(raw["parent"]["kernels"]), "shapes": tuple(raw["parent"]["shapes"])})
+    typed = PromptContext(problem=ProblemView(**raw["problem"]), device=raw["device"], knobs_doc=raw["knobs_doc"],
+                          parent=parent, inspirations=(ProgramView(source=KERNEL, fitness=0.4, score=0.4),),
+                          error=None)
+    proposer = LLMProposer([ModelSpec("openai/x")], PROMPTS)
+    as_dict = {**raw, "inspirations": [{"source": KERNEL, "fitness": 0.4, "score": 0.4, "ladder": [],
+                                         "failed_rung": None, "reason": None, "kernels": [], "shapes": [],
+                                         "correctness": None}]}
+    for template in ("full_rewrite", "diff_edit", "repair"):
+        assert proposer.render(template, typed) == proposer.render(template, as_dict)
+    assert "It FAILED at the run rung: boom" in proposer.render("diff_edit", typed)[1]["content"]
