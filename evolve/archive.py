@@ -258,6 +258,30 @@ class Archive:
                 conn.close()
             raise
 
+    def _lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    def running_pid(self) -> int | None:
+        """The pid of the `evolve run` writing to this archive now, or None (the lock is free, or held by this
+        process)."""
+        import fcntl
+        import os
+
+        if str(self.path) == ":memory:" or getattr(self, "_claim", None) is not None:
+            return None
+        try:
+            fd = os.open(self._lock_path(), os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        finally:
+            os.close(fd)  # closing drops a shared lock taken here
+        return None
+
     def claim_for_run(self) -> None:
         """Only one `evolve run` writes to an archive at a time: an exclusive lock on `<db>.lock`, held until this
         process closes the archive or exits (the kernel drops it even on a crash)."""
@@ -266,8 +290,7 @@ class Archive:
 
         if str(self.path) == ":memory:" or getattr(self, "_claim", None) is not None:
             return
-        lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self._lock_path(), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

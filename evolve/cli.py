@@ -273,10 +273,15 @@ def status_command(db):
         click.echo(f"no runs in {db}")
         return
     click.echo(f"{'run':>4}  {'problem':<12}{'started':<21}{'cands':>6}{'correct':>8}{'best':>9}{'cost $':>9}  state")
+    pid = archive.running_pid()  # the evolve run holding the archive, if one is
+    last_open = max((r["id"] for r in runs if not r.get("ended")), default=None)
     for r in runs:
         best = r.get("best_fitness") if r.get("best_fitness") is not None else r.get("best_score")
         best_text = f"{best:.3f}" if best is not None else "-"
-        state = r.get("stop_reason") or ("running or crashed (--resume continues it)" if not r.get("ended") else "")
+        state = r.get("stop_reason") or ""
+        if not r.get("ended"):
+            state = (f"running (pid {pid})" if pid and r["id"] == last_open
+                     else "not running and never finished (a crash or kill -9): --resume continues it")
         click.echo(f"{r['id']:>4}  {r['problem']:<12}{str(r['started'])[:19]:<21}{r['candidates']:>6}"
                    f"{r['correct']:>8}{best_text:>9}{r['cost'] or 0:>9.4f}  {state}")
 

@@ -303,6 +303,8 @@ def test_one_run_at_a_time_claims_an_archive(tmp_path):
     first.claim_for_run()
     with pytest.raises(ArchiveError, match=r"in use by a running evolve \(pid \d+\)"):
         second.claim_for_run()
+    assert second.running_pid() == os.getpid()  # what `evolve status` shows as "running (pid N)"
     first.close()
+    assert second.running_pid() is None
     second.claim_for_run()  # released with the first
     second.close()

@@ -98,7 +98,7 @@ def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
     try:
         status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)],
                                 capture_output=True, text=True, cwd=tmp_path)
-        assert "running or crashed" in status.stdout and "interrupted" not in status.stdout, status.stdout
+        assert f"running (pid {proc.pid})" in status.stdout and "interrupted" not in status.stdout, status.stdout
         second = subprocess.run([sys.executable, "-m", "evolve.cli", "run", str(problem), "--db", str(db),
                                  "--device", "cpu"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
         assert second.returncode == 2 and "is in use by a running evolve (pid" in second.stderr, second.stderr
