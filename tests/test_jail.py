@@ -72,3 +72,13 @@ def test_without_landlock_apply_says_why():
         assert status.startswith("landlock ABI")
     else:
         assert jail.apply([]).startswith("none: ")
+
+
+@needs_landlock
+def test_a_process_with_threads_is_not_called_jailed():
+    """Landlock binds only the thread that applies it (and those it starts later): applied in a process where another
+    thread already runs, that thread would write anywhere, so apply refuses and says why."""
+    code = (f"import sys, threading, time; sys.path.insert(0, {str(ROOT)!r}); from evolve.harness import jail; "
+            "threading.Thread(target=time.sleep, args=(5,), daemon=True).start(); print(jail.apply([]))")
+    status = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert status.startswith("none: 2 threads were running"), status

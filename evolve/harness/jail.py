@@ -59,10 +59,19 @@ def abi_version() -> int:
 
 
 def apply(writable: list[str]) -> str:
-    """Jail this process. Returns 'landlock ABI N' when applied, else 'none: <why>'."""
+    """Jail this process. Returns 'landlock ABI N' when applied, else 'none: <why>'.
+
+    Landlock binds the thread that applies it and the threads it starts afterwards, so it must be applied while the
+    process has one thread: a thread started earlier would stay outside the jail."""
     abi = abi_version()
     if abi < 1:
         return "none: this kernel has no Landlock (Linux 5.13+ with Landlock enabled is needed)"
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        threads = 1
+    if threads > 1:
+        return f"none: {threads} threads were running when the jail was to be applied; it would bind only one"
     create, add_rule, restrict = _syscalls()
     libc = ctypes.CDLL(None, use_errno=True)
     fs = _WRITES_V1 | (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0)

@@ -301,10 +301,12 @@ def main(argv) -> int:
     in_fd, out_fd, mode, work, shm = int(argv[1]), int(argv[2]), argv[3], Path(argv[4]), argv[5]
     from . import jail
 
+    status = jail.apply([str(work), shm, "/proc/self"])
     from . import lifeline
 
-    lifeline.watch()  # a first line: the measurer kills this process's group as well when the parent is gone
-    status = jail.apply([str(work), shm, "/proc/self"])
+    # After the jail, never before: a thread started earlier would stay outside it (jail.apply refuses to jail a
+    # process with threads). A first line only: the measurer kills this group too when the parent is gone.
+    lifeline.watch()
     from .wire import Link
 
     link = Link(in_fd, out_fd)
