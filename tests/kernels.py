@@ -1,7 +1,7 @@
 """Candidate source shared by tests that build candidates around an honest kernel."""
 import textwrap
 
-# An honest one-block softmax and `launch(x)`, which allocates the output and launches it.
+# An honest one-block softmax and `launch(x, num_warps=4)`, which allocates the output and launches it.
 SOFTMAX_KERNEL = textwrap.dedent('''
     import torch
     import triton
@@ -18,8 +18,9 @@ SOFTMAX_KERNEL = textwrap.dedent('''
                  mask=offs < n_cols)
 
 
-    def launch(x):
+    def launch(x, num_warps=4):
         out = torch.empty_like(x)
-        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]),
+                                      num_warps=num_warps)
         return out
 ''')

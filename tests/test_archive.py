@@ -74,14 +74,20 @@ def test_migrate_from_empty(db_path, arc):
     assert sqlite_utils.Database(db_path)["_evolve_migrations"].count == len(names)
 
 
-def test_migrate_from_previous(db_path):
+def _older_archive(db_path, migrations: int, **candidate):
+    """An archive as an older evolve left it: the first `migrations` applied, one run, candidate 7."""
     db_path.parent.mkdir()
     db = sqlite_utils.Database(db_path)
-    archive_module.migrate(db, archive_module.MIGRATIONS[:1])
+    archive_module.migrate(db, archive_module.MIGRATIONS[:migrations])
     db["runs"].insert({"id": 1, "problem": "softmax", "problem_path": "p", "options": "{}", "device": "cpu",
                        "versions": "{}", "started": "2026-01-01T00:00:00+00:00"})
-    db["candidates"].insert({"id": 7, "run_id": 1, "hash": source_hash(SOURCE), "source": SOURCE,
-                             "proposer": "seed", "status": "pending", "created": "2026-01-01T00:00:00+00:00"})
+    db["candidates"].insert({"id": 7, "run_id": 1, "hash": source_hash(SOURCE), "source": SOURCE, "proposer": "seed",
+                             "created": "2026-01-01T00:00:00+00:00", **candidate})
+    return db
+
+
+def test_migrate_from_previous(db_path):
+    db = _older_archive(db_path, 1, status="pending")
     assert "evaluations" not in db.table_names()
     db.close()
 
@@ -100,14 +106,7 @@ def test_migrate_from_previous(db_path):
 
 def test_verdicts_recorded_before_the_columns_moved_survive(db_path):
     """An archive written when evaluations held its own copy of ok/fitness/score: its verdicts read back whole."""
-    db_path.parent.mkdir()
-    db = sqlite_utils.Database(db_path)
-    archive_module.migrate(db, archive_module.MIGRATIONS[:2])
-    db["runs"].insert({"id": 1, "problem": "softmax", "problem_path": "p", "options": "{}", "device": "cpu",
-                       "versions": "{}", "started": "2026-01-01T00:00:00+00:00"})
-    db["candidates"].insert({"id": 7, "run_id": 1, "hash": source_hash(SOURCE), "source": SOURCE, "proposer": "seed",
-                             "status": "evaluated", "ok": 1, "fitness": 0.7, "score": 0.7,
-                             "created": "2026-01-01T00:00:00+00:00"})
+    db = _older_archive(db_path, 2, status="evaluated", ok=1, fitness=0.7, score=0.7)
     db["evaluations"].insert({"candidate_id": 7, "ok": 1, "fitness": 0.7, "score": 0.7, "verdict_json": '{"ok": true}',
                               "seconds": 3.0, "created": "2026-01-01T00:00:00+00:00"})
     db.close()

@@ -10,32 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from kernels import SOFTMAX_KERNEL
 from llm_server import Hang, ScriptedLLM, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_softmax"
 
-GOOD = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def softmax_kernel(out_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=-float("inf")).to(tl.float32)
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(out_ptr + row * n_cols + offs, (e / tl.sum(e, axis=0)).to(out_ptr.dtype.element_ty), mask=offs < n_cols)
-
+GOOD = SOFTMAX_KERNEL + """
 
 def custom_kernel(x):
-    x = x.contiguous()
-    out = torch.empty_like(x)
-    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]), num_warps=WARPS)
-    return out
-'''
+    return launch(x.contiguous(), num_warps=WARPS)
+"""
 
 
 def good(warps: int) -> str:

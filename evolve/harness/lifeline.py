@@ -52,7 +52,7 @@ def watch(pgids=()) -> None:
             except OSError:
                 break
         token = os.environ.get("EVOLVE_EVAL_TOKEN")
-        if token and pgids is not None:
+        if token:
             kill_everything(pgids, token)
         os.killpg(os.getpgrp(), signal.SIGKILL)
 

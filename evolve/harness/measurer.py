@@ -477,7 +477,8 @@ def _read_job(fd: int) -> dict:
 def main(argv) -> int:
     started = time.time()
     mode = argv[3]
-    lifeline.watch(pgids=[int(spec.split(":")[3]) for spec in argv[4:]])  # the runners die with the parent too
+    specs = [spec.split(":") for spec in argv[4:]]  # per runner: name, read fd, write fd, pid
+    lifeline.watch(pgids=[int(pid) for *_, pid in specs])  # the runners die with the parent too
     if mode == "gpu":
         torch.cuda.init()
         torch.empty(1, device="cuda")
@@ -485,10 +486,7 @@ def main(argv) -> int:
     job = _read_job(int(argv[1]))
     job_at = time.time()
     channel = Channel(int(argv[2]), bytes.fromhex(job["key"]))
-    links = {}
-    for spec in argv[4:]:
-        name, read_fd, write_fd, _pid = spec.split(":")
-        links[name] = Link(int(read_fd), int(write_fd), RUNNER)
+    links = {name: Link(int(read_fd), int(write_fd), RUNNER) for name, read_fd, write_fd, _ in specs}
     sys.setrecursionlimit(10000)
     measurer = Measurer(job, channel, links)
     try:

@@ -9,6 +9,8 @@ import math
 
 import torch
 
+from .problem import SHORT_DTYPE
+
 _abs = torch.abs
 _sub = torch.sub
 _div = torch.div
@@ -103,12 +105,11 @@ def judge(metrics: dict, rtol: float, min_cosine: float) -> str | None:
 
 def summarize(per_dtype: dict) -> str:
     """`fp32 max_abs=.. max_rel=.. rmse=.. psnr=.. dB | bf16 ...` from the worst metrics seen per dtype."""
-    from .problem import SHORT_DTYPE as short
     parts = []
     for dtype, m in per_dtype.items():
         psnr_text = "inf" if math.isinf(m["psnr"]) else f"{m['psnr']:.0f}"
         parts.append(
-            f"{short.get(dtype, dtype)} max_abs={m['max_abs']:.2g} max_rel={m['max_rel']:.2g} "
+            f"{SHORT_DTYPE.get(dtype, dtype)} max_abs={m['max_abs']:.2g} max_rel={m['max_rel']:.2g} "
             f"rmse={m['rmse']:.2g} psnr={psnr_text} dB cos={m['cosine']:.6f}"
         )
     return "worst: " + " | ".join(parts)
