@@ -33,15 +33,15 @@ def one(path: Path, options, key: str) -> dict:
     verdict = evaluate(path, PROBLEM, replace(options, prewarm=True))
     seconds = time.perf_counter() - started
     expectation = expected(header(path), key, verdict)
-    failed = [r for r in verdict["rungs"] if r["status"] == "failed"]
+    failure = verdict.failure
     try:
         check(verdict, expectation)
         match = True
     except AssertionError:
         match = False
     return {"verdict": verdict, "seconds": seconds, "match": match, "expected": expectation,
-            "rung": failed[0]["name"] if failed else "-",
-            "reason": " ".join((failed[0]["reason"] or "").split()) if failed else "ok"}
+            "rung": failure.name if failure else "-",
+            "reason": " ".join((failure.reason or "").split()) if failure else "ok"}
 
 
 def main():
@@ -58,11 +58,11 @@ def main():
     paths = [p for p in sorted(CASES.glob("*.py")) if not args.cases or p.stem in args.cases]
 
     before = one(control, options_for(control, cache), "expect")
-    gpu = before["verdict"]["mode"] == "gpu"
+    gpu = before["verdict"].mode == "gpu"
     if gpu and args.jobs > 1:
         print(f"--jobs {args.jobs} ignored on a GPU: evaluations sharing the card would time each other's work")
         args.jobs = 1
-    print(f"device: {before['verdict']['device']}  mode: {before['verdict']['mode']}")
+    print(f"device: {before['verdict'].device}  mode: {before['verdict'].mode}")
     print(f"{'case':<28}{'check':<8}{'stops':<14}{'match':<6}{'rung':<12}{'secs':>6}  reason")
     rows, slowest = [], (0.0, "")
     todo = []
@@ -80,7 +80,7 @@ def main():
         results = pool.map(lambda item: one(item[0], item[2], item[3]), todo)
         for (path, label, _, _, stops), r in zip(todo, results):
             rows.append(r)
-            if not r["verdict"]["ok"] and r["seconds"] > slowest[0]:
+            if not r["verdict"].ok and r["seconds"] > slowest[0]:
                 slowest = (r["seconds"], f"{path.stem} ({label})")
             reason = r["reason"] if len(r["reason"]) <= args.width else r["reason"][: args.width - 3] + "..."
             print(f"{path.stem:<28}{label:<8}{stops:<14}{'yes' if r['match'] else 'NO':<6}{r['rung']:<12}"
@@ -93,16 +93,17 @@ def main():
     print(f"{sum(r['match'] for r in rows)} of {len(rows)} verdicts as expected; "
           f"slowest rejection {slowest[0]:.1f} s: {slowest[1]}")
     b, a = before["verdict"], after["verdict"]
-    def fit(v):
-        return "-" if v["fitness"] is None else f"{v['fitness']:.4f}"
 
-    print(f"honest control before: {'ok' if b['ok'] else 'FAILED'} fitness {fit(b)}; "
-          f"after: {'ok' if a['ok'] else 'FAILED'} fitness {fit(a)}")
-    if b["shapes"] and a["shapes"]:
-        ratios = [x["ms"] / y["ms"] for x, y in zip(a["shapes"], b["shapes"])]
+    def fit(v):
+        return "-" if v.fitness is None else f"{v.fitness:.4f}"
+
+    print(f"honest control before: {'ok' if b.ok else 'FAILED'} fitness {fit(b)}; "
+          f"after: {'ok' if a.ok else 'FAILED'} fitness {fit(a)}")
+    if b.shapes and a.shapes:
+        ratios = [x["ms"] / y["ms"] for x, y in zip(a.shapes, b.shapes)]
         print(f"per-shape time after/before: median {statistics.median(ratios):.3f} "
               f"(min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} shapes)")
-    sys.exit(0 if all(r["match"] for r in rows) and a["ok"] and b["ok"] else 1)
+    sys.exit(0 if all(r["match"] for r in rows) and a.ok and b.ok else 1)
 
 
 if __name__ == "__main__":

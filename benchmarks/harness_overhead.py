@@ -22,7 +22,7 @@ def one(candidate, problem, cache_dir, prewarm=False):
     started = time.perf_counter()
     verdict = evaluate(candidate, problem, EvalOptions(cache_dir=cache_dir, prewarm=prewarm))
     wall = time.perf_counter() - started
-    per = {r["name"]: r["seconds"] for r in verdict["rungs"]}
+    per = {r.name: r.seconds for r in verdict.rungs}
     return verdict, wall, per
 
 
@@ -40,26 +40,25 @@ def main():
             verdict, wall, per = one(candidate, problem, cache, prewarm)
             rows.append((label, verdict, wall, per))
         SPARES.clear()
-    print(f"device: {rows[0][1]['device']}  mode: {rows[0][1]['mode']}")
+    print(f"device: {rows[0][1].device}  mode: {rows[0][1].mode}")
     print(f"{'run':<12}{'ok':>4}{'load':>7}{'compile':>9}{'run':>7}{'correct':>9}{'bench':>8}{'other':>8}{'total':>8}")
     for label, verdict, wall, per in rows:
         rungs = ("load", "compile", "run", "correctness", "benchmark")
         other = wall - sum(per.get(r, 0.0) for r in rungs)
         cells = "".join(f"{per.get(r, 0.0):>{w}.1f}" for r, w in zip(rungs, (7, 9, 7, 9, 8)))
-        print(f"{label:<12}{'yes' if verdict['ok'] else 'no':>4}{cells}{other:>8.1f}{wall:>8.1f}")
+        print(f"{label:<12}{'yes' if verdict.ok else 'no':>4}{cells}{other:>8.1f}{wall:>8.1f}")
         setup = ", ".join(f"waited {s['wait_s']:.1f} s for start-up (measurer {s['warm_s']:.1f} s, runner "
                           f"{s['runner_warm_s']:.1f} s), prepare {s['prepare_s']:.1f} s"
-                          for s in verdict.get("setup", []))
+                          for s in verdict.setup)
         print(f"{'':<12}{setup}")
-        compile_rung = next((r for r in verdict["rungs"] if r["name"] == "compile"), {})
-        split = (compile_rung.get("metrics") or {}).get("split")
+        compile_rung = verdict.rung("compile")
+        split = compile_rung.metrics.get("split")
         if split:
             print(f"{'':<12}compile: inputs {split['inputs']:.1f} s, the runner's calls {split['runner_calls']:.1f} s "
                   f"(mapping its inputs {split.get('runner_inputs', 0):.1f} s, Triton compiling "
-                  f"{compile_rung['metrics'].get('compile_seconds', 0):.1f} s), reading the kernels back "
+                  f"{compile_rung.metrics.get('compile_seconds', 0):.1f} s), reading the kernels back "
                   f"{split['runner_describe']:.1f} s")
-        bench = next((r for r in verdict["rungs"] if r["name"] == "benchmark"), {})
-        split = (bench.get("metrics") or {}).get("split")
+        split = verdict.rung("benchmark").metrics.get("split")
         if split:
             print(f"{'':<12}benchmark: inputs and references {split['inputs']:.1f} s, windows {split['windows']:.1f} s, "
                   f"checking timed outputs {split['checks']:.1f} s; {split['outputs_mapped']} output allocations "

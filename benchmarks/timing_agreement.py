@@ -70,16 +70,16 @@ def main():
         for _ in range(args.runs):
             verdicts.append(evaluate(args.candidate, args.problem, EvalOptions(cache_dir=cache)))
     for v in verdicts:
-        if not v["ok"]:
-            raise SystemExit(f"the candidate failed: {[(r['name'], r['reason']) for r in v['rungs']]}")
-    print(f"device: {verdicts[0]['device']}  candidate: {Path(args.candidate).name}  fitness per run: "
-          + ", ".join(f"{v['fitness']:.4f}" for v in verdicts))
+        if not v.ok:
+            raise SystemExit(f"the candidate failed: {[(r.name, r.reason) for r in v.rungs]}")
+    print(f"device: {verdicts[0].device}  candidate: {Path(args.candidate).name}  fitness per run: "
+          + ", ".join(f"{v.fitness:.4f}" for v in verdicts))
     print(f"{'case':<18}{'K':>4}" + "".join(f"{f'run{i + 1} us':>10}" for i in range(len(verdicts)))
           + f"{'spread':>8}{'do_bench':>10}{'/do_bench':>10}{'back2back':>11}{'/b2b':>7}")
     ratios, b2b_ratios, spreads = [], [], []
     for index, case in enumerate(problem.benchmarks):
-        runs = [v["shapes"][index]["ms"] for v in verdicts]
-        k = verdicts[0]["shapes"][index]["calls_per_window"]
+        runs = [v.shapes[index]["ms"] for v in verdicts]
+        k = verdicts[0].shapes[index]["calls_per_window"]
         sets = [reference.generate_input(1000 + i, device="cuda", **case.kwargs) for i in range(k)]
         x = sets[0]
         theirs = triton.testing.do_bench(lambda: kernel.custom_kernel(*x), warmup=25, rep=200, return_mode="median")
@@ -99,7 +99,7 @@ def main():
     print(f"\n{'case':<18}{'K':>4}{'window ms':>11}{'fixed ms':>10}{'calibrated':>15}{'hops':>8}"
           f"{'copies':>9}{'runner':>9}{'read':>8}")
     for index, case in enumerate(problem.benchmarks):
-        row = verdicts[0]["shapes"][index]
+        row = verdicts[0].shapes[index]
         parts = row["parts_ms"]
         print(f"{case.label:<18}{row['calls_per_window']:>4}{row['window_ms']:>11.3f}{row['fixed_ms']:>10.3f}"
               f"{row['calibrated_ms']:>15.3f}{row['hops_ms']:>8.3f}{parts['copies']:>9.3f}"

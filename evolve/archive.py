@@ -68,6 +68,7 @@ from typing import Callable
 
 import sqlite_utils
 
+from .harness.verdict import Verdict
 from .redact import strip_secret_keys
 
 
@@ -196,13 +197,6 @@ def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _failed_rung(verdict: dict) -> tuple[str | None, str | None]:
-    for rung in verdict.get("rungs") or []:
-        if rung.get("status") == "failed" or (rung.get("ok") is False and rung.get("status") != "skipped"):
-            return rung.get("name"), rung.get("reason")
-    return None, (None if verdict.get("ok") else verdict.get("reason"))
 
 
 _COLUMNS = [f for f in Candidate.__dataclass_fields__]
@@ -404,16 +398,16 @@ class Archive:
         new_id = self._write(insert)
         return None if new_id is None else self.get(new_id)
 
-    def record_verdict(self, candidate_id: int, verdict: dict) -> Candidate:
-        """Store the harness verdict (replacing an earlier one) and update the candidate from it."""
-        ok = bool(verdict.get("ok"))
-        fitness = verdict.get("fitness")
-        score = verdict.get("score") if ok else None
-        failed_rung, reason = _failed_rung(verdict)
-        seconds = verdict.get("seconds")
-        if seconds is None:
-            seconds = sum(float(r.get("seconds") or 0.0) for r in verdict.get("rungs") or [])
-        verdict_json = json.dumps(verdict, default=str)
+    def record_verdict(self, candidate_id: int, verdict: Verdict, score: float | None = None) -> Candidate:
+        """Store the harness verdict (replacing an earlier one) and update the candidate from it; `score` is what
+        the search ranks by (kept only for a passing verdict)."""
+        ok = verdict.ok
+        fitness = verdict.fitness
+        score = score if ok else None
+        failure = verdict.failure
+        failed_rung, reason = (failure.name, failure.reason) if failure else (None, None)
+        seconds = sum(r.seconds for r in verdict.rungs)
+        verdict_json = json.dumps(verdict.to_json(), default=str)
 
         def update(c: sqlite3.Connection) -> None:
             status = c.execute("SELECT status FROM candidates WHERE id = ?", [candidate_id]).fetchone()
@@ -463,8 +457,14 @@ class Archive:
         return _candidate(rows[0]) if rows else None
 
     def evaluation(self, candidate_id: int) -> dict | None:
+        """The stored verdict as written (JSON), or None before evaluation."""
         rows = self._query("SELECT verdict_json FROM evaluations WHERE candidate_id = ?", [candidate_id])
         return json.loads(rows[0][0]) if rows else None
+
+    def verdict(self, candidate_id: int) -> Verdict | None:
+        """The stored verdict, typed (verdicts from earlier versions read with their gaps), or None."""
+        stored = self.evaluation(candidate_id)
+        return Verdict.from_json(stored) if stored else None
 
     def spend(self, run_id: int) -> dict:
         """LLM spend of a run: cost, tokens and the number of LLM calls (failed ones included)."""

@@ -54,16 +54,16 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     Exit code 0 only if every rung passed; 1 if a rung failed; 2 for bad input.
     """
     from .harness import EvalOptions, ProblemError, evaluate
-    from .render import ladder_lines, shape_table
+    from .render import ladder_lines, rung_line, shape_table
 
     options = EvalOptions(device=device, timeout_s=timeout_s, max_rss_gb=max_rss_gb, dump_dir=dump_dir,
                           **({"cache_dir": cache_dir} if cache_dir else {}))
     printed = []
 
     def live(rung):
-        if not as_json and rung["name"] not in ("benchmark", "roofline"):
-            printed.append(rung["name"])
-            click.echo(ladder_lines({"rungs": [rung], "shapes": []})[0])
+        if not as_json and rung.name not in ("benchmark", "roofline"):
+            printed.append(rung.name)
+            click.echo(rung_line(rung))
 
     try:
         verdict = evaluate(candidate, problem, options, on_rung=live)
@@ -72,16 +72,16 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     if as_json:
-        click.echo(json.dumps(_json_safe(verdict), indent=1))
+        click.echo(json.dumps(_json_safe(verdict.to_json()), indent=1))
     else:
-        for rung, line in zip(verdict["rungs"], ladder_lines(verdict)):
-            if rung["name"] not in printed:
+        for rung, line in zip(verdict.rungs, ladder_lines(verdict)):
+            if rung.name not in printed:
                 click.echo(line)
         for line in shape_table(verdict):
             click.echo(line)
-        if dump_dir and any(r["name"] == "compile" and r["status"] == "ok" for r in verdict["rungs"]):
+        if dump_dir and verdict.rung("compile").ok:
             click.echo(f"compiler artifacts written to {Path(dump_dir).resolve()}")
-    sys.exit(0 if verdict["ok"] else 1)
+    sys.exit(0 if verdict.ok else 1)
 
 
 class _Duration(click.ParamType):
@@ -254,10 +254,10 @@ def _print_summary(summary, archive, problem):
         if tie is not None:
             click.echo(f"  #{tie.id} measured {tie.score:.3g}, above it by less than the timing noise: not counted as "
                        f"an improvement")
-        verdict = archive.evaluation(best.id) or {}
+        verdict = archive.verdict(best.id)
         from .render import shape_table
 
-        for line in shape_table(verdict):
+        for line in shape_table(verdict) if verdict else ():
             click.echo(line)
         click.echo(f"export it with: evolve best {problem} --db {summary.db} --export best.py")
     click.echo(f"archive: {summary.db}")
@@ -319,7 +319,7 @@ def best_command(problem, db, export_path, no_verify, device):
             verdict = evaluate(path, problem, EvalOptions(device=device))
         for line in ladder_lines(verdict) + shape_table(verdict):
             click.echo(line)
-        if not verdict["ok"]:
+        if not verdict.ok:
             _fail("the archived best no longer passes the ladder; not exported", 1)
     if export_path:
         Path(export_path).write_text(best.source)
@@ -350,7 +350,7 @@ def show_command(candidate_id, db, prompt):
     click.echo(f"lineage: {' <- '.join([f'#{c.id}'] + lineage)}")
     if c.error:
         click.echo(f"invalid: {c.error}")
-    verdict = archive.evaluation(c.id)
+    verdict = archive.verdict(c.id)
     if verdict:
         click.echo("")
         for line in ladder_lines(verdict) + shape_table(verdict):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .archive import Candidate
 
 NOISE_FLOOR = 0.02  # the smallest relative score difference treated as real, whatever the measured noise
+NOISE_CEILING = 0.10  # the largest: a member's scattered times never shield it from a challenger 10% faster
 
 
 @dataclass(frozen=True)

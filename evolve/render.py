@@ -1,9 +1,11 @@
-"""Text for people: the rung ladder and the per-shape table. Pure functions from a verdict dict to lines.
+"""Text for people: the rung ladder and the per-shape table. Pure functions from a verdict to lines.
 
 Plain text, not rich tables: the same ladder lines go into prompts (a model reads them) and into the archive, and
 the shape table is printed by `evolve eval`, `best` and `show` where output is often piped; rich draws the live
 progress view only (progress.py)."""
 from __future__ import annotations
+
+from .harness.verdict import RungResult, Verdict
 
 
 def _time(ms: float) -> str:
@@ -37,11 +39,11 @@ def _span(items: list, key: str) -> str:
     return str(min(values)) if min(values) == max(values) else f"{min(values)}-{max(values)}"
 
 
-def _detail(rung: dict, verdict: dict) -> str:
-    m = rung.get("metrics") or {}
-    name = rung["name"]
-    if rung["status"] != "ok":
-        return rung.get("reason") or ""
+def _detail(rung: RungResult, shapes) -> str:
+    m = rung.metrics
+    name = rung.name
+    if not rung.ok:
+        return rung.reason or ""
     if name == "compile":
         groups: dict = {}
         for k in m.get("kernels", []):
@@ -55,9 +57,8 @@ def _detail(rung: dict, verdict: dict) -> str:
     if name == "run":
         return f"{m.get('cases')} shape/dtype cases, outputs plain, finite, right shape and dtype"
     if name == "correctness":
-        return f"{rung.get('reason')} ({m.get('checks')} checks)"
+        return f"{rung.reason} ({m.get('checks')} checks)"
     if name == "benchmark":
-        shapes = verdict.get("shapes") or []
         if not shapes:
             return ""
         top = max(shapes, key=lambda s: s.get("bound_ms") or s["ms"])
@@ -68,23 +69,25 @@ def _detail(rung: dict, verdict: dict) -> str:
         compiled = f"  {_speedup(top.get('speedup_vs_compile'))} torch.compile" if top.get("speedup_vs_compile") else ""
         return (f"{top['case']}: {_time(top['ms'])}  {_rate(top.get('bytes_per_s'))}{frac}  "
                 f"{_speedup(top.get('speedup_vs_torch'))} torch{compiled}  ({len(shapes)} shapes, table below)")
-    return rung.get("reason") or ""
+    return rung.reason or ""
 
 
-def ladder_lines(verdict: dict) -> list[str]:
-    lines = []
-    for rung in verdict["rungs"]:
-        status = {"ok": "ok", "failed": "FAILED", "skipped": "skipped"}[rung["status"]]
-        seconds = f"  ({rung['seconds']:.1f} s)" if rung.get("seconds") else ""
-        detail = _detail(rung, verdict) if rung["status"] != "skipped" or rung["name"] == "roofline" else ""
-        if rung["status"] == "skipped" and detail.startswith("skipped"):
-            detail = detail[len("skipped"):].lstrip(": ")
-        lines.append(f"{'[' + rung['name'] + ']':<14}{status:<8}{detail}{seconds}".rstrip())
-    return lines
+def rung_line(rung: RungResult, shapes=()) -> str:
+    """One rung as a line; `shapes` (the verdict's per-shape rows) feed the benchmark rung's summary."""
+    status = {"ok": "ok", "failed": "FAILED", "skipped": "skipped"}[rung.status]
+    seconds = f"  ({rung.seconds:.1f} s)" if rung.seconds else ""
+    detail = _detail(rung, shapes) if rung.status != "skipped" or rung.name == "roofline" else ""
+    if rung.status == "skipped" and detail.startswith("skipped"):
+        detail = detail[len("skipped"):].lstrip(": ")
+    return f"{'[' + rung.name + ']':<14}{status:<8}{detail}{seconds}".rstrip()
 
 
-def shape_table(verdict: dict) -> list[str]:
-    shapes = verdict.get("shapes") or []
+def ladder_lines(verdict: Verdict) -> list[str]:
+    return [rung_line(rung, verdict.shapes) for rung in verdict.rungs]
+
+
+def shape_table(verdict: Verdict) -> list[str]:
+    shapes = verdict.shapes
     if not shapes:
         return []
     cpu = any(s.get("clock") == "cpu-interpreter" for s in shapes)

@@ -21,10 +21,10 @@ from pathlib import Path
 from .archive import Archive, Candidate
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
-from .harness import load_problem
+from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .lang import triton as candidate_language
-from .population import NOISE_FLOOR, Policy, Population
+from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
 from .proposer import ProblemView, ProgramView, PromptContext
 from .render import ladder_lines
 
@@ -75,22 +75,23 @@ def package_versions() -> dict:
     return out
 
 
-def score_of(verdict: dict) -> float | None:
+def score_of(verdict: Verdict) -> float | None:
     """Fitness on a GPU; under the CPU interpreter the geomean of 1 / (interpreter ms) over the CPU shapes, which
     only ranks kernels by how much work the interpreter does for them and says nothing about GPU speed."""
-    if not verdict.get("ok"):
+    if not verdict.ok:
         return None
-    if verdict.get("fitness") is not None:
-        return float(verdict["fitness"])
-    times = [s["ms"] for s in verdict.get("shapes", []) if s.get("ms")]
+    if verdict.fitness is not None:
+        return float(verdict.fitness)
+    times = [s["ms"] for s in verdict.shapes if s.get("ms")]
     return math.exp(-sum(math.log(t) for t in times) / len(times)) if times else None
 
 
-def noise_of(verdict: dict) -> float:
-    """Relative noise of a verdict's times: the median interquartile spread of its benchmark repetitions."""
-    bench = next((r for r in verdict.get("rungs", []) if r["name"] == "benchmark"), None)
-    spreads = sorted(s.get("iqr_rel", 0.0) for s in (bench or {}).get("metrics", {}).get("shapes", []))
-    return max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0)
+def noise_of(verdict: Verdict) -> float:
+    """Relative noise of a verdict's times: the median spread of its timing windows per shape (interquartile range
+    over median), between NOISE_FLOOR and NOISE_CEILING. Interpreter times carry no spread: the floor. The ceiling
+    keeps a kernel whose own times scatter (by accident or on purpose) from holding off a clearly faster challenger."""
+    spreads = sorted(float(s["spread"]) for s in verdict.shapes if s.get("spread") is not None)
+    return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
 
 
 class Search:
@@ -138,9 +139,8 @@ class Search:
         path.write_text(cand.source)
         started = self.clock()
         verdict = self._evaluate(path, self.problem.path, self.config.eval)
-        verdict["score"] = score_of(verdict)
         self.eval_seconds.append(self.clock() - started)
-        done = self.archive.record_verdict(cand.id, verdict)
+        done = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
         self.evaluated += 1
         self.since_improvement += 1
         self._admit(done, noise_of(verdict))
@@ -161,18 +161,20 @@ class Search:
     # -- proposals --------------------------------------------------------------------------------------------------
     def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
         def view(c: Candidate) -> ProgramView:
-            verdict = self.archive.evaluation(c.id) or {}
-            rungs = {r["name"]: r for r in verdict.get("rungs", [])}
+            verdict = self.archive.verdict(c.id)
+            compiled = verdict and verdict.rung("compile")
+            correctness = verdict and verdict.rung("correctness")
             return ProgramView(source=c.source, fitness=c.fitness, score=c.score,
                                ladder=tuple(ladder_lines(verdict)) if verdict else (), failed_rung=c.failed_rung,
                                reason=c.reason,
-                               kernels=tuple((rungs.get("compile") or {}).get("metrics", {}).get("kernels", [])),
-                               shapes=tuple(verdict.get("shapes", [])),
-                               correctness=(rungs.get("correctness") or {}).get("reason"))
+                               kernels=tuple(compiled.metrics.get("kernels", [])) if compiled else (),
+                               shapes=verdict.shapes if verdict else (),
+                               correctness=correctness.reason if correctness else None)
 
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract=candidate_language.prompt_contract(self.problem.forbid_calls))
-        device = (self.best and (self.archive.evaluation(self.best.id) or {}).get("device")) or "unknown"
+        best = self.best and self.archive.verdict(self.best.id)
+        device = (best and best.device) or "unknown"
         return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,
                              parent=view(parent) if parent else None,
                              inspirations=tuple(view(c) for c in self.population.inspirations(parent)) if parent else (),
@@ -199,8 +201,9 @@ class Search:
             if cand is None or cand.status != "evaluated" or cand.failed_rung not in ("load", "compile"):
                 break
             error = cand.reason or ""
-            log = next((r["metrics"].get("log") for r in (self.archive.evaluation(cand.id) or {}).get("rungs", [])
-                        if r["name"] == cand.failed_rung and r["metrics"].get("log")), None)
+            verdict = self.archive.verdict(cand.id)
+            failure = verdict and verdict.failure
+            log = failure.metrics.get("log") if failure else None
             proposal = self.proposer.propose("repair", self.context(cand, error=log or error), cand.source)
             cand = self.submit(**self._fields(proposal, (cand.id,), island, cand))
 
@@ -263,8 +266,8 @@ class Search:
         for cand in self.archive.candidates(problem=self.problem.name):
             if cand.status == "evaluated":
                 # the noise measured then, so near-ties are judged as before a crash
-                self._admit(cand, noise_of(self.archive.evaluation(cand.id) or {}) if cand.score is not None
-                            else NOISE_FLOOR)
+                verdict = self.archive.verdict(cand.id) if cand.score is not None else None
+                self._admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
                 if cand.knobs and cand.source:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
         self.since_improvement = 0

@@ -13,6 +13,7 @@ import sqlite_utils
 
 from evolve import archive as archive_module
 from evolve.archive import Archive, ArchiveError, Candidate, normalize_source, source_hash
+from evolve.harness.verdict import RungResult, Verdict
 
 SOURCE = '''"""A softmax kernel."""
 import triton
@@ -34,14 +35,15 @@ def softmax_kernel(x_ptr,   BLOCK : tl.constexpr):
 OTHER = SOURCE.replace("x_ptr + BLOCK", "x_ptr * BLOCK")
 
 
-def verdict(ok=True, fitness=0.5, score=0.5, failed=None):
+def verdict(fitness=0.5, score=0.5, failed=None) -> tuple[Verdict, float | None]:
+    """A verdict that fails at rung `failed` (or passes), and the score the search would record with it."""
     rungs, seen_failure = [], False
     for name in ("load", "compile", "run", "correctness", "benchmark", "roofline"):
         status = "failed" if name == failed else ("skipped" if seen_failure else "ok")
         seen_failure = seen_failure or status == "failed"
-        rungs.append({"name": name, "ok": status == "ok", "status": status,
-                      "reason": f"{name} broke" if status == "failed" else "", "seconds": 0.25, "metrics": {}})
-    return {"ok": ok, "fitness": fitness, "score": score, "rungs": rungs, "shapes": [], "device": "cpu"}
+        rungs.append(RungResult(name, status, f"{name} broke" if status == "failed" else "", 0.25))
+    return Verdict(problem="softmax", candidate="c.py", mode="cpu", device="cpu", rungs=tuple(rungs),
+                   fitness=fitness), score
 
 
 @pytest.fixture
@@ -95,7 +97,7 @@ def test_migrate_from_previous(db_path):
     old = arc.get(7)
     assert old.source == SOURCE and old.parent_ids == () and old.status == "pending"
     assert [c.id for c in arc.pending(1)] == [7]
-    arc.record_verdict(7, verdict())  # the new table works on the old row
+    arc.record_verdict(7, *verdict())  # the new table works on the old row
     assert arc.evaluation(7)["ok"] is True
     arc.close()
     db = sqlite_utils.Database(db_path)
@@ -162,7 +164,7 @@ def test_invalid_proposals_are_stored(arc):
     assert arc.add_candidate(run, source=SOURCE).status == "pending"
     assert arc.pending(run)[0].source == SOURCE
     with pytest.raises(ArchiveError, match="invalid"):
-        arc.record_verdict(bad.id, verdict())
+        arc.record_verdict(bad.id, *verdict())
 
 
 def test_record_verdict_and_best(arc):
@@ -171,10 +173,10 @@ def test_record_verdict_and_best(arc):
     child = arc.add_candidate(run, source=OTHER, parent_ids=[seed.id], island=1, generation=1)
     wrong = arc.add_candidate(run, source=SOURCE + "\nx = 1\n", parent_ids=[seed.id])
     assert arc.best("softmax") is None
-    got = arc.record_verdict(seed.id, verdict(fitness=0.4, score=0.4))
+    got = arc.record_verdict(seed.id, *verdict(fitness=0.4, score=0.4))
     assert (got.status, got.ok, got.fitness, got.score, got.knobs) == ("evaluated", True, 0.4, 0.4, {"BLOCK": 128})
-    arc.record_verdict(child.id, verdict(fitness=0.7, score=0.7))
-    bad = arc.record_verdict(wrong.id, verdict(ok=False, fitness=None, score=9.0, failed="correctness"))
+    arc.record_verdict(child.id, *verdict(fitness=0.7, score=0.7))
+    bad = arc.record_verdict(wrong.id, *verdict(fitness=None, score=9.0, failed="correctness"))
     assert (bad.ok, bad.score, bad.failed_rung, bad.reason) == (False, None, "correctness", "correctness broke")
     best = arc.best("softmax")
     assert best.id == child.id and best.parent_ids == (seed.id,) and best.island == 1
@@ -192,8 +194,8 @@ def test_record_verdict_and_best(arc):
 def test_rerecording_replaces(db_path, arc):
     run = new_run(arc)
     c = arc.add_candidate(run, source=SOURCE)
-    arc.record_verdict(c.id, verdict(ok=False, fitness=None, score=None, failed="compile"))
-    again = arc.record_verdict(c.id, verdict(fitness=0.9, score=0.9))
+    arc.record_verdict(c.id, *verdict(fitness=None, score=None, failed="compile"))
+    again = arc.record_verdict(c.id, *verdict(fitness=0.9, score=0.9))
     assert again.ok and again.failed_rung is None and again.score == 0.9
     assert arc.evaluation(c.id)["fitness"] == 0.9
     rows = arc._conn.execute("SELECT count(*), max(seconds) FROM evaluations").fetchone()
@@ -204,7 +206,7 @@ def test_pending_after_crash(db_path):
     arc = Archive(db_path)
     run = new_run(arc)
     done = arc.add_candidate(run, source=SOURCE)
-    arc.record_verdict(done.id, verdict())
+    arc.record_verdict(done.id, *verdict())
     in_flight = arc.add_candidate(run, source=OTHER, prompt="p")
     later = arc.add_candidate(run, source=SOURCE + "\ny = 2\n")
     # a crash: no close(), a second connection opens the file
@@ -212,7 +214,7 @@ def test_pending_after_crash(db_path):
     assert [c.id for c in reopened.pending(run)] == [in_flight.id, later.id]
     assert reopened.pending(run)[0].prompt == "p"
     assert reopened.last_run("softmax")["ended"] is None
-    reopened.record_verdict(in_flight.id, verdict())
+    reopened.record_verdict(in_flight.id, *verdict())
     assert [c.id for c in arc.pending(run)] == [later.id]
     reopened.finish_run(run, "interrupted")
     assert arc.last_run("softmax")["stop_reason"] == "interrupted"

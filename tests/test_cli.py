@@ -120,19 +120,24 @@ def test_bad_arguments_get_one_line_and_exit_2(tmp_path):
 def test_cpu_interpreter_times_are_labelled_and_carry_no_rates():
     """Interpreter times measure interpreter work: every line that shows one says so, and no rate or speed-up
     (which swing by 100x between runs there) is printed beside it. A skipped rung says why once."""
+    from evolve.harness import RungResult, Verdict
     from evolve.render import ladder_lines, shape_table
+
+    def verdict(rungs=(), shapes=()):
+        return Verdict(problem="softmax", candidate="c.py", mode="cpu", device="cpu", rungs=tuple(rungs),
+                       shapes=tuple(shapes))
 
     shapes = [{"case": "fp32 64x1024", "ms": 184.2, "clock": "cpu-interpreter", "bytes_per_s": 2.8e6,
                "speedup_vs_torch": 0.0003, "roofline_fraction": None}]
-    rungs = [{"name": "benchmark", "status": "ok", "seconds": 2.0, "metrics": {}},
-             {"name": "roofline", "status": "skipped", "reason": "skipped: an earlier rung failed", "seconds": 0}]
-    lines = ladder_lines({"rungs": rungs, "shapes": shapes})
+    rungs = [RungResult("benchmark", "ok", seconds=2.0),
+             RungResult("roofline", "skipped", "skipped: an earlier rung failed")]
+    lines = ladder_lines(verdict(rungs, shapes))
     assert "CPU interpreter time, not GPU performance" in lines[0]
     assert "MB/s" not in lines[0] and "torch" not in lines[0]
     assert lines[1].split() == ["[roofline]", "skipped", "an", "earlier", "rung", "failed"]
-    table = shape_table({"shapes": shapes})
+    table = shape_table(verdict(shapes=shapes))
     assert table[0].strip().startswith("CPU interpreter times: not GPU performance")
     assert all("vs torch" not in line and "MB/s" not in line for line in table)
-    gpu = shape_table({"shapes": [{**shapes[0], "clock": "cuda-window", "ms": 0.0137, "bytes_per_s": 2.45e12,
-                                   "speedup_vs_torch": 1.03, "roofline_fraction": 0.57}]})
+    gpu = shape_table(verdict(shapes=[{**shapes[0], "clock": "cuda-window", "ms": 0.0137, "bytes_per_s": 2.45e12,
+                                       "speedup_vs_torch": 1.03, "roofline_fraction": 0.57}]))
     assert "vs torch" in gpu[1] and "2.45 TB/s" in gpu[2]

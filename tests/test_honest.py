@@ -31,8 +31,7 @@ def test_the_static_check_accepts_it(path):
 @pytest.mark.parametrize("path", HONEST, ids=[p.stem for p in HONEST])
 def test_it_climbs_the_ladder(path, options):
     verdict = evaluate(path, MINI, options)
-    rungs = {r["name"]: r for r in verdict["rungs"]}
-    assert rungs["load"]["status"] == "ok", rungs["load"]["reason"]
-    if "# needs: gpu" in path.read_text() and verdict["mode"] != "gpu":
+    assert verdict.rung("load").status == "ok", verdict.rung("load").reason
+    if "# needs: gpu" in path.read_text() and verdict.mode != "gpu":
         return
-    assert verdict["ok"], [(r["name"], r["reason"]) for r in verdict["rungs"] if r["status"] == "failed"]
+    assert verdict.ok, [(r.name, r.reason) for r in verdict.rungs if r.failed]

@@ -27,21 +27,21 @@ def candidate(tmp_path, body: str) -> Path:
 
 
 def failed(verdict):
-    bad = [r for r in verdict["rungs"] if r["status"] == "failed"]
-    assert len(bad) == 1, verdict["rungs"]
+    bad = [r for r in verdict.rungs if r.failed]
+    assert len(bad) == 1, verdict.rungs
     return bad[0]
 
 
 @pytest.mark.slow
 def test_crash_and_hang_then_honest_kernel_passes(tmp_path, options):
     crash = evaluate(SOLUTIONS / "wrong" / "out_of_bounds.py", SOFTMAX, options)
-    assert "crashed" in failed(crash)["reason"]
+    assert "crashed" in failed(crash).reason
     started = time.monotonic()
     hang = evaluate(SOLUTIONS / "wrong" / "hang.py", SOFTMAX, replace(options, timeout_s=15))
-    assert "timed out after 15 s" in failed(hang)["reason"]
+    assert "timed out after 15 s" in failed(hang).reason
     assert time.monotonic() - started < 60
     honest = evaluate(HONEST, SOFTMAX, options)
-    assert honest["ok"], [r["reason"] for r in honest["rungs"]]
+    assert honest.ok, [r.reason for r in honest.rungs]
 
 
 def test_process_exit_before_verdict(tmp_path, options):
@@ -52,7 +52,7 @@ def test_process_exit_before_verdict(tmp_path, options):
             os._exit(0)
     ''')
     verdict = evaluate(path, SOFTMAX, replace(options, static_check=False))
-    assert "exited (code 0) before a verdict" in failed(verdict)["reason"]
+    assert "exited (code 0) before a verdict" in failed(verdict).reason
 
 
 def test_printed_and_written_verdicts_are_not_verdicts(tmp_path, options):
@@ -68,8 +68,8 @@ def test_printed_and_written_verdicts_are_not_verdicts(tmp_path, options):
             return launch(x)
     ''')
     verdict = evaluate(path, SOFTMAX, replace(options, static_check=False))
-    assert "malformed message" in failed(verdict)["reason"]
-    assert not verdict["ok"]
+    assert "malformed message" in failed(verdict).reason
+    assert not verdict.ok
 
 
 def test_escaped_session_is_killed(tmp_path, options):
@@ -82,7 +82,7 @@ def test_escaped_session_is_killed(tmp_path, options):
                 pass
     ''')
     verdict = evaluate(path, SOFTMAX, replace(options, static_check=False, timeout_s=15))
-    assert "timed out" in failed(verdict)["reason"]
+    assert "timed out" in failed(verdict).reason
     time.sleep(0.5)
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert left == [], f"escaped processes survived: {left}"
@@ -95,7 +95,7 @@ def test_host_memory_limit(tmp_path, options):
             return launch(x)
     ''')
     verdict = evaluate(path, SOFTMAX, replace(options, static_check=False, max_rss_gb=1.0))
-    assert "more than 1 GB of host memory" in failed(verdict)["reason"]
+    assert "more than 1 GB of host memory" in failed(verdict).reason
 
 
 def test_python_exception_is_a_failed_rung(tmp_path, options):
@@ -107,7 +107,7 @@ def test_python_exception_is_a_failed_rung(tmp_path, options):
     ''')
     verdict = evaluate(path, SOFTMAX, options)
     bad = failed(verdict)
-    assert bad["name"] == "run" and "ValueError: too wide" in bad["reason"]
+    assert bad.name == "run" and "ValueError: too wide" in bad.reason
 
 
 def test_a_static_rejection_starts_no_child_and_no_cuda(tmp_path, options):
@@ -116,11 +116,11 @@ def test_a_static_rejection_starts_no_child_and_no_cuda(tmp_path, options):
     bad = tmp_path / "bad.py"
     bad.write_text("import os\n\ndef custom_kernel(x):\n    return x\n")
     verdict = evaluate(bad, SOFTMAX, replace(options, device="cuda"))
-    assert verdict["setup"] == [] and verdict["device"] == "cuda" and verdict["versions"]["torch"]
-    assert [(r["name"], r["status"]) for r in verdict["rungs"]] == [
+    assert verdict.setup == () and verdict.device == "cuda" and verdict.versions["torch"]
+    assert [(r.name, r.status) for r in verdict.rungs] == [
         ("load", "failed"), ("compile", "skipped"), ("run", "skipped"), ("correctness", "skipped"),
         ("benchmark", "skipped"), ("roofline", "skipped")]
-    assert "imports os" in verdict["rungs"][0]["reason"] and not verdict["ok"] and verdict["fitness"] is None
+    assert "imports os" in verdict.rungs[0].reason and not verdict.ok and verdict.fitness is None
 
 
 def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, options):
@@ -132,15 +132,15 @@ def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, 
     SPARES.clear()
     no_launch = candidate(tmp_path, "\ndef custom_kernel(x):\n    return torch.empty_like(x)\n")
     first = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
-    assert failed(first)["name"] == "compile"
+    assert failed(first).name == "compile"
     spare = dict(SPARES._ready)
     assert len(spare) == 1  # started for the next evaluation
     second = evaluate(no_launch, SOFTMAX, options)
-    assert failed(second)["name"] == "compile"
+    assert failed(second).name == "compile"
     assert SPARES._ready == spare  # not taken
     rejected = evaluate(SOLUTIONS / "wrong" / "method_softmax.py", SOFTMAX, options)
-    assert failed(rejected)["name"] == "load" and rejected["device"] in ("cpu", "cuda")
+    assert failed(rejected).name == "load" and rejected.device in ("cpu", "cuda")
     third = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
-    assert failed(third)["name"] == "compile"
+    assert failed(third).name == "compile"
     assert all(crew not in spare.values() for crew in SPARES._ready.values())  # taken, and a new one started
     SPARES.clear()

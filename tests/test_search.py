@@ -4,22 +4,26 @@ from pathlib import Path
 
 from evolve.archive import Archive
 from evolve.config import RunConfig
-from evolve.harness import EvalOptions
-from evolve.search import NOISE_FLOOR, Search, noise_of
+from evolve.harness import RUNGS, EvalOptions, RungResult, Verdict
+from evolve.harness.ladder import _roofline
+from evolve.search import NOISE_CEILING, NOISE_FLOOR, Search, noise_of
 
 MINI = Path(__file__).resolve().parent / "data" / "mini_softmax"
 
 
-def verdict(fitness: float, noise: float = NOISE_FLOOR) -> dict:
-    bench = {"name": "benchmark", "ok": True, "metrics": {"shapes": [{"iqr_rel": noise}]}}
-    return {"ok": True, "fitness": fitness, "score": fitness, "rungs": [bench], "shapes": []}
+def verdict(fitness: float, noise: float = NOISE_FLOOR) -> Verdict:
+    """A passing verdict whose timing windows spread by `noise` (the measurer's per-shape `spread`)."""
+    rungs = tuple(RungResult(name, "ok") for name in RUNGS)
+    shapes = tuple({"case": f"fp32 {n}x1024", "ms": 0.1, "spread": noise * k} for n, k in ((1, 0.5), (2, 1.0), (3, 3.0)))
+    return Verdict(problem="mini_softmax", candidate="c.py", mode="gpu", device="GPU", rungs=rungs, fitness=fitness,
+                   shapes=shapes)
 
 
 def admit(search: Search, fitness: float, n: int, noise: float = NOISE_FLOOR) -> int:
     cand = search.archive.add_candidate(search.run_id, source=f"def custom_kernel(x):\n    return x * {n}\n",
                                        proposer="tuner")
-    done = search.archive.record_verdict(cand.id, verdict(fitness, noise))
-    search._admit(done, noise_of(search.archive.evaluation(done.id)))
+    done = search.archive.record_verdict(cand.id, verdict(fitness, noise), fitness)
+    search._admit(done, noise_of(search.archive.verdict(done.id)))
     return done.id
 
 
@@ -76,3 +80,21 @@ def test_the_budget_stops_before_an_evaluation_that_would_overrun_it(tmp_path):
     assert reason.startswith("the default budget without a GPU of 5 min used") and "--resume" in reason
     search.archive.close()
     shutil.rmtree(search.work, ignore_errors=True)
+
+
+def test_the_noise_is_the_spread_the_measurer_reports_carried_through_the_roofline():
+    """The benchmark rung's rows (as the measurer writes them: time, bytes, flops, the windows' spread) become the
+    verdict's shapes in the parent; the noise is the median of their spreads, held between the floor and ceiling."""
+    peaks = {"bandwidth": 4.0e12, "flops": {"float32": 5.0e13, "bfloat16": 7.0e14, "float16": 7.0e14}}
+
+    def noise(spreads):
+        rows = [{"case": f"fp32 {n}x4096", "shape": [n, 4096], "dtype": "float32", "ms": 0.05, "bytes": 2 * n * 4096 * 4,
+                 "flops": 5 * n * 4096, "spread": s, "clock": "cuda-window"} for n, s in zip((512, 1024, 2048), spreads)]
+        roofline, shapes, fitness = _roofline(RungResult("benchmark", "ok", metrics={"shapes": rows}), peaks, "gpu")
+        assert roofline.ok and fitness is not None
+        return noise_of(Verdict(problem="p", candidate="c.py", mode="gpu", device="GPU",
+                                rungs=tuple(RungResult(n, "ok") for n in RUNGS), fitness=fitness, shapes=shapes))
+
+    assert noise([0.01, 0.04, 0.06]) == 0.04
+    assert noise([0.001, 0.002, 0.003]) == NOISE_FLOOR
+    assert noise([0.3, 0.5, 0.9]) == NOISE_CEILING

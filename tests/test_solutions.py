@@ -32,16 +32,14 @@ def test_solution_verdict(path, cache_dir):
         assert rung is not None, "files in solutions/wrong must expect a failing rung"
     timeout = 25 if reason and "timed out" in reason else 600
     verdict = evaluate(path, path.parents[2], EvalOptions(cache_dir=cache_dir, timeout_s=timeout))
-    statuses = {r["name"]: r for r in verdict["rungs"]}
     if rung is None:
-        failed = [f"{r['name']}: {r['reason']}" for r in verdict["rungs"] if r["status"] == "failed"]
-        assert verdict["ok"], failed
-        assert statuses["correctness"]["status"] == "ok"
+        assert verdict.ok, [f"{r.name}: {r.reason}" for r in verdict.rungs if r.failed]
+        assert verdict.rung("correctness").status == "ok"
         return
-    assert not verdict["ok"]
-    failed = [r for r in verdict["rungs"] if r["status"] == "failed"]
+    assert not verdict.ok
+    failed = [r for r in verdict.rungs if r.failed]
     assert len(failed) == 1, failed
-    assert failed[0]["name"] == rung, f"failed at {failed[0]['name']} ({failed[0]['reason']}), expected {rung}"
-    assert reason in failed[0]["reason"].lower(), failed[0]["reason"]
-    after = verdict["rungs"][[r["name"] for r in verdict["rungs"]].index(rung) + 1:]
-    assert all(r["status"] == "skipped" for r in after)
+    assert failed[0].name == rung, f"failed at {failed[0].name} ({failed[0].reason}), expected {rung}"
+    assert reason in failed[0].reason.lower(), failed[0].reason
+    after = verdict.rungs[[r.name for r in verdict.rungs].index(rung) + 1:]
+    assert all(r.status == "skipped" for r in after)

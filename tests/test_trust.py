@@ -43,8 +43,8 @@ def candidate(tmp_path, body: str) -> Path:
 
 
 def failed(verdict):
-    bad = [r for r in verdict["rungs"] if r["status"] == "failed"]
-    assert len(bad) == 1, verdict["rungs"]
+    bad = [r for r in verdict.rungs if r.failed]
+    assert len(bad) == 1, verdict.rungs
     return bad[0]
 
 
@@ -88,11 +88,11 @@ def test_builtins_through_a_library_object_forge_nothing(tmp_path, opts):
     ''')
     verdict = evaluate(path, MINI, opts)
     bad = failed(verdict)  # unwritten memory may hold anything finite: run or correctness sees it wrong
-    assert bad["name"] in ("compile", "run", "correctness") and not verdict["ok"], bad
+    assert bad.name in ("compile", "run", "correctness") and not verdict.ok, bad
     assert {name: (cache / name).read_text() for name in ("peaks.json", "baselines.json")} == {
         "peaks.json": '{"real": true}', "baselines.json": '{"real": true}'}
     assert not (cache / "forged.json").exists()
-    assert verdict["jail"].startswith("landlock")
+    assert verdict.jail.startswith("landlock")
 
 
 def test_work_the_runner_hides_is_timed_from_outside(tmp_path, opts):
@@ -109,8 +109,8 @@ def test_work_the_runner_hides_is_timed_from_outside(tmp_path, opts):
             return torch.tensor((e / e.sum(axis=-1, keepdims=True)).tolist(), dtype=x.dtype)
     ''')
     verdict = evaluate(path, MINI, opts)
-    assert verdict["ok"], [(r["name"], r["reason"]) for r in verdict["rungs"]]
-    assert all(s["ms"] >= 250 for s in verdict["shapes"]), verdict["shapes"]
+    assert verdict.ok, [(r.name, r.reason) for r in verdict.rungs]
+    assert all(s["ms"] >= 250 for s in verdict.shapes), verdict.shapes
 
 
 def test_a_forged_observation_does_not_change_the_verdict(tmp_path, opts):
@@ -130,7 +130,7 @@ def test_a_forged_observation_does_not_change_the_verdict(tmp_path, opts):
     ''')
     verdict = evaluate(path, MINI, opts)
     bad = failed(verdict)
-    assert bad["name"] in ("compile", "run") and ("not finite" in bad["reason"] or "where" in bad["reason"]), bad
+    assert bad.name in ("compile", "run") and ("not finite" in bad.reason or "where" in bad.reason), bad
 
 
 def test_a_malformed_message_is_a_failed_rung_with_its_reason(tmp_path, opts):
@@ -141,7 +141,7 @@ def test_a_malformed_message_is_a_failed_rung_with_its_reason(tmp_path, opts):
     ''')
     verdict = evaluate(path, MINI, opts)
     bad = failed(verdict)
-    assert "malformed message" in bad["reason"] and "missing field 'outputs'" in bad["reason"], bad
+    assert "malformed message" in bad.reason and "missing field 'outputs'" in bad.reason, bad
 
 
 def test_a_name_the_interpreter_injects_is_not_there(tmp_path, opts):
@@ -155,10 +155,10 @@ def test_a_name_the_interpreter_injects_is_not_there(tmp_path, opts):
             return out if scale == 1.0 else x
     '''))
     refused = evaluate(path, MINI, replace(opts, static_check=True))
-    assert "uses the name np, which the file never defines" in failed(refused)["reason"]
+    assert "uses the name np, which the file never defines" in failed(refused).reason
     verdict = evaluate(path, MINI, opts)
     bad = failed(verdict)
-    assert bad["name"] in ("compile", "run") and "name 'np' is not defined" in bad["reason"], bad
+    assert bad.name in ("compile", "run") and "name 'np' is not defined" in bad.reason, bad
 
 
 def test_without_a_jail_the_caches_stay_in_memory(tmp_path):

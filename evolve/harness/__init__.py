@@ -2,5 +2,6 @@
 and, of evolve, only the candidate language's rules (evolve/lang) and what counts as a secret (evolve/redact.py)."""
 from .ladder import RUNGS, EvalOptions, evaluate
 from .problem import Problem, ProblemError, load_problem
+from .verdict import RungResult, Verdict
 
-__all__ = ["RUNGS", "EvalOptions", "evaluate", "Problem", "ProblemError", "load_problem"]
+__all__ = ["RUNGS", "EvalOptions", "evaluate", "Problem", "ProblemError", "load_problem", "RungResult", "Verdict"]

@@ -21,9 +21,9 @@ from .problem import load_problem
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew
 from .static_check import screen, summary
+from .verdict import RUNGS, RungResult, Verdict
 from .wire import Malformed, check
 
-RUNGS = ("load", "compile", "run", "correctness", "benchmark", "roofline")
 ROOFLINE_CEILING = 1.05
 
 
@@ -60,10 +60,10 @@ def _versions() -> dict:
     return {"torch": torch.__version__, "triton": triton.__version__}
 
 
-def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_rung=None) -> dict:
-    """Evaluate one candidate file against one problem folder; returns the verdict as a JSON-ready dict.
+def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_rung=None) -> Verdict:
+    """Evaluate one candidate file against one problem folder.
 
-    on_rung(rung_dict) is called as each rung is decided (for live progress).
+    on_rung(RungResult) is called as each rung is decided (for live progress).
     """
     problem = load_problem(problem_dir)
     candidate = Path(candidate).resolve()
@@ -71,31 +71,28 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     secret = secrets.randbits(62)
     cache = Path(options.cache_dir)
     trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
-    verdict = {"ok": False, "problem": problem.name, "candidate": str(candidate), "device": None, "mode": mode,
-               "rungs": [], "fitness": None, "shapes": [], "secret": secret, "versions": {}, "setup": [],
-               "jail": None}
+    facts = {"device": None, "versions": {}, "setup": [], "jail": None, "work": ()}
+    rungs: dict[str, RungResult] = {}  # decided so far, by name
     state = {"peaks": None, "spawned": 0.0, "lost": None}
 
-    def decide(rung: dict) -> None:
-        if any(r["name"] == rung["name"] for r in verdict["rungs"]):
+    def decide(rung: RungResult) -> None:
+        if rung.name in rungs:
             return  # one verdict per rung
-        status = rung.get("status") or ("ok" if rung["ok"] else "failed")
-        rung = {"name": rung["name"], "ok": bool(rung["ok"]), "status": status,
-                "reason": rung.get("reason"), "seconds": rung.get("seconds", 0.0), "metrics": rung.get("metrics", {})}
-        verdict["rungs"].append(rung)
+        rungs[rung.name] = rung
         if on_rung:
             on_rung(rung)
 
     def on_message(message: dict) -> None:
         kind = message["kind"]
         if kind == "rung":
-            decide(message)
+            decide(RungResult(message["name"], "ok" if message["ok"] else "failed", message["reason"],
+                              message["seconds"], message["metrics"] if isinstance(message["metrics"], dict) else {}))
         elif kind == "device":
-            verdict["device"] = message["device"]
-            verdict["versions"] = {"torch": message["torch"], "triton": message["triton"]}
-            verdict["jail"] = message["jail"]
+            facts["device"] = message["device"]
+            facts["versions"] = {"torch": message["torch"], "triton": message["triton"]}
+            facts["jail"] = message["jail"]
         elif kind == "setup":
-            verdict["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
+            facts["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
                                      "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
                                      "prepare_s": message["prepare_s"]})
         elif kind == "peaks":
@@ -117,8 +114,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
         problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
     if problems:
-        decide({"name": "load", "ok": False, "reason": summary(problems), "seconds": time.perf_counter() - started,
-                "metrics": {"violations": problems}})
+        decide(RungResult("load", "failed", summary(problems), time.perf_counter() - started,
+                          {"violations": problems}))
     else:
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
@@ -140,11 +137,11 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                 _copy_dumps(crew.work, Path(options.dump_dir))
         finally:
             if options.keep_work:
-                verdict["work"] = [str(crew.work)]
+                facts["work"] = (str(crew.work),)
             else:
                 crew.discard()
-        pending = [name for name in RUNGS[:-1] if not any(r["name"] == name for r in verdict["rungs"])]
-        if pending and not any(not r["ok"] for r in verdict["rungs"]):
+        pending = [name for name in RUNGS[:-1] if name not in rungs]
+        if pending and not any(r.failed for r in rungs.values()):
             lost = state["lost"]
             if lost is not None and result.finished:
                 reason = result.death(options.timeout_s, options.max_rss_gb, lost["runner"])
@@ -153,26 +150,25 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                 reason, rung = result.death(options.timeout_s, options.max_rss_gb), pending[0]
             else:
                 reason, rung = "the evaluation ended without deciding this rung", pending[0]
-            decide({"name": rung, "ok": False, "reason": reason, "seconds": result.seconds})
-    if verdict["device"] is None:  # no measurer reported one (the static check rejected the file, or it died first):
-        verdict["device"] = "cuda" if mode == "gpu" else "cpu"  # the mode, not a name remembered from another verdict
-    if not verdict["versions"]:
-        verdict["versions"] = _versions()
-    if verdict["jail"] is None:
-        verdict["jail"] = f"landlock ABI {jail.abi_version()}" if trusted else "none"
-    if all(r["ok"] for r in verdict["rungs"]) and any(r["name"] == "benchmark" for r in verdict["rungs"]):
-        decide(_roofline(verdict, state["peaks"], mode))
-    failed = False
+            decide(RungResult(rung, "failed", reason, result.seconds))
+    shapes, fitness = (), None
+    if all(r.ok for r in rungs.values()) and "benchmark" in rungs:
+        roofline, shapes, fitness = _roofline(rungs["benchmark"], state["peaks"], mode)
+        decide(roofline)
+    failed, ladder = False, []
     for name in RUNGS:
-        if not any(r["name"] == name for r in verdict["rungs"]):
-            verdict["rungs"].append({"name": name, "ok": False, "status": "skipped", "seconds": 0.0, "metrics": {},
-                                     "reason": "skipped: an earlier rung failed" if failed or verdict["rungs"] else
-                                     "skipped"})
-        failed = failed or any(r["name"] == name and r["status"] == "failed" for r in verdict["rungs"])
-    verdict["rungs"].sort(key=lambda r: RUNGS.index(r["name"]))
-    verdict["ok"] = not any(r["status"] == "failed" for r in verdict["rungs"]) and any(
-        r["name"] == "benchmark" and r["status"] == "ok" for r in verdict["rungs"])
-    return verdict
+        rung = rungs.get(name) or RungResult(name, "skipped", "skipped: an earlier rung failed" if failed or rungs
+                                             else "skipped")
+        ladder.append(rung)
+        failed = failed or rung.failed
+    return Verdict(problem=problem.name, candidate=str(candidate), mode=mode,
+                   # no measurer reported a device (the static check rejected the file, or it died first): the mode,
+                   # not a name remembered from another verdict
+                   device=facts["device"] or ("cuda" if mode == "gpu" else "cpu"),
+                   rungs=tuple(ladder), fitness=fitness, shapes=shapes, secret=secret,
+                   versions=facts["versions"] or _versions(), setup=tuple(facts["setup"]),
+                   jail=facts["jail"] or (f"landlock ABI {jail.abi_version()}" if trusted else "none"),
+                   work=facts["work"])
 
 
 _MEMORY: dict = {}  # caches kept in this process only, where a runner could write the files
@@ -212,37 +208,34 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def _roofline(verdict: dict, peaks: dict | None, mode: str) -> dict:
-    bench = next(r for r in verdict["rungs"] if r["name"] == "benchmark")
-    rows = bench["metrics"].get("shapes", []) if isinstance(bench["metrics"], dict) else None
+def _roofline(bench: RungResult, peaks: dict | None, mode: str) -> tuple[RungResult, tuple, float | None]:
+    """The roofline rung from the benchmark's rows and the measured peaks, with the per-shape table and fitness."""
+    rows = bench.metrics.get("shapes", [])
     try:
         for row in rows if isinstance(rows, list) and rows else [None]:
             check({k: row.get(k) for k in SHAPE_ROW} if isinstance(row, dict) else row, SHAPE_ROW, "shape row")
             if row["ms"] <= 0:
                 raise Malformed("shape row: a time must be positive")
     except Malformed as exc:
-        return {"name": "roofline", "ok": False, "reason": f"the benchmark's figures are unreadable: {exc}",
-                "metrics": {}}
+        return RungResult("roofline", "failed", f"the benchmark's figures are unreadable: {exc}"), (), None
     if mode != "gpu":
-        verdict["shapes"] = [_shape_row(row, None) for row in rows]
-        return {"name": "roofline", "ok": True, "status": "skipped", "seconds": 0.0, "metrics": {},
-                "reason": "no GPU: interpreter times are not GPU performance, so there is no roofline or fitness"}
+        return (RungResult("roofline", "skipped", "no GPU: interpreter times are not GPU performance, so there is no "
+                                                  "roofline or fitness"), tuple(_shape_row(row, None) for row in rows),
+                None)
     if not peaks:
-        return {"name": "roofline", "ok": False, "reason": "no device peaks were measured", "metrics": {}}
-    shapes = [_shape_row(row, peaks) for row in rows]
-    verdict["shapes"] = shapes
+        return RungResult("roofline", "failed", "no device peaks were measured"), (), None
+    shapes = tuple(_shape_row(row, peaks) for row in rows)
     fractions = [s["roofline_fraction"] for s in shapes]
     over = [s for s in shapes if s["roofline_fraction"] > ROOFLINE_CEILING]
     metrics = {"peaks": {"bandwidth": peaks["bandwidth"], "flops": peaks["flops"]}, "fractions": fractions}
     if over:
         worst = max(over, key=lambda s: s["roofline_fraction"])
-        return {"name": "roofline", "ok": False, "metrics": metrics,
-                "reason": f"{worst['case']}: {worst['roofline_fraction']:.2f} of roofline is above "
-                          f"{ROOFLINE_CEILING}: a measurement error or a cheat, not a record"}
+        return RungResult("roofline", "failed", f"{worst['case']}: {worst['roofline_fraction']:.2f} of roofline is "
+                                                f"above {ROOFLINE_CEILING}: a measurement error or a cheat, not a "
+                                                "record", 0.0, metrics), shapes, None
     fitness = math.exp(sum(math.log(max(f, 1e-12)) for f in fractions) / len(fractions))
-    verdict["fitness"] = fitness
-    return {"name": "roofline", "ok": True, "metrics": {**metrics, "fitness": fitness},
-            "reason": f"fitness {fitness:.2f} (geomean fraction of roofline over {len(fractions)} benchmark shapes)"}
+    return RungResult("roofline", "ok", f"fitness {fitness:.2f} (geomean fraction of roofline over {len(fractions)} "
+                                        "benchmark shapes)", 0.0, {**metrics, "fitness": fitness}), shapes, fitness
 
 
 def _shape_row(row: dict, peaks: dict | None) -> dict:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.harness import EvalOptions, evaluate
+from evolve.harness import EvalOptions, Verdict, evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = Path(__file__).parent / "problem"
@@ -67,25 +67,25 @@ def cases():
     return params
 
 
-def expected(h: dict, key: str, verdict: dict) -> str:
+def expected(h: dict, key: str, verdict: Verdict) -> str:
     """The header's expectation `key` for this verdict's mode: a `-gpu` line wins on a GPU."""
-    return h.get(f"{key}-gpu", h[key]) if verdict["mode"] == "gpu" else h[key]
+    return h.get(f"{key}-gpu", h[key]) if verdict.mode == "gpu" else h[key]
 
 
-def check(verdict: dict, expectation: str) -> None:
-    failed = [r for r in verdict["rungs"] if r["status"] == "failed"]
+def check(verdict: Verdict, expectation: str) -> None:
+    failed = [r for r in verdict.rungs if r.failed]
     if expectation.startswith("ok or "):  # either outcome is honest: passed with its true figures, or failed
-        if verdict["ok"]:
+        if verdict.ok:
             return
         expectation = expectation[len("ok or "):]
     if expectation.startswith("ok"):
-        assert verdict["ok"], [f"{r['name']}: {r['reason']}" for r in failed]
+        assert verdict.ok, [f"{r.name}: {r.reason}" for r in failed]
         return
     rungs, _, reasons = expectation.partition(":")
-    assert not verdict["ok"] and len(failed) == 1, [(r["name"], r["status"], r["reason"]) for r in verdict["rungs"]]
-    assert failed[0]["name"] in rungs.split("|"), f"failed at {failed[0]['name']}: {failed[0]['reason']}"
-    reason = (failed[0]["reason"] or "").lower()
-    assert any(fragment.strip().lower() in reason for fragment in reasons.split("|")), failed[0]["reason"]
+    assert not verdict.ok and len(failed) == 1, [(r.name, r.status, r.reason) for r in verdict.rungs]
+    assert failed[0].name in rungs.split("|"), f"failed at {failed[0].name}: {failed[0].reason}"
+    reason = (failed[0].reason or "").lower()
+    assert any(fragment.strip().lower() in reason for fragment in reasons.split("|")), failed[0].reason
 
 
 def options_for(path: Path, cache_dir: str) -> EvalOptions:
@@ -112,15 +112,15 @@ def test_harness_not_degraded_by_the_suite(cache_dir):
     control = CASES / "honest_control.py"
     options = EvalOptions(cache_dir=cache_dir, timeout_s=120)
     before = evaluate(control, PROBLEM, options)
-    assert before["ok"]
+    assert before.ok
     for path in sorted(CASES.glob("*.py")):
         h = header(path)
-        if ("gpu" in h and before["mode"] != "gpu") or "limits" not in h["stops"]:
+        if ("gpu" in h and before.mode != "gpu") or "limits" not in h["stops"]:
             continue
         evaluate(path, PROBLEM, replace(options_for(path, cache_dir), static_check=False, timeout_s=10))
     after = evaluate(control, PROBLEM, options)
-    assert after["ok"]
-    assert [r["status"] for r in after["rungs"]] == [r["status"] for r in before["rungs"]]
-    if before["mode"] == "gpu":  # times on a GPU agree within noise; interpreter times are too noisy to compare
-        ratios = [a["ms"] / b["ms"] for a, b in zip(after["shapes"], before["shapes"])]
+    assert after.ok
+    assert [r.status for r in after.rungs] == [r.status for r in before.rungs]
+    if before.mode == "gpu":  # times on a GPU agree within noise; interpreter times are too noisy to compare
+        ratios = [a["ms"] / b["ms"] for a, b in zip(after.shapes, before.shapes)]
         assert 0.9 < statistics.median(ratios) < 1.1, ratios
