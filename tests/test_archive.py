@@ -13,7 +13,8 @@ import sqlite_utils
 
 from evolve import archive as archive_module
 from evolve.archive import Archive, ArchiveError, Candidate, normalize_source, source_hash
-from evolve.harness.verdict import RungResult, Verdict
+from evolve.harness import Verdict
+from verdicts import ladder
 
 SOURCE = '''"""A softmax kernel."""
 import triton
@@ -37,13 +38,7 @@ OTHER = SOURCE.replace("x_ptr + BLOCK", "x_ptr * BLOCK")
 
 def verdict(fitness=0.5, score=0.5, failed=None) -> tuple[Verdict, float | None]:
     """A verdict that fails at rung `failed` (or passes), and the score the search would record with it."""
-    rungs, seen_failure = [], False
-    for name in ("load", "compile", "run", "correctness", "benchmark", "roofline"):
-        status = "failed" if name == failed else ("skipped" if seen_failure else "ok")
-        seen_failure = seen_failure or status == "failed"
-        rungs.append(RungResult(name, status, f"{name} broke" if status == "failed" else "", 0.25))
-    return Verdict(problem="softmax", candidate="c.py", mode="cpu", device="cpu", rungs=tuple(rungs),
-                   fitness=fitness), score
+    return ladder(failed=failed, fitness=fitness, mode="cpu"), score
 
 
 @pytest.fixture

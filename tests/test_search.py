@@ -4,7 +4,8 @@ from pathlib import Path
 
 from evolve.archive import Archive
 from evolve.config import RunConfig
-from evolve.harness import RUNGS, EvalOptions, RungResult, Verdict
+from evolve.harness import EvalOptions, RungResult, Verdict
+from verdicts import ladder
 from evolve.harness.ladder import _roofline
 from evolve.search import NOISE_CEILING, NOISE_FLOOR, Search, noise_of
 
@@ -13,10 +14,8 @@ MINI = Path(__file__).resolve().parent / "data" / "mini_softmax"
 
 def verdict(fitness: float, noise: float = NOISE_FLOOR) -> Verdict:
     """A passing verdict whose timing windows spread by `noise` (the measurer's per-shape `spread`)."""
-    rungs = tuple(RungResult(name, "ok") for name in RUNGS)
     shapes = tuple({"case": f"fp32 {n}x1024", "ms": 0.1, "spread": noise * k} for n, k in ((1, 0.5), (2, 1.0), (3, 3.0)))
-    return Verdict(problem="mini_softmax", candidate="c.py", mode="gpu", device="GPU", rungs=rungs, fitness=fitness,
-                   shapes=shapes)
+    return ladder(fitness=fitness, shapes=shapes)
 
 
 def admit(search: Search, fitness: float, n: int, noise: float = NOISE_FLOOR) -> int:
@@ -92,8 +91,7 @@ def test_the_noise_is_the_spread_the_measurer_reports_carried_through_the_roofli
                  "flops": 5 * n * 4096, "spread": s, "clock": "cuda-window"} for n, s in zip((512, 1024, 2048), spreads)]
         roofline, shapes, fitness = _roofline(RungResult("benchmark", "ok", metrics={"shapes": rows}), peaks, "gpu")
         assert roofline.ok and fitness is not None
-        return noise_of(Verdict(problem="p", candidate="c.py", mode="gpu", device="GPU",
-                                rungs=tuple(RungResult(n, "ok") for n in RUNGS), fitness=fitness, shapes=shapes))
+        return noise_of(ladder(fitness=fitness, shapes=shapes))
 
     assert noise([0.01, 0.04, 0.06]) == 0.04
     assert noise([0.001, 0.002, 0.003]) == NOISE_FLOOR

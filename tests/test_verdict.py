@@ -5,18 +5,7 @@ import json
 import pytest
 
 from evolve.harness import RUNGS, RungResult, Verdict
-
-
-def ladder(failed=None, roofline="ok"):
-    rungs, seen = [], False
-    for name in RUNGS:
-        status = "failed" if name == failed else "skipped" if seen else roofline if name == "roofline" else "ok"
-        seen = seen or status == "failed"
-        rungs.append(RungResult(name, status, f"{name} broke" if status == "failed" else None, 0.5,
-                                {"checks": 3} if name == "correctness" else {}))
-    return Verdict(problem="softmax", candidate="/tmp/c.py", mode="gpu", device="NVIDIA H200", rungs=tuple(rungs),
-                   fitness=None if failed else 0.74, shapes=({"case": "fp32 8x8", "ms": 0.01, "spread": 0.01},),
-                   secret=7, versions={"torch": "2.13.0", "triton": "3.9.0"}, jail="landlock ABI 4")
+from verdicts import ladder
 
 
 def test_ok_is_derived_from_the_rungs_and_nothing_else():
@@ -40,7 +29,8 @@ def test_frozen_and_checked():
 
 
 def test_json_has_the_eval_schema_and_reads_back_equal():
-    for verdict in (ladder(), ladder(failed="correctness"), ladder(roofline="skipped")):
+    shapes = ({"case": "fp32 8x8", "ms": 0.01, "spread": 0.01},)
+    for verdict in (ladder(shapes=shapes), ladder(failed="correctness"), ladder(roofline="skipped")):
         data = json.loads(json.dumps(verdict.to_json()))
         assert set(data) == {"ok", "problem", "candidate", "device", "mode", "rungs", "fitness", "shapes", "secret",
                              "versions", "setup", "jail"}

@@ -93,8 +93,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             facts["jail"] = message["jail"]
         elif kind == "setup":
             facts["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
-                                     "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
-                                     "prepare_s": message["prepare_s"]})
+                                   "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
+                                   "prepare_s": message["prepare_s"]})
         elif kind == "peaks":
             state["peaks"] = message
             if not message["cached"]:
