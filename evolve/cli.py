@@ -36,7 +36,7 @@ def cli():
 
 @cli.command("eval")
 @click.argument("candidate", type=click.Path(exists=True, dir_okay=False))
-@click.argument("problem", type=click.Path(exists=True, file_okay=False))
+@click.argument("problem", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the verdict) on stdout, nothing else.")
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False),
               help="Also write each kernel's TTIR, TTGIR, LLIR, PTX, cubin and SASS into this folder.")
@@ -49,7 +49,8 @@ def cli():
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir):
-    """Run CANDIDATE (a .py file defining custom_kernel) up the rung ladder of PROBLEM (a problem folder).
+    """Run CANDIDATE (a .py file defining custom_kernel) up the rung ladder of PROBLEM (an evolve problem folder, a
+    GPU MODE task folder or a KernelBench .py file).
 
     Exit code 0 only if every rung passed; 1 if a rung failed; 2 for bad input.
     """
@@ -131,7 +132,7 @@ def _open_archive(db, must_exist=True):
 
 
 @cli.command("run")
-@click.argument("problem", type=click.Path(exists=True, file_okay=False))
+@click.argument("problem", type=click.Path(exists=True))
 @click.option("--model", "models", multiple=True, type=_Model(),
               help="A litellm model string; repeat for an ensemble, with optional weights (name=0.3). Keys come from "
                    "the provider's usual environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...). Without a "
@@ -287,7 +288,7 @@ def status_command(db):
 
 
 @cli.command("best")
-@click.argument("problem", type=click.Path(exists=True, file_okay=False))
+@click.argument("problem", type=click.Path(exists=True))
 @_db_option
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), help="Write the kernel's source here.")
 @click.option("--no-verify", is_flag=True, help="Skip re-running the ladder on the best kernel before exporting.")

@@ -61,6 +61,16 @@ def nbytes_of(shape, dtype: str) -> int:
     return math.prod(shape) * itemsize(dtype)
 
 
+def poison(t) -> None:
+    """Fill an output's memory with a value no honest kernel leaves there: NaN, or an integer type's minimum."""
+    if t.is_floating_point():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(torch.iinfo(t.dtype).min)
+
+
 SLAB_BYTES = 1 << 30  # shared input memory is handed out from slabs of this size: one IPC handle each, not one per buffer
 SLAB_ALIGN = 512
 
@@ -179,10 +189,11 @@ class Pool:
 
 
 class CallSet:
-    """One call's inputs (private tensors or plain values) and its expected outputs [(shape, dtype)]."""
+    """One call's inputs (private tensors or plain values), its expected outputs [(shape, dtype)] and, where the
+    candidate takes the inputs' structure as one argument, that structure (a pytree spec)."""
 
-    def __init__(self, inputs: tuple, expects: list):
-        self.inputs, self.expects = inputs, expects
+    def __init__(self, inputs: tuple, expects: list, tree: str | None = None):
+        self.inputs, self.expects, self.tree = inputs, expects, tree
 
 
 class Caller:
@@ -268,7 +279,7 @@ class Caller:
                     descs.append({"value": value})
             expect = [{"shape": list(shape), "dtype": dtype, "nbytes": nbytes_of(shape, dtype)}
                       for shape, dtype in s.expects]
-            entry = {"inputs": descs, "expect": expect}
+            entry = {"inputs": descs, "expect": expect, "tree": s.tree}
             if self.mode != "gpu":
                 files = [self.pool.take(e["nbytes"]) for e in expect]
                 taken.extend(files)
@@ -307,8 +318,7 @@ class Caller:
             buf.view(value.shape, dtype_name(value)).copy_(value)
         for files, s in zip(out_files, sets):
             for buf, (shape, dtype) in zip(files, s.expects):
-                view = buf.view(shape, dtype)
-                view.fill_(float("nan") if view.is_floating_point() else 0)
+                poison(buf.view(shape, dtype))
         started = time.perf_counter()
         self.send(message)
         reply = self.recv("outputs")

@@ -110,7 +110,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     # The static check needs no process: a rejected file costs milliseconds.
     started = time.perf_counter()
     try:
-        problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check)
+        problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
+                          problem.extra.get("allow_modules", ()))
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
         problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
     if problems:
@@ -122,6 +123,9 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         crew = SPARES.take(mode, str(cache)) if options.prewarm else Crew(mode, str(cache))
         try:
             shutil.copyfile(candidate, crew.candidate_path())
+            for name in problem.extra.get("beside", ()):  # files the format lets a candidate import (GPU MODE task.py)
+                if (problem.folder / name).is_file():
+                    shutil.copyfile(problem.folder / name, crew.candidate_path().parent / name)
             driver = cache / "triton-driver"
             if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
                 shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import importlib.util
 import json
 import math
 import os
@@ -23,6 +22,8 @@ from pathlib import Path
 import torch
 
 from . import lifeline, metrics
+from ..formats import reference_for
+from ..formats.base import dtype_name
 from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, nbytes_of
 from .problem import load_problem
 from .protocol import RUNNER
@@ -39,12 +40,9 @@ MAX_CALLS_PER_WINDOW = 256
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
 
 
-def _mix(secret: int, seed: int) -> int:
-    return int.from_bytes(hashlib.sha256(f"{secret}:{seed}".encode()).digest()[:7], "little")
-
-
-def _as_tuple(value):
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+def _mix(secret: int, seed: int, case_seed: int | None = None) -> int:
+    text = f"{secret}:{seed}" if case_seed is None else f"{secret}:{case_seed}:{seed}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:7], "little")
 
 
 def _triton_version() -> str:
@@ -96,9 +94,7 @@ class Measurer:
         self.job, self.ch = job, channel
         self.mode = job["mode"]
         self.problem = load_problem(job["problem"])
-        spec = importlib.util.spec_from_file_location("evolve_reference", self.problem.reference_path)
-        self.reference = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.reference)
+        self.reference = reference_for(self.problem)
         self.device = torch.device("cuda", 0) if self.mode == "gpu" else torch.device("cpu")
         self.secret = int(job["secret"])
         self.pool = Pool("gpu" if self.mode == "gpu" else "cpu", job["shm"])
@@ -109,15 +105,13 @@ class Measurer:
         self.peaks: dict | None = None
         self.plans: dict = {}  # benchmark case -> calls per window and the window's calibrated fixed cost
         self.first: dict = {}
-        self._expect_cache: dict = {}
 
     # -- inputs and references ---------------------------------------------------------------------------------------
     def inputs(self, case, seed: int, device=None):
-        return _as_tuple(self.reference.generate_input(_mix(self.secret, seed), device=device or self.device,
-                                                       **case.kwargs))
+        """The problem's inputs for this case and seed (an Inputs: leaves, and the structure where the format keeps
+        one), from the seed mixed with the evaluation's secret."""
+        return self.reference.generate(case, _mix(self.secret, seed, case.seed), device or self.device)
 
-    def expects(self, refs, case) -> list:
-        return [(list(r.shape), case.dtype) for r in refs]
 
     # -- set-up, before any runner has the candidate -------------------------------------------------------------------
     def hello(self) -> None:
@@ -153,7 +147,7 @@ class Measurer:
                       "flops": {k: float(self.peaks["flops"][k]) for k in ("bfloat16", "float32", "float16")}})
         self.baselines = dict((self.job.get("baselines") or {}).get(self.baseline_key, {}))
         for case in self.problem.benchmarks:
-            if case.label not in self.baselines and hasattr(self.reference, "baseline"):
+            if case.label not in self.baselines and self.reference.has_baseline:
                 figures = self._time_baselines([self.inputs(case, BASELINE_SEED + i) for i in range(2)])
                 self.baselines[case.label] = figures
                 self.ch.send({"kind": "baseline", "key": self.baseline_key, "case": case.label,
@@ -165,37 +159,40 @@ class Measurer:
         self.pool.trim()
         torch.cuda.empty_cache()
 
-    def _time_baselines(self, sets) -> dict:
+    def _time_baselines(self, samples) -> dict:
         import torch._dynamo as dynamo
 
         for knob in ("recompile_limit", "cache_size_limit"):
             if hasattr(dynamo.config, knob):
                 setattr(dynamo.config, knob, 256)
-        figures = {"torch_ms": self.timer.time(self.reference.baseline, sets)["ms"]}
+        baseline = self.reference.baseline_for(samples[0])
+        sets = [s.leaves for s in samples]
+        figures = {"torch_ms": self.timer.time(baseline, sets)["ms"]}
         try:
-            compiled = torch.compile(self.reference.baseline, dynamic=False)
+            compiled = torch.compile(baseline, dynamic=False)
             figures["compile_ms"] = self.timer.time(compiled, sets)["ms"]
         except Exception as exc:  # noqa: BLE001 - torch.compile missing a compiler is not the candidate's fault
             figures["compile_error"] = str(exc)[:200]
         return figures
 
     def bound_ms(self, case) -> float:
-        flops_peak = self.peaks["flops"].get(case.dtype, self.peaks["flops"]["float32"])
-        return 1e3 * max(self.reference.bytes_moved(**case.kwargs) / self.peaks["bandwidth"],
-                         self.reference.flops(**case.kwargs) / flops_peak)
+        profile = self.reference.profile(case)
+        flops_peak = self.peaks["flops"].get(profile["dtype"], self.peaks["flops"]["float32"])
+        return 1e3 * max(profile["bytes"] / self.peaks["bandwidth"], profile["flops"] / flops_peak)
 
     def _plan(self, case) -> dict:
         """Calls per window (a roofline-speed kernel fills TARGET_WINDOW_MS, within a share of device memory) and
         the window's fixed cost for 1 and for that many calls, measured with no candidate anywhere."""
         sample = self.inputs(case, BASELINE_SEED)
-        expects = self._expects_for(case, sample)
-        per_set = sum(t.numel() * t.element_size() for t in sample if isinstance(t, torch.Tensor))
+        expects = self.reference.expects(case, sample)
+        self.reference.profile(case, sample)
+        per_set = sum(t.numel() * t.element_size() for t in sample.leaves if isinstance(t, torch.Tensor))
         per_set += sum(nbytes_of(shape, dtype) for shape, dtype in expects)
         budget = MEASURER_MEMORY_SHARE * torch.cuda.get_device_properties(self.device).total_memory
         k = max(1, min(MAX_CALLS_PER_WINDOW, math.ceil(TARGET_WINDOW_MS / max(self.bound_ms(case), 1e-4)),
                        int(budget // max(3 * per_set, 1))))
         window = self.callers["gpu"].window
-        sets = [CallSet(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in sample), expects)
+        sets = [CallSet(sample.clone().leaves, expects, sample.tree)
                 for _ in range(k)]  # distinct memory, as a window's inputs are (one source would sit in L2)
         one = window.calibrate_copies(sets[:1])
         many = window.calibrate_copies(sets) if k > 1 else one
@@ -219,7 +216,7 @@ class Measurer:
     def load(self, runner: str, rung: str) -> bool:
         started = time.perf_counter()
         caller = self.callers[runner]
-        caller.send({"kind": "load", "candidate": self.job["candidate"]})
+        caller.send({"kind": "load", "candidate": self.job["candidate"], "beside": bool(self.problem.extra.get("beside"))})
         try:
             caller.recv("loaded")
         except Fail as exc:
@@ -232,7 +229,10 @@ class Measurer:
     def compile(self, runner: str) -> bool:
         started = time.perf_counter()
         device = self.device if runner == "gpu" else torch.device("cpu")
-        sets = [CallSet(self.inputs(case, COMPILE_SEED, device), []) for case in self.problem.tests]
+        sets = []
+        for case in self.problem.tests:
+            inputs = self.inputs(case, COMPILE_SEED, device)
+            sets.append(CallSet(inputs.leaves, [], inputs.tree))
         staged = time.perf_counter()
         try:
             report = self.callers[runner].call(sets, "compile", dump=bool(self.job.get("dump")))
@@ -253,28 +253,32 @@ class Measurer:
     def check(self, runner: str, case, seeds) -> list[dict]:
         """Fresh inputs for each seed, the reference on a pristine CPU copy in float64, one call, every element."""
         device = self.device if runner == "gpu" else torch.device("cpu")
-        sets, refs_all = [], []
+        sets, refs_all, kept = [], [], []
         for seed in seeds:
             inputs = self.inputs(case, seed, device)
-            pristine = tuple(t.to("cpu").clone() if isinstance(t, torch.Tensor) else t for t in inputs)
-            refs = _as_tuple(self.reference.ref_kernel(*pristine))
+            refs = self.reference.reference(inputs, on_cpu=True)
             refs_all.append(refs)
-            sets.append(CallSet(inputs, self.expects(refs, case)))
+            kept.append(inputs)  # the measurer's own copy: the runner only ever sees the shared one
+            sets.append(CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree))
         try:
             outs = self.callers[runner].call(sets, "check", poison=True)
         except Fail as exc:
             raise Fail(f"{case.label}: {exc}") from None
-        tol = self.problem.tolerance[case.dtype]
         results = []
-        for out, refs in zip(outs, refs_all):
-            worst = None
-            for o, r in zip(out, refs):
+        for out, refs, inputs, s in zip(outs, refs_all, kept, sets):
+            worst, reason = None, None
+            for o, r, (_, dtype) in zip(out, refs, s.expects):
                 if not metrics.all_finite(o):
                     bad = int(torch.count_nonzero(torch.logical_not(torch.isfinite(o))))
                     raise Fail(f"{case.label}: output not finite ({bad} NaN/Inf of {o.numel()})")
-                worst = metrics.worst_of(worst, metrics.error_metrics(o.to("cpu"), r, tol.floor, tol.rtol))
-            reason = metrics.judge(worst, tol.rtol, tol.min_cosine)
+                tol = self.problem.tolerance_for(case, dtype)
+                m = metrics.error_metrics(o.to("cpu"), r, tol.floor, tol.rtol)
+                reason = reason or metrics.judge(m, tol.rtol, tol.min_cosine)
+                worst = metrics.worst_of(worst, m)
+            reason = reason or self.reference.check(inputs, out, refs)
+            worst = worst or metrics.error_metrics(torch.zeros(1), torch.zeros(1), 1.0, 0.0)
             worst["reason"] = f"{case.label}: {reason}" if reason else None
+            worst["dtype"] = s.expects[0][1] if s.expects else "output"
             results.append(worst)
         return results
 
@@ -300,7 +304,8 @@ class Measurer:
                     results += self.check(runner, case, self.problem.seeds[len(results):])
                 for m in results:
                     checks += 1
-                    per_dtype[case.dtype] = metrics.worst_of(per_dtype.get(case.dtype), m)
+                    key = case.dtype or m["dtype"]
+                    per_dtype[key] = metrics.worst_of(per_dtype.get(key), m)
                     if m["reason"]:
                         raise Fail(m["reason"])
         except Fail as exc:
@@ -308,20 +313,23 @@ class Measurer:
             return False
         for m in per_dtype.values():
             m.pop("reason", None)
+            m.pop("dtype", None)
         self.ch.rung("correctness", True, metrics.summarize(per_dtype), time.perf_counter() - started,
                      per_dtype=per_dtype, checks=checks)
         return True
 
     def _timed_check(self, case, outs, sets_inputs) -> None:
-        tol = self.problem.tolerance[case.dtype]
         for out, inputs in zip(outs, sets_inputs):
-            refs = _as_tuple(self.reference.ref_kernel(*[t.clone() if isinstance(t, torch.Tensor) else t
-                                                         for t in inputs]))
+            refs = self.reference.reference(inputs, on_cpu=False)
             for o, r in zip(out, refs):
+                tol = self.problem.tolerance_for(case, dtype_name(o))
                 worst = metrics.max_rel(o, r, tol.floor)
                 if not worst <= tol.rtol:
                     raise Fail(f"{case.label}: a timed call returned a wrong output (max_rel={worst:.3g})")
+            reason = self.reference.check(inputs, out, refs)
             del refs
+            if reason:
+                raise Fail(f"{case.label}: a timed call returned a wrong output ({reason})")
 
     def _gpu_case(self, case, counter: list) -> dict:
         caller = self.callers["gpu"]
@@ -336,8 +344,8 @@ class Measurer:
             for _ in range(k):
                 counter[0] += 1
                 sets_inputs.append(self.inputs(case, BENCH_SEED + counter[0]))
-            expects = self._expects_for(case, sets_inputs[0])
-            sets = [CallSet(inputs, expects) for inputs in sets_inputs]
+            expects = self.reference.expects(case, sets_inputs[0])
+            sets = [CallSet(inputs.leaves, expects, inputs.tree) for inputs in sets_inputs]
             called = time.perf_counter()
             outs, figures = caller.call(sets, "time", timed=True)
             checking = time.perf_counter()
@@ -380,14 +388,6 @@ class Measurer:
                              for i, name in enumerate(("copies", "runner", "read"))},
                 "spread": (quartiles[2] - quartiles[0]) / ms, "clock": "cuda-window"}
 
-    def _expects_for(self, case, inputs) -> list:
-        key = case.label
-        if key not in self._expect_cache:
-            refs = _as_tuple(self.reference.ref_kernel(*[t.clone() if isinstance(t, torch.Tensor) else t
-                                                         for t in inputs]))
-            self._expect_cache[key] = self.expects(refs, case)
-        return self._expect_cache[key]
-
     def _cpu_case(self, case, counter: list) -> dict:
         caller = self.callers["interpret"]
         times = []
@@ -396,14 +396,16 @@ class Measurer:
         while len(times) < 3 or (len(times) < 20 and time.perf_counter() - started < budget_s):
             counter[0] += 1
             inputs = self.inputs(case, BENCH_SEED + counter[0], torch.device("cpu"))
-            outs, figures = caller.call([CallSet(inputs, self._expects_for(case, inputs))], "time", timed=True)
+            outs, figures = caller.call([CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree)],
+                                        "time", timed=True)
             times.append(figures["ms"])
             self._timed_check(case, outs, [inputs])
         figures = {"ms": statistics.median(times), "windows": len(times), "calls_per_window": 1,
                    "clock": "cpu-interpreter"}
-        if hasattr(self.reference, "baseline"):
-            sets = [self.inputs(case, BASELINE_SEED + i, torch.device("cpu")) for i in range(2)]
-            figures["torch_ms"] = cpu_time(self.reference.baseline, sets, budget_s=budget_s)["ms"]
+        if self.reference.has_baseline:
+            samples = [self.inputs(case, BASELINE_SEED + i, torch.device("cpu")) for i in range(2)]
+            figures["torch_ms"] = cpu_time(self.reference.baseline_for(samples[0]), [s.leaves for s in samples],
+                                           budget_s=budget_s)["ms"]
         return figures
 
     def benchmark_rung(self) -> bool:
@@ -414,10 +416,11 @@ class Measurer:
         try:
             for case in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks):
                 figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
-                record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype, **figures,
+                profile = self.reference.profile(case)
+                record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype or profile["dtype"],
+                          **({"params": dict(case.params)} if case.params else {}), **figures,
                           **(self.baselines.get(case.label, {}) if gpu else {}),
-                          "bytes": int(self.reference.bytes_moved(**case.kwargs)),
-                          "flops": int(self.reference.flops(**case.kwargs))}
+                          "bytes": profile["bytes"], "flops": profile["flops"]}
                 shapes.append({k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v)
                                for k, v in record.items()})
         except Fail as exc:

@@ -1,26 +1,25 @@
-"""A problem folder: problem.toml, reference.py, seeds/, solutions/, notes.md.
+"""What a problem is, whatever file format it came in: cases, tolerances, forbidden calls, where its reference is.
 
-Loading validates everything a later rung relies on, so a malformed folder fails here with a message that names the
-file and the field, never halfway through an evaluation.
+Three formats load into the same `Problem` (evolve/formats/): evolve's own folder (problem.toml + reference.py), a
+GPU MODE task folder (task.yml + reference.py) and a KernelBench file (`class Model`, `get_inputs`,
+`get_init_inputs`). Loading validates everything a later rung relies on, so a malformed problem fails here with a
+message that names the file and the field, never halfway through an evaluation. Loading reads files only: it never
+runs the problem's code (the measurer does that, harness/measurer.py).
 """
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 KNOWN_DTYPES = ("float32", "bfloat16", "float16")
+INTEGER_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool")
+OUTPUT_DTYPES = KNOWN_DTYPES + ("float64",) + INTEGER_DTYPES
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # in labels: "bf16 4096x1024"
-REFERENCE_FUNCTIONS = ("generate_input", "ref_kernel", "bytes_moved", "flops")
 
 
 class ProblemError(ValueError):
-    """The problem folder is malformed; the message says which file and what to fix."""
+    """The problem is malformed; the message says which file and what to fix."""
 
 
 @dataclass(frozen=True)
@@ -32,28 +31,45 @@ class Tolerance:
     min_cosine: float
 
 
+# Integer outputs are compared exactly: one element off fails.
+EXACT = Tolerance(rtol=0.0, floor=1.0, min_cosine=-1.0)
+# A foreign format brings its own element-wise check (GPU MODE's check_implementation, KernelBench's allclose);
+# evolve adds finiteness, shape and dtype, and a cosine similarity per output dtype that catches a wholly wrong
+# output whatever the format's own check says.
+FOREIGN_COSINE = {"float64": 0.999999, "float32": 0.99999, "bfloat16": 0.999, "float16": 0.999}
+
+
 @dataclass(frozen=True)
 class Case:
-    """One shape in one dtype: the keyword arguments of generate_input, bytes_moved and flops."""
+    """One shape (and its other parameters) in one dtype: the keyword arguments of the problem's functions.
+
+    `dtype` is None where the format has no dtype axis (GPU MODE, KernelBench: the generator picks it). `seed` is a
+    foreign format's own seed for the case; evolve mixes it with the evaluation's secret, as it does its own seeds."""
 
     shape: tuple[tuple[str, int], ...]
-    dtype: str
+    dtype: str | None
+    params: tuple[tuple[str, object], ...] = ()
+    seed: int | None = None
 
     @property
     def kwargs(self) -> dict:
-        return {**dict(self.shape), "dtype": self.dtype}
+        extra = {"dtype": self.dtype} if self.dtype is not None else {}
+        return {**dict(self.shape), **dict(self.params), **extra}
 
     @property
     def label(self) -> str:
+        if self.dtype is None:  # a foreign case: every argument by name, "k=7168 m=16 n=1536"
+            return " ".join(f"{k}={v}" for k, v in (*self.shape, *self.params)) or "default"
         short = SHORT_DTYPE.get(self.dtype, self.dtype)
-        return f"{short} {'x'.join(str(v) for _, v in self.shape)}"
+        text = f"{short} {'x'.join(str(v) for _, v in self.shape)}"
+        return " ".join([text, *(f"{k}={v}" for k, v in self.params)])
 
 
 @dataclass(frozen=True)
 class Problem:
     name: str
     description: str
-    path: Path
+    path: Path  # the folder (or, for KernelBench, the file) that `evolve run` and `evolve eval` were given
     dtypes: tuple[str, ...]
     seeds: tuple[int, ...]
     tolerance: dict
@@ -62,101 +78,56 @@ class Problem:
     cpu_benchmarks: tuple[Case, ...]
     forbid_calls: tuple[str, ...]
     forbid_modules: tuple[str, ...]
+    format: str = "evolve"  # "evolve", "gpumode" or "kernelbench"
+    reference_path: Path | None = None  # the file whose functions the measurer calls
+    output_dtypes: tuple[str, ...] | None = None  # per output; "input" is the case's dtype; None: every one
+    call: str = "splat"  # "splat": custom_kernel(*inputs); "data": custom_kernel(data), data as generated (GPU MODE)
+    contract: str = ""  # how custom_kernel is called, where the format differs from custom_kernel(*inputs)
+    extra: dict = field(default_factory=dict, compare=False)  # format-specific settings the measurer reads
+
+    def __post_init__(self):
+        if self.reference_path is None:
+            object.__setattr__(self, "reference_path", self.path / "reference.py")
 
     @property
-    def reference_path(self) -> Path:
-        return self.path / "reference.py"
+    def folder(self) -> Path:
+        return self.path if self.path.is_dir() else self.path.parent
 
     @property
     def notes(self) -> str:
-        notes = self.path / "notes.md"
-        return notes.read_text() if notes.exists() else ""
+        notes = self.folder / "notes.md"
+        return notes.read_text() if self.path.is_dir() and notes.exists() else ""
 
     def seed_files(self) -> list[Path]:
-        return sorted((self.path / "seeds").glob("*.py"))
+        return sorted((self.path / "seeds").glob("*.py")) if self.path.is_dir() else []
+
+    def solution_files(self, kind: str) -> list[Path]:
+        """solutions/correct or solutions/wrong kernels (each says on its first line the verdict it must get)."""
+        return sorted((self.path / "solutions" / kind).glob("*.py")) if self.path.is_dir() else []
+
+    def output_dtype(self, index: int, case: Case, produced: str) -> str:
+        """The dtype output `index` must have: the problem's declaration, else what the reference produced (foreign
+        formats), else the case's dtype."""
+        if self.output_dtypes is None:
+            return produced if case.dtype is None else case.dtype
+        if index >= len(self.output_dtypes):
+            return case.dtype or produced
+        declared = self.output_dtypes[index]
+        return (case.dtype or produced) if declared == "input" else declared
+
+    def tolerance_for(self, case: Case, dtype: str) -> Tolerance:
+        """The correctness policy for one output of this dtype in this case."""
+        if dtype in INTEGER_DTYPES:
+            return EXACT
+        if case.dtype is not None and case.dtype in self.tolerance:
+            return self.tolerance[case.dtype]
+        if dtype in self.tolerance:
+            return self.tolerance[dtype]
+        return Tolerance(rtol=math.inf, floor=1e-30, min_cosine=FOREIGN_COSINE.get(dtype, 0.99))
 
 
-def _cases(raw, key: str, dtypes: tuple[str, ...], where: Path) -> tuple[Case, ...]:
-    entries = raw.get(key, [])
-    if not isinstance(entries, list):
-        raise ProblemError(f"{where}: [[{key}]] must be an array of tables, each with shape = {{...}}")
-    cases = []
-    for i, entry in enumerate(entries):
-        shape = entry.get("shape") if isinstance(entry, dict) else None
-        if not isinstance(shape, dict) or not shape:
-            raise ProblemError(f"{where}: [[{key}]] entry {i + 1} needs shape = {{ NAME = int, ... }}")
-        for name, value in shape.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ProblemError(f"{where}: [[{key}]] entry {i + 1}: {name} = {value!r} must be a positive integer")
-        entry_dtypes = entry.get("dtypes", list(dtypes))
-        for dtype in entry_dtypes:
-            if dtype not in dtypes:
-                raise ProblemError(f"{where}: [[{key}]] entry {i + 1} names dtype {dtype!r}, not in dtypes {list(dtypes)}")
-            cases.append(Case(tuple(shape.items()), dtype))
-    return tuple(cases)
+def load_problem(target) -> Problem:
+    """Read and validate a problem in any of the formats; raises ProblemError with what to fix."""
+    from ..formats import load
 
-
-def _check_reference(path: Path) -> None:
-    if not path.exists():
-        raise ProblemError(f"{path}: missing; it must define {', '.join(REFERENCE_FUNCTIONS)}")
-    try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except SyntaxError as exc:
-        raise ProblemError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
-    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    missing = [name for name in REFERENCE_FUNCTIONS if name not in defined]
-    if missing:
-        raise ProblemError(f"{path}: missing function(s) {', '.join(missing)} (see README, 'Problem folder')")
-
-
-def load_problem(folder) -> Problem:
-    """Read and validate a problem folder; raises ProblemError with what to fix."""
-    path = Path(folder).resolve()
-    if not path.is_dir():
-        raise ProblemError(f"{folder}: not a folder; a problem is a folder holding problem.toml and reference.py")
-    toml_path = path / "problem.toml"
-    if not toml_path.exists():
-        raise ProblemError(f"{toml_path}: missing; see README, 'Problem folder'")
-    try:
-        raw = tomllib.loads(toml_path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ProblemError(f"{toml_path}: not valid TOML: {exc}") from exc
-
-    for field in ("name", "dtypes", "tolerance", "test", "benchmark"):
-        if field not in raw:
-            raise ProblemError(f"{toml_path}: missing field {field!r}")
-    dtypes = tuple(raw["dtypes"])
-    for dtype in dtypes:
-        if dtype not in KNOWN_DTYPES:
-            raise ProblemError(f"{toml_path}: dtype {dtype!r} unknown; use one of {', '.join(KNOWN_DTYPES)}")
-    tolerance = {}
-    for dtype in dtypes:
-        entry = raw["tolerance"].get(dtype)
-        if not isinstance(entry, dict):
-            raise ProblemError(f"{toml_path}: missing [tolerance.{dtype}] with rtol, floor and min_cosine")
-        try:
-            tolerance[dtype] = Tolerance(float(entry["rtol"]), float(entry["floor"]), float(entry["min_cosine"]))
-        except KeyError as exc:
-            raise ProblemError(f"{toml_path}: [tolerance.{dtype}] lacks {exc.args[0]!r}") from exc
-    seeds = tuple(int(s) for s in raw.get("seeds", [1, 2, 3]))
-    if not seeds:
-        raise ProblemError(f"{toml_path}: seeds must hold at least one integer")
-    forbid = raw.get("forbid", {})
-    _check_reference(path / "reference.py")
-    tests = _cases(raw, "test", dtypes, toml_path)
-    benchmarks = _cases(raw, "benchmark", dtypes, toml_path)
-    if not tests or not benchmarks:
-        raise ProblemError(f"{toml_path}: needs at least one [[test]] and one [[benchmark]] shape")
-    return Problem(
-        name=str(raw["name"]),
-        description=str(raw.get("description", "")).strip(),
-        path=path,
-        dtypes=dtypes,
-        seeds=seeds,
-        tolerance=tolerance,
-        tests=tests,
-        benchmarks=benchmarks,
-        cpu_benchmarks=_cases(raw, "cpu_benchmark", dtypes, toml_path) or tests[:1],
-        forbid_calls=tuple(forbid.get("calls", [])),
-        forbid_modules=tuple(forbid.get("modules", [])) + ("reference",),
-    )
+    return load(target)

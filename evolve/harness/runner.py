@@ -42,7 +42,9 @@ class Runner:
 
         from .launches import LaunchLog
 
-        self.torch = torch
+        from torch.utils import _pytree
+
+        self.torch, self.pytree = torch, _pytree
         self.link, self.mode, self.work = link, mode, work
         self.log = LaunchLog()
         self.log.install(mode)
@@ -84,6 +86,8 @@ class Runner:
         """Import the candidate from its real file (Triton reads kernel source with inspect). The parent ran the
         static check on the file before any process started."""
         started = time.perf_counter()
+        if message.get("beside"):  # the format's files copied beside the candidate (GPU MODE's task.py)
+            sys.path.insert(0, str(Path(message["candidate"]).parent))
         try:
             spec = importlib.util.spec_from_file_location("candidate", message["candidate"])
             module = importlib.util.module_from_spec(spec)
@@ -122,18 +126,19 @@ class Runner:
         return self._files[key][: math.prod(d["shape"])].view(d["shape"])
 
     def _poison(self, expects: list) -> None:
-        """NaN in the allocator's free blocks of each output's size: an element the kernel never writes shows."""
+        """All-ones bytes in the allocator's free blocks of each output's size: NaN in every float type, -1 in an
+        integer one, so an element the kernel never writes shows."""
         torch = self.torch
         for e in expects:
-            block = torch.empty(e["nbytes"] // 4 + 1, dtype=torch.float32, device="cuda")
-            block.fill_(float("nan"))
+            block = torch.empty(e["nbytes"] + 4, dtype=torch.uint8, device="cuda")
+            block.fill_(255)
             del block
 
     def _validate(self, out, expects: list, inputs: tuple) -> tuple:
         from .exchange import dtype_name
 
         torch = self.torch
-        outs = tuple(out) if type(out) in (tuple, list) else (out,)
+        outs = tuple(self.pytree.tree_leaves(out)) if type(out) in (tuple, list, dict) else (out,)
         if len(outs) != len(expects):
             raise Fail(f"returned {len(outs)} output(s), expected {len(expects)}")
         device = "cuda" if self.mode == "gpu" else "cpu"
@@ -176,7 +181,7 @@ class Runner:
         error = None
         results = []
         try:
-            prepared = [(self._inputs(s["inputs"]), s["expect"]) for s in sets]
+            prepared = [(self._inputs(s["inputs"]), s["expect"], s["tree"]) for s in sets]
             self.inputs_seconds = time.perf_counter() - started
             if gpu and message["gate"]:
                 from . import cuda_ipc
@@ -184,11 +189,13 @@ class Runner:
                 cuda_ipc.wait_value(stream.cuda_stream, self.gate_addr, message["call"])
                 if not sets:  # the measurer's calibration, before the candidate exists: one tiny kernel, so the
                     torch.zeros(1, device="cuda")  # switches into this process's context and back are real
-            for inputs, expects in prepared:
+            for inputs, expects, tree in prepared:
                 if gpu and message["poison"]:
                     self._poison(expects)
+                # GPU MODE's candidates take the generated structure as one argument, evolve's the inputs in order
+                data = self.pytree.tree_unflatten(list(inputs), self.pytree.treespec_loads(tree)) if tree else None
                 with OpLog():
-                    out = self.module.custom_kernel(*inputs)
+                    out = self.module.custom_kernel(data) if tree else self.module.custom_kernel(*inputs)
                 results.append((out, inputs, expects))
         except BaseException as exc:  # noqa: BLE001 - the candidate's exception is its failure
             error = exc

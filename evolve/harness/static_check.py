@@ -73,7 +73,8 @@ def _is_main_guard(node) -> bool:
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, forbid_calls, forbid_modules, bound: set):
+    def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=()):
+        self.allow_modules = set(allow_modules)
         self.forbid_calls = set(forbid_calls)
         self.forbid_methods = {c.split(".", 1)[1] for c in forbid_calls if c.startswith("Tensor.")}
         self.forbid_modules = set(forbid_modules)
@@ -102,6 +103,8 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"imports {module}: candidates may not import dunder modules (they run code at import)")
         elif module in self.forbid_modules or top in self.forbid_modules:
             self.fail(node, f"imports {module}: this problem forbids it (the reference is not for candidates)")
+        elif module in self.allow_modules:
+            return  # the problem's own type names (a GPU MODE task.py)
         elif top not in ALLOWED_MODULES:
             self.fail(node, f"imports {module}: candidates may import only {', '.join(ALLOWED_MODULES[:4])} and "
                             f"pure standard modules ({', '.join(ALLOWED_MODULES[6:])})")
@@ -480,7 +483,7 @@ def _lacks_entry(tree) -> bool:
     return "custom_kernel" not in {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=()) -> list[str]:
+def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(), allow_modules=()) -> list[str]:
     """All rule violations in the file as 'line N: reason' strings; empty when the source is acceptable.
 
     A syntax error raises Rejection with the compiler's message.
@@ -490,7 +493,7 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=())
     for name in ("torch", "triton", "math", "typing"):  # the allowed packages themselves (never a name the
         importlib.import_module(name)  # candidate chose), so that paths into them resolve the same everywhere
     tree = _parse(source, filename)
-    checker = _Checker(forbid_calls, forbid_modules, _bound_names(tree))
+    checker = _Checker(forbid_calls, forbid_modules, _bound_names(tree), allow_modules)
     checker.visit(tree)
     if _lacks_entry(tree):
         checker.problems.append((0, NO_ENTRY))
@@ -502,7 +505,7 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=())
     return out
 
 
-def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True) -> list[str]:
+def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True, allow_modules=()) -> list[str]:
     """The load rung's static verdict on a candidate file: its violations, or a reason it cannot be read.
 
     strict=False keeps only what no candidate can pass without (a custom_kernel, valid syntax), so that the
@@ -512,7 +515,7 @@ def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True) -> lis
         source = Path(path).read_text()
         if not strict:
             return [NO_ENTRY] if _lacks_entry(_parse(source, str(path))) else []
-        return check_source(source, str(path), forbid_calls, forbid_modules)
+        return check_source(source, str(path), forbid_calls, forbid_modules, allow_modules)
     except Rejection as exc:
         return [str(exc)]
     except (OSError, UnicodeDecodeError) as exc:

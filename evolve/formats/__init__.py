@@ -1,0 +1,61 @@
+"""Problem formats: evolve's own folders, GPU MODE task folders and KernelBench files, loaded into one `Problem`.
+
+`load(target)` tells the format from what it is given (README, "Problem formats"); `reference_for(problem)` is the
+measurer's handle on the problem's own code. Each format is a module of its own: its loader, its reference and its
+export (`evolve best --export-format`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..harness.problem import Problem, ProblemError
+
+FORMATS = ("evolve", "gpumode", "kernelbench")
+
+
+def detect(target) -> str:
+    path = Path(target)
+    if path.is_file():
+        if path.suffix != ".py":
+            raise ProblemError(f"{target}: a problem is a folder (problem.toml or task.yml) or a KernelBench .py file")
+        return "kernelbench"
+    if not path.is_dir():
+        raise ProblemError(f"{target}: not a folder; a problem is a folder holding problem.toml and reference.py "
+                           f"(or a GPU MODE task.yml and reference.py, or a KernelBench .py file)")
+    if (path / "problem.toml").exists():
+        return "evolve"
+    if (path / "task.yml").exists() or (path / "task.yaml").exists():
+        return "gpumode"
+    raise ProblemError(f"{path / 'problem.toml'}: missing; see README, 'Problem folder' (a GPU MODE task folder "
+                       f"holds task.yml instead; `evolve init {target}` writes a new folder)")
+
+
+def load(target) -> Problem:
+    path = Path(target).resolve()
+    kind = detect(path)
+    if kind == "evolve":
+        from . import native
+
+        return native.load(path)
+    if kind == "gpumode":
+        from . import gpumode
+
+        return gpumode.load(path)
+    from . import kernelbench
+
+    return kernelbench.load(path)
+
+
+def reference_for(problem: Problem):
+    """The measurer's handle on the problem's code (imports it: only the measurer calls this)."""
+    if problem.format == "gpumode":
+        from .gpumode import GpuModeReference
+
+        return GpuModeReference(problem)
+    if problem.format == "kernelbench":
+        from .kernelbench import KernelBenchReference
+
+        return KernelBenchReference(problem)
+    from .native import NativeReference
+
+    return NativeReference(problem)

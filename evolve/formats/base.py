@@ -1,0 +1,142 @@
+"""The measurer's view of a problem's own code: make inputs, compute the reference, the format's own check.
+
+Only the measurer (harness/measurer.py), which never imports candidate code, builds one of these; the candidate sees
+nothing of it but the inputs. Inputs travel to the runner as a flat tuple of leaves (tensors and plain values); a
+format whose candidates take one structured argument (GPU MODE's `custom_kernel(data)`) sends the structure too, as
+a torch pytree spec, and the runner rebuilds it around the shared tensors.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+from ..harness.problem import Case, Problem
+
+
+class Inputs:
+    """One call's inputs: `leaves` (what is placed in shared memory or sent as values) and, where the candidate takes
+    the structure itself, `tree` (a serialized pytree spec) and `data` (the structure over these leaves)."""
+
+    def __init__(self, leaves: tuple, tree: str | None = None, data=None):
+        self.leaves, self.tree = tuple(leaves), tree
+        self.data = data if tree is not None else self.leaves
+
+    def clone(self, device=None) -> "Inputs":
+        leaves = tuple(t.to(device or t.device).clone() if isinstance(t, torch.Tensor) else t for t in self.leaves)
+        return Inputs(leaves, self.tree, unflatten(leaves, self.tree) if self.tree is not None else None)
+
+
+def flatten(data) -> tuple[tuple, str | None]:
+    """(leaves, tree): a tuple or list of tensors and plain values stays flat (tree None); anything nested keeps its
+    structure as a pytree spec."""
+    from torch.utils import _pytree as pytree
+
+    leaves, spec = pytree.tree_flatten(data)
+    return tuple(leaves), pytree.treespec_dumps(spec)
+
+
+def unflatten(leaves, tree: str):
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_unflatten(list(leaves), pytree.treespec_loads(tree))
+
+
+def as_tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def import_file(path: Path, name: str):
+    """Import a problem's own file (trusted: it is the problem, not a candidate) with its folder importable, as the
+    format's own harness would (GPU MODE references import `task` and `utils` beside them)."""
+    folder = str(path.parent)
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        if added:
+            sys.path.remove(folder)
+
+
+def nbytes(values) -> int:
+    return sum(t.numel() * t.element_size() for t in values if isinstance(t, torch.Tensor))
+
+
+def dtype_name(t) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+class Reference:
+    """The problem's functions, as the measurer calls them. Subclasses: one per format."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        self._profiles: dict = {}
+
+    # -- what every format provides ----------------------------------------------------------------------------------
+    def generate(self, case: Case, seed: int, device) -> Inputs:
+        raise NotImplementedError
+
+    def reference(self, inputs: Inputs, on_cpu: bool) -> tuple:
+        """The reference outputs (a flat tuple of tensors) for inputs the measurer keeps private; on_cpu computes on
+        a CPU copy where the format allows it (evolve's float64 references)."""
+        raise NotImplementedError
+
+    def check(self, inputs: Inputs, outputs: tuple, refs: tuple) -> str | None:
+        """The format's own verdict on outputs read back (a reason, or None when it passes), given the reference's
+        outputs for the same inputs; evolve's own metrics apply besides."""
+        return None
+
+    @property
+    def has_baseline(self) -> bool:
+        return False
+
+    def baseline(self, *leaves):
+        raise NotImplementedError
+
+    def baseline_for(self, sample: Inputs):
+        """The library op as a function of the leaves of inputs shaped like sample (timed eager and compiled)."""
+        return self.baseline
+
+    # -- the roofline -------------------------------------------------------------------------------------------------
+    def formula(self, name: str, case: Case):
+        """The problem's own bytes_moved/flops for the case, or None where the format has none."""
+        return None
+
+    def profile(self, case: Case, sample: Inputs | None = None) -> dict:
+        """bytes, flops and the dtype whose matmul rate bounds the case, from the formulas where the problem has
+        them, else counted from a sample's actual inputs and reference outputs (flops then 0: memory-bound)."""
+        if case.label in self._profiles:
+            return self._profiles[case.label]
+        moved, work = self.formula("bytes_moved", case), self.formula("flops", case)
+        dtype = case.dtype
+        if moved is None or dtype is None:
+            sample = sample or self.generate(case, 0, "cpu")
+            if moved is None:
+                moved = nbytes(sample.leaves) + sum(math.prod(shape) * torch.empty((), dtype=getattr(torch, d))
+                                                    .element_size() for shape, d in self.expects(case, sample))
+            if dtype is None:
+                floats = [t for t in sample.leaves if isinstance(t, torch.Tensor) and t.is_floating_point()]
+                dtype = dtype_name(floats[0]) if floats else "float32"
+        profile = {"bytes": int(moved), "flops": int(work or 0), "dtype": dtype}
+        self._profiles[case.label] = profile
+        return profile
+
+    # -- expected outputs ---------------------------------------------------------------------------------------------
+    def expects(self, case: Case, sample: Inputs) -> list:
+        """[(shape, dtype)] of each output, from the reference run once on a sample of the case (cached)."""
+        key = ("expects", case.label)
+        if key not in self._profiles:
+            refs = self.reference(sample.clone(), on_cpu=False)
+            self._profiles[key] = [(list(r.shape), self.problem.output_dtype(i, case, dtype_name(r)))
+                                   for i, r in enumerate(refs)]
+        return self._profiles[key]

@@ -1,0 +1,189 @@
+"""GPU MODE task folders, as they are: task.yml (`tests` and `benchmarks`, lists of keyword dicts with a `seed`) and
+reference.py (`generate_input(**case, seed)`, `ref_kernel(data)`, `check_implementation(data, output)`).
+
+A candidate is a GPU MODE submission, `custom_kernel(data)`, taking the generated structure itself; the runner
+rebuilds it around the shared tensors. The folder's own `check_implementation` judges every checked and every timed
+output, besides evolve's finiteness, shape, dtype and cosine checks. There are no dtype axis and no roofline formulas
+in the format: a case's bytes are counted from its actual inputs and outputs (memory-bound) unless reference.py
+defines `bytes_moved(**case)` and `flops(**case)` of its own.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import torch
+
+from ..harness.problem import Case, Problem, ProblemError
+from .base import Inputs, Reference, as_tuple, flatten, import_file, unflatten
+
+REQUIRED = ("ref_kernel", "generate_input", "check_implementation")
+# A submission may import the task's own type names (`from task import input_t, output_t`), nothing else of it.
+SUBMISSION_MODULES = ("task",)
+
+
+def _task_file(path: Path) -> Path:
+    return path / "task.yml" if (path / "task.yml").exists() else path / "task.yaml"
+
+
+def _cases(entries, key: str, where: Path) -> tuple[Case, ...]:
+    if not isinstance(entries, list) or not entries:
+        raise ProblemError(f"{where}: {key} must be a non-empty list of keyword dicts, e.g. - {{size: 1024, seed: 1}}")
+    cases = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ProblemError(f"{where}: {key} entry {i + 1} must be a mapping of keyword arguments")
+        seed = entry.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise ProblemError(f"{where}: {key} entry {i + 1}: seed = {seed!r} must be an integer")
+        params = []
+        for name, value in entry.items():
+            if name == "seed":
+                continue
+            if not isinstance(value, (bool, int, float, str)):
+                raise ProblemError(f"{where}: {key} entry {i + 1}: {name} = {value!r} must be a number, boolean or "
+                                   f"string")
+            params.append((str(name), value))
+        cases.append(Case(shape=(), dtype=None, params=tuple(params), seed=seed))
+    return tuple(cases)
+
+
+def _size(case: Case) -> float:
+    return math.prod(v for _, v in case.params if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+
+
+def _defined(tree: ast.Module) -> set:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.ImportFrom, ast.Import)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def load(path: Path) -> Problem:
+    import yaml
+
+    task = _task_file(path)
+    try:
+        raw = yaml.safe_load(task.read_text())
+    except yaml.YAMLError as exc:
+        raise ProblemError(f"{task}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ProblemError(f"{task}: must be a mapping with tests and benchmarks")
+    for key in ("tests", "benchmarks"):
+        if key not in raw:
+            raise ProblemError(f"{task}: missing field {key!r} (a list of keyword dicts with a seed)")
+    reference = path / "reference.py"
+    if not reference.exists():
+        raise ProblemError(f"{reference}: missing; it must define {', '.join(REQUIRED)}")
+    try:
+        tree = ast.parse(reference.read_text(), filename=str(reference))
+    except SyntaxError as exc:
+        raise ProblemError(f"{reference}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    missing = [name for name in REQUIRED if name not in _defined(tree)]
+    if missing:
+        raise ProblemError(f"{reference}: missing {', '.join(missing)} (a GPU MODE reference defines "
+                           f"{', '.join(REQUIRED)})")
+    tests = _cases(raw["tests"], "tests", task)
+    benchmarks = _cases(raw["benchmarks"], "benchmarks", task)
+    description = str(raw.get("description", "") or "").strip()
+    return Problem(
+        name=path.name,
+        description=description or f"The GPU MODE task in {path.name}: match ref_kernel in reference.py.",
+        path=path,
+        dtypes=(),
+        seeds=(0, 1, 2),  # mixed with each case's own seed and the evaluation's secret
+        tolerance={},
+        tests=tests,
+        benchmarks=benchmarks,
+        cpu_benchmarks=(min(tests, key=_size),),  # the smallest test: the interpreter runs it
+        forbid_calls=(),
+        forbid_modules=("reference", "eval", "utils"),
+        format="gpumode",
+        reference_path=reference,
+        call="data",
+        contract=("This is a GPU MODE task: define `custom_kernel(data)`, where `data` is exactly what reference.py's "
+                  "`generate_input` returns, and return what `ref_kernel(data)` returns (same structure, shapes and "
+                  "dtypes, new memory). `from task import input_t, output_t` is allowed."),
+        extra={"allow_modules": SUBMISSION_MODULES, "beside": ["task.py"]},
+    )
+
+
+class GpuModeReference(Reference):
+    def __init__(self, problem: Problem):
+        super().__init__(problem)
+        self.module = import_file(problem.reference_path, "reference")
+        self.out_trees: dict = {}
+
+    def generate(self, case, seed, device):
+        data = self.module.generate_input(**dict(case.params), seed=seed)
+        leaves, tree = flatten(data)
+        leaves = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in leaves)
+        return Inputs(leaves, tree, unflatten(leaves, tree))
+
+    def _run(self, inputs: Inputs):
+        out = self.module.ref_kernel(inputs.clone().data)
+        leaves, tree = flatten(out)
+        return leaves, tree
+
+    def reference(self, inputs, on_cpu):
+        leaves, tree = self._run(inputs)  # on the inputs' own device: a GPU MODE reference is written for it
+        self.out_trees[inputs.tree] = tree
+        return tuple(leaves)
+
+    def check(self, inputs, outputs, refs):
+        tree = self.out_trees.get(inputs.tree)
+        if tree is None:
+            tree = self._run(inputs)[1]
+            self.out_trees[inputs.tree] = tree
+        device = next((t.device for t in inputs.leaves if isinstance(t, torch.Tensor)), None)
+        output = unflatten([o.to(device) if device is not None else o for o in outputs], tree)
+        verdict = self.module.check_implementation(inputs.clone().data, output)
+        return _reason(verdict)
+
+    @property
+    def has_baseline(self):
+        return True
+
+    def baseline_for(self, sample):
+        ref_kernel, tree = self.module.ref_kernel, sample.tree
+
+        def baseline(*leaves):
+            return ref_kernel(unflatten(leaves, tree))
+
+        return baseline
+
+    def formula(self, name, case):
+        function = getattr(self.module, name, None)
+        return function(**dict(case.params)) if callable(function) else None
+
+
+def _reason(verdict) -> str | None:
+    """check_implementation's answer in any of the shapes GPU MODE references use: (ok, message), a bool, or a
+    message that is empty on success."""
+    if isinstance(verdict, tuple) and len(verdict) == 2:
+        ok, message = verdict
+        return None if ok else f"check_implementation: {str(message).strip()[:300] or 'mismatch'}"
+    if isinstance(verdict, bool):
+        return None if verdict else "check_implementation: mismatch"
+    if isinstance(verdict, str):
+        return f"check_implementation: {verdict.strip()[:300]}" if verdict.strip() else None
+    if verdict is None:
+        return None
+    return f"check_implementation returned {type(verdict).__name__}, not (ok, message)"
+
+
+def export(source: str, problem: Problem) -> str:
+    """A GPU MODE submission: custom_kernel(data). A kernel evolved on a GPU MODE task is one already; an evolve
+    kernel (custom_kernel(*inputs)) gets a wrapper that unpacks a tuple `data`."""
+    if problem.format == "gpumode":
+        return source
+    return (source.rstrip() + "\n\n\n_evolve_custom_kernel = custom_kernel\n\n\n"
+            "def custom_kernel(data):\n"
+            "    \"\"\"GPU MODE's entry point: data is the tuple generate_input returns.\"\"\"\n"
+            "    return _evolve_custom_kernel(*(data if isinstance(data, (tuple, list)) else (data,)))\n")
