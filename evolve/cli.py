@@ -174,18 +174,23 @@ def _open_archive(db, must_exist=True):
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir):
-    """Evolve kernels for PROBLEM unattended; every proposal and verdict goes to the archive (--db).
+    """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
+    unattended; every proposal and verdict goes to the archive (--db).
 
     Stops at --target, --max-candidates, --budget, --max-cost or after --stagnation candidates without
     improvement, and says which. Ctrl-C stops cleanly; --resume continues.
     """
     from .archive import ArchiveError
     from .config import CPU_BUDGET_S, LLMConfig, RunConfig, SearchConfig, format_duration
-    from .harness import EvalOptions, ProblemError
+    from .harness import EvalOptions, ProblemError, load_problem
     from .progress import Progress
     from .proposer import LLMProposer, check_models, default_prompts
     from .search import Search
 
+    try:
+        loaded = load_problem(problem)
+    except ProblemError as exc:
+        _fail(str(exc))
     specs, budget_s = tuple(models), budget
     if specs and not any(m.weight > 0 for m in specs):
         _fail("every model has weight 0; give at least one a positive weight")
@@ -223,6 +228,11 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                            timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
                            concurrency=config.llm.concurrency, rng=random.Random(config.seed)) if specs else None
     archive = _open_archive(db, must_exist=resume)
+    if not specs:
+        if not loaded.seed_files() and archive.best(loaded.name) is None:
+            _fail(f"{problem} has no seed kernels (seeds/*.py) and the archive no correct kernel for it, so the "
+                  f"embedded default has nothing to tune: give a model (--model ...), which writes the first "
+                  f"kernels itself, or add a seed")
     try:
         with Progress(config, archive) as progress:
             summary = Search(config, archive, proposer, on_event=progress).run()
@@ -291,18 +301,27 @@ def status_command(db):
 @click.argument("problem", type=click.Path(exists=True))
 @_db_option
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), help="Write the kernel's source here.")
+@click.option("--export-format", type=click.Choice(["evolve", "gpumode", "kernelbench"]), default="evolve",
+              show_default=True,
+              help="evolve: the source as archived; gpumode: a submission with custom_kernel(data); kernelbench: the "
+                   "source plus a ModelNew (KernelBench problems only).")
 @click.option("--no-verify", is_flag=True, help="Skip re-running the ladder on the best kernel before exporting.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where the re-verification runs.")
-def best_command(problem, db, export_path, no_verify, device):
+def best_command(problem, db, export_path, export_format, no_verify, device):
     """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder."""
+    from .formats import export
     from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .render import ladder_lines, shape_table
 
     try:
-        name = load_problem(problem).name
+        loaded = load_problem(problem)
     except ProblemError as exc:
         _fail(str(exc))
+    name = loaded.name
+    if export_format == "kernelbench" and loaded.format != "kernelbench":
+        _fail(f"--export-format kernelbench needs a KernelBench problem (a .py file with class Model); {problem} is "
+              f"a{'n evolve' if loaded.format == 'evolve' else ' GPU MODE'} problem")
     if export_path and not Path(export_path).resolve().parent.is_dir():
         _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     archive = _open_archive(db)
@@ -323,8 +342,9 @@ def best_command(problem, db, export_path, no_verify, device):
         if not verdict.ok:
             _fail("the archived best no longer passes the ladder; not exported", 1)
     if export_path:
-        Path(export_path).write_text(best.source)
-        click.echo(f"written to {export_path}")
+        Path(export_path).write_text(export(best.source, loaded, export_format))
+        click.echo(f"written to {export_path}" + (f" as a {export_format} submission" if export_format != "evolve"
+                                                   else ""))
 
 
 @cli.command("show")
@@ -363,6 +383,43 @@ def show_command(candidate_id, db, prompt):
         click.echo(c.prompt or "(none)")
         click.echo("--- reply ---")
         click.echo(c.reply or "(none)")
+
+
+@cli.command("init")
+@click.argument("folder", type=click.Path(file_okay=False))
+def init_command(folder):
+    """Write a new problem folder FOLDER (problem.toml, reference.py, notes.md, a seed and a wrong solution), every
+    field commented and every part to fill marked TODO; `evolve check-problem FOLDER` then says what is left."""
+    from .problems import init_problem
+
+    try:
+        written = init_problem(folder)
+    except (FileExistsError, ValueError) as exc:
+        _fail(str(exc))
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(f"next: replace every TODO, then `evolve check-problem {folder}`")
+
+
+@cli.command("check-problem")
+@click.argument("problem", type=click.Path(exists=True))
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where the seeds and solutions are evaluated.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              help="Wall-clock limit in seconds for each kernel's evaluation.")
+def check_problem_command(problem, device, timeout_s):
+    """Validate PROBLEM (any format): it loads, no TODO is left, the reference runs and its generator depends on
+    its seed, every seed and correct solution passes in every dtype, and every wrong solution fails at the rung
+    its first line names. Prints one line per fault and exits 2 if there is any; writes nothing."""
+    from .problems import check_problem
+
+    faults = check_problem(problem, device=device, timeout_s=timeout_s,
+                           progress=lambda line: click.echo(f"  {line}", err=True))
+    for fault in faults:
+        click.echo(fault)
+    if faults:
+        sys.exit(2)
+    click.echo(f"{problem}: no fault found")
 
 
 def main():

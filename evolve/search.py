@@ -172,7 +172,9 @@ class Search:
                                correctness=correctness.reason if correctness else None)
 
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
-                              contract=candidate_language.prompt_contract(self.problem.forbid_calls))
+                              contract="\n".join(filter(None, [
+                                  candidate_language.prompt_contract(self.problem.forbid_calls),
+                                  self.problem.contract])))
         best = self.best and self.archive.verdict(self.best.id)
         device = (best and best.device) or "unknown"
         return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,

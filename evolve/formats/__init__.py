@@ -59,3 +59,18 @@ def reference_for(problem: Problem):
     from .native import NativeReference
 
     return NativeReference(problem)
+
+
+def export(source: str, problem: Problem, fmt: str) -> str:
+    """A kernel's source as a submission in another format (`evolve best --export-format`)."""
+    if fmt == "evolve":
+        return source
+    if fmt == "gpumode":
+        from .gpumode import export as to_gpumode
+
+        return to_gpumode(source, problem)
+    if fmt == "kernelbench":
+        from .kernelbench import export as to_kernelbench
+
+        return to_kernelbench(source, problem)
+    raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -1,0 +1,181 @@
+"""`evolve init` (a new problem folder, every field commented) and `evolve check-problem` (is a problem sound?).
+
+check-problem runs the problem's own code as the harness would, then the ladder on its kernels, and reports each
+fault as one line naming the file and what to do. It writes nothing into the problem.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
+# scaffold file -> where it goes in the new folder
+LAYOUT = {"problem.toml": "problem.toml", "reference.py": "reference.py", "notes.md": "notes.md",
+          "seed.py": "seeds/seed.py", "wrong_tail.py": "solutions/wrong/wrong_tail.py"}
+EXPECT = re.compile(r"#\s*expect:\s*(ok|(load|compile|run|correctness|benchmark|roofline):\s*(.+))\s*$")
+
+
+def init_problem(folder) -> list[Path]:
+    """Write a new problem folder from the scaffold; refuses a folder that exists and is not empty."""
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise FileExistsError(f"{folder} exists and is not an empty folder: nothing written")
+    name = folder.resolve().name
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", name):
+        raise ValueError(f"{name!r}: a problem's name (its folder's name) takes letters, digits, '_' and '-'")
+    written = []
+    for source, target in LAYOUT.items():
+        path = folder / target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text((SCAFFOLD / source).read_text().replace("{{name}}", name).replace("{{folder}}", str(folder)))
+        written.append(path)
+    (folder / "solutions" / "correct").mkdir(parents=True, exist_ok=True)
+    return written
+
+
+def expectation(path: Path) -> tuple[str | None, str | None] | None:
+    """(rung, reason fragment) a solution's first line expects, (None, None) for ok, None when it says nothing."""
+    lines = path.read_text().splitlines()
+    match = EXPECT.match(lines[0]) if lines else None
+    if not match:
+        return None
+    if match.group(1) == "ok":
+        return None, None
+    return match.group(2), match.group(3).strip().lower()
+
+
+def _todos(problem) -> list[str]:
+    faults = []
+    root = problem.folder
+    files = [problem.reference_path] + ([problem.path / "problem.toml", problem.path / "notes.md"]
+                                        if problem.format == "evolve" else [])
+    files += problem.seed_files() + problem.solution_files("correct") + problem.solution_files("wrong")
+    for path in files:
+        if not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if "TODO" in line:
+                faults.append(f"{path.relative_to(root)}:{number}: TODO left: {line.strip()[:100]}")
+                break
+    return faults
+
+
+def _same(a, b) -> bool:
+    import torch
+
+    if len(a.leaves) != len(b.leaves):
+        return False
+    for x, y in zip(a.leaves, b.leaves):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _reference_faults(problem) -> list[str]:
+    """Run the problem's own functions on every test case: they run, the generator depends on its seed, the
+    reference's outputs are finite and as many as declared, the roofline formulas give numbers."""
+    import math
+
+    import torch
+
+    from .formats import reference_for
+
+    where = problem.reference_path.name
+    try:
+        ref = reference_for(problem)
+    except Exception as exc:  # noqa: BLE001 - the problem's own code, reported
+        return [f"{where}: importing it raised {type(exc).__name__}: {exc}"[:300]]
+    faults = []
+    for case in problem.tests:
+        try:
+            first, second = ref.generate(case, 1, "cpu"), ref.generate(case, 2, "cpu")
+        except Exception as exc:  # noqa: BLE001
+            faults.append(f"{where}: generate_input raised on {case.label}: {type(exc).__name__}: {exc}"[:300])
+            continue
+        if _same(first, second):
+            faults.append(f"{where}: generate_input ignores its seed: seeds 1 and 2 give the same input for "
+                          f"{case.label}")
+        try:
+            outs = ref.reference(first, on_cpu=True)
+        except Exception as exc:  # noqa: BLE001
+            faults.append(f"{where}: ref_kernel raised on {case.label}: {type(exc).__name__}: {exc}"[:300])
+            continue
+        if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
+            faults.append(f"{where}: ref_kernel must return a tensor or a tuple of tensors ({case.label})")
+            continue
+        if not all(bool(torch.isfinite(o).all()) for o in outs if o.is_floating_point()):
+            faults.append(f"{where}: ref_kernel gives NaN or Inf on {case.label}: the inputs or the reference are "
+                          f"not what a kernel can match")
+        if problem.output_dtypes is not None and len(problem.output_dtypes) != len(outs):
+            faults.append(f"problem.toml: output_dtypes names {len(problem.output_dtypes)} output(s), ref_kernel "
+                          f"returns {len(outs)} ({case.label})")
+    for case in problem.benchmarks + problem.cpu_benchmarks:
+        for name in ("bytes_moved", "flops"):
+            try:
+                value = ref.formula(name, case)
+            except Exception as exc:  # noqa: BLE001
+                faults.append(f"{where}: {name} raised on {case.label}: {type(exc).__name__}: {exc}"[:300])
+                continue
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                      or not math.isfinite(value) or value < 0):
+                faults.append(f"{where}: {name} must return a number >= 0, gave {value!r} for {case.label}")
+    first: dict = {}  # one line per kind of fault: the first case that shows it
+    for fault in faults:
+        first.setdefault(re.sub(r" on .*?:", ":", fault, count=1), fault)
+    return list(first.values())
+
+
+def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progress=None) -> list[str]:
+    """Every fault of a problem, one line each; an empty list means it is sound. progress(line) hears each step."""
+    from .harness import EvalOptions, ProblemError, evaluate, load_problem
+
+    say = progress or (lambda line: None)
+    try:
+        problem = load_problem(target)
+    except ProblemError as exc:
+        return [str(exc)]
+    faults = _todos(problem)
+    say(f"{problem.name}: running the reference on {len(problem.tests)} test case(s)")
+    faults += _reference_faults(problem)
+    if faults:
+        return faults  # the kernels' verdicts mean nothing while the problem itself is broken
+    root = problem.folder
+    seeds = problem.seed_files()
+    if problem.format == "evolve" and not seeds:
+        faults.append("seeds/: no seed kernel; add one honest, simple, correct kernel")
+    wrong = problem.solution_files("wrong")
+    if problem.format == "evolve" and not wrong:
+        faults.append("solutions/wrong/: empty; add kernels wrong in the ways this op invites, so the tolerances "
+                      "are seen to reject them")
+    with tempfile.TemporaryDirectory(prefix="evolve-check-") as cache:
+        options = EvalOptions(device=device, timeout_s=timeout_s, cache_dir=cache)
+        for path in seeds + problem.solution_files("correct") + wrong:
+            name = str(path.relative_to(root))
+            expected = (None, None) if path.parent.name in ("seeds", "correct") else expectation(path)
+            say(f"{name}: evaluating")
+            verdict = evaluate(path, problem.path, options)
+            failed = next((r for r in verdict.rungs if r.failed), None)
+            if expected == (None, None):
+                if not verdict.ok:
+                    rung = f"{failed.name}: {failed.reason}" if failed else "no rung failed, yet it did not pass"
+                    faults.append(f"{name}: must pass and fails at {rung}"[:400])
+                continue
+            if verdict.ok or failed is None:
+                faults.append(f"{name}: passes every rung: the tests or tolerances admit a known-wrong kernel")
+                continue
+            if expected is None:
+                faults.append(f"{name}: first line must say '# expect: <rung>: <reason fragment>' (it failed at "
+                              f"{failed.name}: {failed.reason})"[:400])
+                continue
+            rung, fragment = expected
+            if failed.name != rung or fragment not in (failed.reason or "").lower():
+                faults.append(f"{name}: expected to fail at {rung} ({fragment!r}), failed at {failed.name}: "
+                              f"{failed.reason}"[:400])
+    return faults
+
