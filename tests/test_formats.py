@@ -1,0 +1,173 @@
+"""The formats people already use: GPU MODE task folders and KernelBench files, as they are, through `evolve eval`,
+`evolve run` (a scripted model over real HTTP) and `evolve best --export-format`, whose output passes the format's
+own check."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evolve.formats import detect
+from evolve.harness import EvalOptions, ProblemError, evaluate, load_problem
+from llm_server import ScriptedLLM
+from test_run import env, evolve, fenced, rows
+
+ROOT = Path(__file__).resolve().parents[1]
+GPUMODE = ROOT / "tests" / "data" / "gpumode_vectoradd"
+KERNELBENCH = ROOT / "tests" / "data" / "kernelbench"
+
+
+def failure(verdict):
+    return next(((r.name, r.reason) for r in verdict.rungs if r.failed), None)
+
+
+# -- loading --------------------------------------------------------------------------------------------------------
+def test_formats_are_told_apart(softmax_dir):
+    assert detect(softmax_dir) == "evolve"
+    assert detect(GPUMODE) == "gpumode"
+    assert detect(KERNELBENCH / "19_ReLU.py") == "kernelbench"
+
+
+def test_gpumode_task_loads_as_it_is():
+    p = load_problem(GPUMODE)
+    assert p.format == "gpumode" and p.call == "data" and p.name == "gpumode_vectoradd"
+    assert [c.label for c in p.tests] == ["size=7", "size=33", "size=100"]
+    assert [c.seed for c in p.tests] == [4242, 5236, 1001]  # the task's own seeds, mixed with the secret later
+    assert [c.label for c in p.cpu_benchmarks] == ["size=7"]  # the smallest test
+    assert "Add two float16 matrices" in p.description and "custom_kernel(data)" in p.contract
+
+
+def test_kernelbench_file_loads_as_it_is():
+    p = load_problem(KERNELBENCH / "scale_shift_relu.py")
+    assert p.format == "kernelbench" and p.name == "scale_shift_relu"
+    assert [c.label for c in p.tests] == ["default"] and p.benchmarks == p.tests
+    assert "class Model" in p.description and "named_parameters()" in p.contract
+
+
+def test_malformed_foreign_problems_name_the_file(tmp_path):
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "task.yml").write_text("tests: [{size: 3, seed: 1}]\n")
+    with pytest.raises(ProblemError, match="task.yml: missing field 'benchmarks'"):
+        load_problem(task)
+    (task / "task.yml").write_text("tests: [{size: 3, seed: 1}]\nbenchmarks: [{size: 9, seed: x}]\n")
+    (task / "reference.py").write_text("def ref_kernel(data):\n    return data\n")
+    with pytest.raises(ProblemError, match="reference.py: missing generate_input, check_implementation"):
+        load_problem(task)
+    bench = tmp_path / "bench.py"
+    bench.write_text("class Model:\n    pass\n")
+    with pytest.raises(ProblemError, match="bench.py: missing get_inputs, get_init_inputs"):
+        load_problem(bench)
+    with pytest.raises(ProblemError, match="problem.toml: missing"):
+        load_problem(tmp_path)
+
+
+# -- the ladder on foreign problems ------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("name, expected", [
+    ("add", None),  # imports the task's own type names, takes data
+    # the element never written holds whatever the runner's memory held: NaN, or a number the task's check refuses
+    ("off_by_one", ("correctness", ("not finite", "check_implementation: mismatch"))),
+    ("subtle", ("correctness", ("check_implementation",))),  # cosine passes: only the task's own check sees it
+])
+def test_gpumode_submissions(name, expected, cache_dir):
+    verdict = evaluate(GPUMODE / "submissions" / f"{name}.py", GPUMODE, EvalOptions(cache_dir=cache_dir))
+    if expected is None:
+        assert verdict.ok, failure(verdict)
+        assert verdict.rung("correctness").metrics["checks"] == 9  # 3 cases x 3 seeds
+        return
+    rung, reason = failure(verdict)
+    assert rung == expected[0] and any(fragment in reason for fragment in expected[1]), (rung, reason)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel, problem, expected", [
+    ("relu", "19_ReLU.py", None),
+    ("scale_shift_relu", "scale_shift_relu.py", None),  # x, then the parameter, then the buffer
+    ("scale_without_shift", "scale_shift_relu.py", "cosine"),
+])
+def test_kernelbench_kernels(kernel, problem, expected, cache_dir):
+    verdict = evaluate(KERNELBENCH / "kernels" / f"{kernel}.py", KERNELBENCH / problem,
+                       EvalOptions(cache_dir=cache_dir))
+    if expected is None:
+        assert verdict.ok, failure(verdict)
+        return
+    assert failure(verdict)[0] == "correctness" and expected in failure(verdict)[1]
+
+
+# -- run, best, export, and the format's own check ------------------------------------------------------------------
+def _run_and_export(tmp_path, problem, kernel_source, export_format):
+    db = tmp_path / "f.db"
+    with ScriptedLLM() as llm:
+        llm.enqueue(fenced(kernel_source))
+        result = evolve("run", problem, "--db", db, "--model", "openai/scripted", "--api-base", llm.url,
+                        "--max-candidates", 1, "--device", "cpu", "--tune-share", 0, "--concurrency", 1)
+        prompt = llm.requests[0]["messages"]
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    cands = rows(db, "select * from candidates")
+    assert len(cands) == 1 and cands[0]["ok"], cands
+    exported = tmp_path / "submission.py"
+    best = evolve("best", problem, "--db", db, "--export", exported, "--export-format", export_format,
+                  "--no-verify")
+    assert best.returncode == 0, best.stderr[-2000:]
+    return exported, " ".join(str(m["content"]) for m in prompt)
+
+
+def _interpreted(script: str, cwd: Path):
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=cwd, timeout=600,
+                          env=env(TRITON_INTERPRET="1"))
+
+
+@pytest.mark.slow
+def test_gpumode_run_and_export_pass_the_tasks_own_check(tmp_path):
+    source = (GPUMODE / "submissions" / "add.py").read_text()
+    exported, prompt = _run_and_export(tmp_path, GPUMODE, source, "gpumode")
+    assert "custom_kernel(data)" in prompt and "Add two float16 matrices" in prompt
+    # GPU MODE's own evaluation, as its eval.py does it: generate, call the submission, check_implementation.
+    check = _interpreted(
+        "import sys\n"
+        f"sys.path[:0] = [{str(GPUMODE)!r}, {str(exported.parent)!r}]\n"
+        "from reference import generate_input, check_implementation\n"
+        "from submission import custom_kernel\n"
+        "for size, seed in ((7, 1), (100, 2)):\n"
+        "    data = generate_input(size=size, seed=seed)\n"
+        "    ok, message = check_implementation(data, custom_kernel(data))\n"
+        "    assert ok, message\n"
+        "print('passed')\n", tmp_path)
+    assert check.returncode == 0 and "passed" in check.stdout, check.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_kernelbench_run_and_export_pass_kernelbenchs_own_check(tmp_path):
+    problem = KERNELBENCH / "scale_shift_relu.py"
+    source = (KERNELBENCH / "kernels" / "scale_shift_relu.py").read_text()
+    exported, prompt = _run_and_export(tmp_path, problem, source, "kernelbench")
+    assert "named_parameters()" in prompt and "class Model" in prompt
+    text = exported.read_text()
+    assert "class ModelNew" in text and "class Model(" in text
+    # KernelBench's own check: seed, build Model; seed, build ModelNew; same inputs; allclose(atol=rtol=1e-2).
+    check = _interpreted(
+        "import importlib.util, torch\n"
+        f"spec = importlib.util.spec_from_file_location('submission', {str(exported)!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "for seed in (0, 1):\n"
+        "    torch.manual_seed(seed); ref = m.Model(*m.get_init_inputs())\n"
+        "    torch.manual_seed(seed); new = m.ModelNew(*m.get_init_inputs())\n"
+        "    inputs = m.get_inputs()\n"
+        "    with torch.no_grad():\n"
+        "        assert torch.allclose(ref(*inputs), new(*inputs), atol=1e-2, rtol=1e-2)\n"
+        "print('passed')\n", tmp_path)
+    assert check.returncode == 0 and "passed" in check.stdout, check.stderr[-3000:]
+
+
+def test_export_formats(softmax_dir):
+    from evolve.formats import export
+
+    native = load_problem(softmax_dir)
+    wrapped = export("def custom_kernel(x):\n    return x\n", native, "gpumode")
+    namespace: dict = {}
+    exec(compile(wrapped, "submission", "exec"), namespace)  # noqa: S102 - our own generated wrapper
+    assert namespace["custom_kernel"]((5,)) == 5  # GPU MODE passes the data tuple as one argument
+    with pytest.raises(ProblemError, match="not a KernelBench problem"):
+        export("def custom_kernel(x):\n    return x\n", native, "kernelbench")
+    assert export("src", native, "evolve") == "src"
