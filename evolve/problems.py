@@ -91,44 +91,45 @@ def _reference_faults(problem) -> list[str]:
         ref = reference_for(problem)
     except Exception as exc:  # noqa: BLE001 - the problem's own code, reported
         return [f"{where}: importing it raised {type(exc).__name__}: {exc}"[:300]]
-    faults = []
+    faults: dict = {}  # one line per kind of fault: the first case that shows it
+
+    def fault(kind: str, message: str) -> None:
+        faults.setdefault(kind, message[:300])
+
     for case in problem.tests:
         try:
             first, second = ref.generate(case, 1, "cpu"), ref.generate(case, 2, "cpu")
         except Exception as exc:  # noqa: BLE001
-            faults.append(f"{where}: generate_input raised on {case.label}: {type(exc).__name__}: {exc}"[:300])
+            fault("generate", f"{where}: generate_input raised on {case.label}: {type(exc).__name__}: {exc}")
             continue
         if _same(first, second):
-            faults.append(f"{where}: generate_input ignores its seed: seeds 1 and 2 give the same input for "
-                          f"{case.label}")
+            fault("seed", f"{where}: generate_input ignores its seed: seeds 1 and 2 give the same input for "
+                  f"{case.label}")
         try:
             outs = ref.reference(first, on_cpu=True)
         except Exception as exc:  # noqa: BLE001
-            faults.append(f"{where}: ref_kernel raised on {case.label}: {type(exc).__name__}: {exc}"[:300])
+            fault("reference", f"{where}: ref_kernel raised on {case.label}: {type(exc).__name__}: {exc}")
             continue
         if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
-            faults.append(f"{where}: ref_kernel must return a tensor or a tuple of tensors ({case.label})")
+            fault("returns", f"{where}: ref_kernel must return a tensor or a tuple of tensors ({case.label})")
             continue
         if not all(bool(torch.isfinite(o).all()) for o in outs if o.is_floating_point()):
-            faults.append(f"{where}: ref_kernel gives NaN or Inf on {case.label}: the inputs or the reference are "
-                          f"not what a kernel can match")
+            fault("finite", f"{where}: ref_kernel gives NaN or Inf on {case.label}: the inputs or the reference "
+                  f"are not what a kernel can match")
         if problem.output_dtypes is not None and len(problem.output_dtypes) != len(outs):
-            faults.append(f"problem.toml: output_dtypes names {len(problem.output_dtypes)} output(s), ref_kernel "
-                          f"returns {len(outs)} ({case.label})")
+            fault("outputs", f"problem.toml: output_dtypes names {len(problem.output_dtypes)} output(s), "
+                  f"ref_kernel returns {len(outs)} ({case.label})")
     for case in problem.benchmarks + problem.cpu_benchmarks:
         for name in ("bytes_moved", "flops"):
             try:
                 value = ref.formula(name, case)
             except Exception as exc:  # noqa: BLE001
-                faults.append(f"{where}: {name} raised on {case.label}: {type(exc).__name__}: {exc}"[:300])
+                fault(name, f"{where}: {name} raised on {case.label}: {type(exc).__name__}: {exc}")
                 continue
             if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
                                       or not math.isfinite(value) or value < 0):
-                faults.append(f"{where}: {name} must return a number >= 0, gave {value!r} for {case.label}")
-    first: dict = {}  # one line per kind of fault: the first case that shows it
-    for fault in faults:
-        first.setdefault(re.sub(r" on .*?:", ":", fault, count=1), fault)
-    return list(first.values())
+                fault(name, f"{where}: {name} must return a number >= 0, gave {value!r} for {case.label}")
+    return list(faults.values())
 
 
 def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progress=None) -> list[str]:
