@@ -21,7 +21,7 @@ import torch
 import triton.testing
 
 from evolve.harness import EvalOptions, evaluate
-from evolve.harness.problem import load_problem
+from evolve.harness import load_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 

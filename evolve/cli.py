@@ -310,7 +310,7 @@ def status_command(db):
               help="Where the re-verification runs.")
 def best_command(problem, db, export_path, export_format, no_verify, device):
     """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder."""
-    from .formats import export
+    from .harness.formats import export
     from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .render import ladder_lines, shape_table
 

@@ -84,7 +84,7 @@ def _reference_faults(problem) -> list[str]:
 
     import torch
 
-    from .formats import reference_for
+    from .harness.formats import reference_for
 
     where = problem.reference_path.name
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.formats import detect
+from evolve.harness.formats import detect
 from evolve.harness import EvalOptions, ProblemError, evaluate, load_problem
 from llm_server import ScriptedLLM
 from test_run import env, evolve, fenced, rows
@@ -161,7 +161,7 @@ def test_kernelbench_run_and_export_pass_kernelbenchs_own_check(tmp_path):
 
 
 def test_export_formats(softmax_dir):
-    from evolve.formats import export
+    from evolve.harness.formats import export
 
     native = load_problem(softmax_dir)
     wrapped = export("def custom_kernel(x):\n    return x\n", native, "gpumode")

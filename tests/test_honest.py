@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evolve.harness import evaluate
-from evolve.harness.problem import load_problem
+from evolve.harness import load_problem
 from evolve.harness.static_check import screen
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -70,3 +70,43 @@ def test_reference_syntax_error(broken):
     (broken / "reference.py").write_text("def generate_input(:\n")
     with pytest.raises(ProblemError, match="syntax error"):
         load_problem(broken)
+
+
+def test_every_shipped_problem_loads():
+    names = {p.name for p in (ROOT / "problems").iterdir() if p.is_dir()}
+    for name in names:
+        problem = load_problem(ROOT / "problems" / name)
+        assert problem.name == name and problem.format == "evolve"
+        assert problem.tests and problem.benchmarks and problem.cpu_benchmarks and problem.forbid_calls
+        assert problem.notes and problem.seed_files()
+
+
+def test_case_params_and_output_dtypes(broken):
+    toml = broken / "problem.toml"
+    text = toml.read_text().replace("shape = { M = 1, N = 7 }", "shape = { M = 1, N = 7 }\nparams = { causal = true }")
+    toml.write_text(text.replace('seeds = [1, 2, 3]', 'seeds = [1, 2, 3]\noutput_dtypes = ["input", "int64"]'))
+    p = load_problem(broken)
+    case = p.tests[0]
+    assert case.kwargs == {"M": 1, "N": 7, "causal": True, "dtype": "float32"}
+    assert case.label == "fp32 1x7 causal=True"
+    assert p.output_dtype(0, case, "float64") == "float32" and p.output_dtype(1, case, "float64") == "int64"
+    assert p.tolerance_for(case, "int64").rtol == 0  # integers are compared exactly
+    assert p.tolerance_for(case, "float32") == p.tolerance["float32"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("shape = { M = 1, N = 7 }", "shape = { M = 1, N = 7 }\nparams = { causal = [1] }"),
+     "params.causal = \\[1\\] must be a boolean, number or string"),
+    (("shape = { M = 1, N = 7 }", "shape = { M = 1, N = 7 }\nparams = { M = 2 }"), "params.M clashes"),
+    (("seeds = [1, 2, 3]", 'seeds = [1, 2, 3]\noutput_dtypes = ["complex64"]'), "output_dtypes names 'complex64'"),
+    (("shape = { M = 1, N = 7 }", "shape = { M = 1, N = 7 }\nsize = 3"), "unknown key\\(s\\) size"),
+    (("rtol = 1e-4", "rtol = -1.0"), "needs rtol >= 0"),
+    (("seeds = [1, 2, 3]", "seeds = []"), "seeds must be a list of at least one integer"),
+])
+def test_malformed_fields_name_the_field(broken, edit, message):
+    toml = broken / "problem.toml"
+    text = toml.read_text()
+    assert edit[0] in text
+    toml.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(ProblemError, match=message):
+        load_problem(broken)

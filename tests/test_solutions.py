@@ -1,4 +1,5 @@
-"""Every file in problems/*/solutions/ is a test of the checker: its first line says the verdict it must get."""
+"""Every problem's seeds pass the whole ladder under the CPU interpreter, and every file in problems/*/solutions/ is a
+test of the checker: its first line says the verdict it must get."""
 import re
 from pathlib import Path
 
@@ -13,6 +14,24 @@ EXPECT = re.compile(r"#\s*expect:\s*(ok|(load|compile|run|correctness|benchmark|
 def solution_files():
     files = sorted(ROOT.glob("problems/*/solutions/*/*.py"))
     return [pytest.param(f, id=f"{f.parents[2].name}/{f.parent.name}/{f.stem}") for f in files]
+
+
+def seed_files():
+    files = sorted(ROOT.glob("problems/*/seeds/*.py"))
+    return [pytest.param(f, id=f"{f.parents[1].name}/seeds/{f.stem}") for f in files]
+
+
+def test_every_problem_has_a_seed_and_wrong_solutions():
+    for folder in sorted(p for p in (ROOT / "problems").iterdir() if p.is_dir()):
+        assert list((folder / "seeds").glob("*.py")), f"{folder.name} has no seed"
+        assert list((folder / "solutions" / "wrong").glob("*.py")), f"{folder.name} has no wrong solution"
+
+
+@pytest.mark.parametrize("path", seed_files())
+def test_seed_passes(path, cache_dir):
+    verdict = evaluate(path, path.parents[1], EvalOptions(cache_dir=cache_dir))
+    assert verdict.ok, [f"{r.name}: {r.reason}" for r in verdict.rungs if r.failed]
+    assert verdict.rung("correctness").status == "ok"
 
 
 def expectation(path: Path):

@@ -186,7 +186,7 @@ def test_one_contract_the_checker_the_prompt_and_readme_share():
     from pathlib import Path
 
     from evolve.harness import static_check
-    from evolve.harness.problem import load_problem
+    from evolve.harness import load_problem
     from evolve.lang import triton as lang
 
     root = Path(__file__).resolve().parents[1]

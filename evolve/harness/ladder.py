@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import jail
 from . import peaks as peak_cache
-from .problem import load_problem
+from .formats import load_problem
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew
 from .static_check import screen, summary

@@ -22,10 +22,9 @@ from pathlib import Path
 import torch
 
 from . import lifeline, metrics
-from ..formats import reference_for
-from ..formats.base import dtype_name
 from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, nbytes_of
-from .problem import load_problem
+from .formats import load_problem, reference_for
+from .formats.base import dtype_name
 from .protocol import RUNNER
 from .timing import cpu_time
 from .wire import Closed, Link

@@ -1,6 +1,6 @@
 """What a problem is, whatever file format it came in: cases, tolerances, forbidden calls, where its reference is.
 
-Three formats load into the same `Problem` (evolve/formats/): evolve's own folder (problem.toml + reference.py), a
+Three formats load into the same `Problem` (harness/formats/): evolve's own folder (problem.toml + reference.py), a
 GPU MODE task folder (task.yml + reference.py) and a KernelBench file (`class Model`, `get_inputs`,
 `get_init_inputs`). Loading validates everything a later rung relies on, so a malformed problem fails here with a
 message that names the file and the field, never halfway through an evaluation. Loading reads files only: it never
@@ -125,9 +125,3 @@ class Problem:
             return self.tolerance[dtype]
         return Tolerance(rtol=math.inf, floor=1e-30, min_cosine=FOREIGN_COSINE.get(dtype, 0.99))
 
-
-def load_problem(target) -> Problem:
-    """Read and validate a problem in any of the formats; raises ProblemError with what to fix."""
-    from ..formats import load
-
-    return load(target)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ..harness.problem import Case, Problem, ProblemError
+from ..problem import Case, Problem, ProblemError
 from .base import Inputs, Reference, as_tuple, flatten, import_file, unflatten
 
 REQUIRED = ("ref_kernel", "generate_input", "check_implementation")

@@ -1,6 +1,6 @@
 """evolve's own problem folder: problem.toml (cases, tolerances, forbidden calls) and reference.py (functions).
 
-README's section "Problem folder" documents every field; `evolve init` writes a folder with each one commented.
+README's section "Problems" documents every field; `evolve init` writes a folder with each one commented.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..harness.problem import KNOWN_DTYPES, OUTPUT_DTYPES, Case, Problem, ProblemError, Tolerance
+from ..problem import KNOWN_DTYPES, OUTPUT_DTYPES, Case, Problem, ProblemError, Tolerance
 from .base import Inputs, Reference, as_tuple, import_file
 
 try:
@@ -66,7 +66,7 @@ def _check_reference(path: Path) -> None:
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     missing = [name for name in REFERENCE_FUNCTIONS if name not in defined]
     if missing:
-        raise ProblemError(f"{path}: missing function(s) {', '.join(missing)} (see README, 'Problem folder')")
+        raise ProblemError(f"{path}: missing function(s) {', '.join(missing)} (see README, 'Problems')")
 
 
 def _tolerances(raw, dtypes, toml_path) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..harness.problem import Problem, ProblemError
+from ..problem import Problem, ProblemError
 
 FORMATS = ("evolve", "gpumode", "kernelbench")
 
@@ -26,8 +26,13 @@ def detect(target) -> str:
         return "evolve"
     if (path / "task.yml").exists() or (path / "task.yaml").exists():
         return "gpumode"
-    raise ProblemError(f"{path / 'problem.toml'}: missing; see README, 'Problem folder' (a GPU MODE task folder "
+    raise ProblemError(f"{path / 'problem.toml'}: missing; see README, 'Problems' (a GPU MODE task folder "
                        f"holds task.yml instead; `evolve init {target}` writes a new folder)")
+
+
+def load_problem(target) -> Problem:
+    """Read and validate a problem in any of the formats; raises ProblemError with what to fix."""
+    return load(target)
 
 
 def load(target) -> Problem:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..harness.problem import Case, Problem
+from ..problem import Case, Problem
 
 
 class Inputs:

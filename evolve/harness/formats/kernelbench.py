@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from ..harness.problem import Case, Problem, ProblemError
+from ..problem import Case, Problem, ProblemError
 from .base import Inputs, Reference, as_tuple, dtype_name, import_file
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
