@@ -124,7 +124,7 @@ class Measurer:
     @property
     def device_key(self) -> str:
         name = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu"
-        return f"{name}|torch {torch.__version__}|triton {_triton_version()}"
+        return f"{name}|torch {torch.__version__}|triton {_triton_version()}|peaks v2"
 
     @property
     def baseline_key(self) -> str:
@@ -271,7 +271,7 @@ class Measurer:
                     bad = int(torch.count_nonzero(torch.logical_not(torch.isfinite(o))))
                     raise Fail(f"{case.label}: output not finite ({bad} NaN/Inf of {o.numel()})")
                 tol = self.problem.tolerance_for(case, dtype)
-                m = metrics.error_metrics(o.to("cpu"), r, tol.floor, tol.rtol)
+                m = metrics.error_metrics(o.to("cpu"), r.to("cpu"), tol.floor, tol.rtol)
                 reason = reason or metrics.judge(m, tol.rtol, tol.min_cosine)
                 worst = metrics.worst_of(worst, m)
             reason = reason or self.reference.check(inputs, out, refs)
