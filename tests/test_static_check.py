@@ -36,6 +36,7 @@ def custom_kernel(x):
      "torch.nn.functional.softmax, which this problem forbids"),
     ("from torch import softmax as s\ndef custom_kernel(x):\n    return s(x, -1)\n", "torch.softmax"),
     ("def custom_kernel(x):\n    return x.softmax(-1)\n", "Tensor.softmax"),
+    ("def custom_kernel(x):\n    return torch.Tensor.softmax(x, -1)\n", "Tensor.softmax (as torch.Tensor.softmax)"),
     # host-compute
     ("def custom_kernel(x):\n    return torch.exp(x)\n", "torch.exp in host code"),
     ("def custom_kernel(x):\n    return torch.ops.aten._softmax(x, -1, False)\n", "torch.ops.aten._softmax"),

@@ -17,14 +17,17 @@ import time
 import traceback
 from pathlib import Path
 
-# torch ops a candidate's host code may run (allocation, views, fills): anything else is library compute.
+# torch ops a candidate's host code may run (allocation, views, fills): anything else is library compute. Copies
+# (clone, copy_, a dtype or layout conversion) are not here: copying a transposed view is a whole transpose, a
+# conversion is arithmetic. `x.contiguous()` and `x.to(x.dtype)` on a tensor already so run no op at all.
 ALLOWED_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like", "fill", "fill_", "zero_",
     "new_empty", "new_empty_strided", "new_zeros", "new_full", "view", "_unsafe_view", "reshape", "as_strided",
-    "t", "transpose", "permute", "unsqueeze", "squeeze", "expand", "clone", "copy_", "contiguous", "detach", "alias",
+    "t", "transpose", "permute", "unsqueeze", "squeeze", "expand", "detach", "alias",
     "lift_fresh", "arange", "slice", "select", "split", "flatten", "_reshape_alias", "unbind", "set_", "resize_",
-    "ones", "ones_like", "_to_copy", "to", "view_as", "expand_as", "reshape_as", "narrow", "chunk", "movedim",
+    "ones", "ones_like", "view_as", "expand_as", "reshape_as", "narrow", "chunk", "movedim",
 })
+COPY_OPS = frozenset({"clone", "copy_", "_to_copy", "contiguous", "to", "_copy_from", "_copy_from_and_resize"})
 
 
 class Fail(Exception):
@@ -204,8 +207,10 @@ class Runner:
 
             cuda_ipc.write_value(stream.cuda_stream, self.done_addr, message["call"])
         extra = ops - ALLOWED_OPS
+        copies = "; copies and conversions (a non-contiguous input's .contiguous(), .to(dtype), .clone(), .copy_()) " \
+                 "are work for a kernel: read the strides instead" if extra & COPY_OPS else ""
         ops_reason = (f"custom_kernel ran torch ops {', '.join(sorted(extra)[:4])}: host code may only allocate and "
-                      f"launch Triton kernels") if extra else None
+                      f"launch Triton kernels{copies}") if extra else None
         if purpose == "compile":
             if gpu and error is None:
                 try:

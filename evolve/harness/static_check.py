@@ -199,6 +199,9 @@ class _Checker(ast.NodeVisitor):
         path = self._dotted(node)
         if path is not None:
             self._check_path(node, path)
+            parts = path.split(".")
+            if parts[:2] == ["torch", "Tensor"] and len(parts) > 2 and parts[2] in self.forbid_methods:
+                self.fail(node, f"uses Tensor.{parts[2]} (as {path}), which this problem forbids")
             return  # the chain is judged as a whole
         if self.in_jit:
             if node.attr.startswith("_"):

@@ -1,0 +1,21 @@
+# expect: load: torch.nn.functional.silu
+"""Wrong: launches a Triton kernel that copies up for show, but the returned values come from F.silu on the host."""
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(out_ptr, x_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def custom_kernel(x):
+    x = x.contiguous()
+    n = x.shape[1] // 2
+    scratch = torch.empty_like(x)
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](scratch, x, x.numel(), BLOCK=1024)
+    return F.silu(x[:, :n]) * x[:, n:]
