@@ -100,6 +100,8 @@ class LaunchLog:
             InterpretedFunction.run = interpreted_run
             InterpretedFunction.__call__ = interpreted_call
             _rewrite_in_own_scope()
+            _dot_in_float32()
+            _argument_copies_unlogged()
             _autotune_without_timing()
             from triton.runtime.driver import driver
 
@@ -163,6 +165,47 @@ def _rewrite_in_own_scope() -> None:
         return local_namespace[self.fn.__name__]
 
     interpreter.FunctionRewriter._compile_and_exec = compile_and_exec
+
+
+def _argument_copies_unlogged() -> None:
+    """The interpreter copies a launch's tensors to host storage and back around the kernel (storage copies the
+    runner's op log would see as the candidate's own copy_). Those two steps run no candidate code: keep them out of
+    the log, and nothing else (the grid and hooks, which may be the candidate's, stay logged)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    from triton.runtime.interpreter import GridExecutor
+
+    for name in ("_init_args_hst", "_restore_args_dev"):
+        original = getattr(GridExecutor, name)
+
+        def unlogged(self, *args, _original=original, **kwargs):
+            with _disable_current_modes():
+                return _original(self, *args, **kwargs)
+
+        setattr(GridExecutor, name, unlogged)
+
+
+def _dot_in_float32() -> None:
+    """The interpreter keeps bfloat16 values as their raw 16 bits and its tl.dot hands those integers to numpy's
+    matmul (Triton 3.9), so any bf16 dot came out as garbage. A bf16 operand's bits are the upper half of the float32
+    of the same value: widen them, and multiply in float32 as the GPU's tensor cores accumulate."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    original = interpreter.InterpreterBuilder.create_dot
+
+    def widen(handle):
+        if handle.dtype.scalar == tl.bfloat16:
+            return np.ascontiguousarray((handle.data.astype(np.uint32) << 16).view(np.float32))
+        return handle.data.astype(np.float32)
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if tl.bfloat16 not in (a.dtype.scalar, b.dtype.scalar):
+            return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+        product = np.matmul(widen(a), widen(b)).astype(d.data.dtype)
+        return interpreter.TensorHandle(product + d.data, d.dtype.scalar)
+
+    interpreter.InterpreterBuilder.create_dot = create_dot
 
 
 def _autotune_without_timing() -> None:

@@ -160,6 +160,9 @@ class Crew:
                      "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **life}
             if name == "interpret":
                 extra["TRITON_INTERPRET"] = "1"
+                # the interpreter's tl.dot is numpy's matmul: BLAS threads spinning against the measurer's and the
+                # other runner's work on a small machine made it several times slower
+                extra["OPENBLAS_NUM_THREADS"] = extra["OMP_NUM_THREADS"] = "1"
             with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
                 self.procs[name] = subprocess.Popen(
                     [sys.executable, "-m", "evolve.harness.runner", str(to_runner_r), str(from_runner_w), name,
