@@ -99,7 +99,7 @@ JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotun
 
 def _forbidden(forbid_calls) -> str:
     calls = [f"`{c}`" for c in forbid_calls]
-    return "here: " + ", ".join(calls) if calls else "for softmax: `torch.softmax`, `F.softmax`, `Tensor.softmax`, ..."
+    return "here: " + ", ".join(calls) if calls else "each problem names its own, e.g. `torch.softmax` for a softmax"
 
 
 def prompt_contract(forbid_calls=()) -> str:
@@ -107,7 +107,8 @@ def prompt_contract(forbid_calls=()) -> str:
     the load rung enforces, with the problem's forbidden calls named."""
     lines = list(MUST) + list(MAY)
     lines.append("The load rung refuses a file that does any of the following, naming the line:")
-    lines += [f"- {rule.says.format(forbidden=_forbidden(forbid_calls))}" for rule in RULES.values()]
+    lines += [f"- {rule.says.format(forbidden=_forbidden(forbid_calls))}" for key, rule in RULES.items()
+              if forbid_calls or key != "forbidden-call"]  # a problem that names no library op has no such rule
     return "\n".join(lines)
 
 
