@@ -124,7 +124,7 @@ class Measurer:
     @property
     def device_key(self) -> str:
         name = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu"
-        return f"{name}|torch {torch.__version__}|triton {_triton_version()}|peaks v2"
+        return f"{name}|torch {torch.__version__}|triton {_triton_version()}|peaks v3"
 
     @property
     def baseline_key(self) -> str:
