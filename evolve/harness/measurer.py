@@ -17,7 +17,6 @@ import statistics
 import sys
 import time
 import traceback
-from pathlib import Path
 
 import torch
 

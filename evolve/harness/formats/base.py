@@ -7,6 +7,7 @@ a torch pytree spec, and the runner rebuilds it around the shared tensors.
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import math
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ..problem import Case, Problem
+from ..problem import Case, Problem, ProblemError
 
 
 class Inputs:
@@ -47,6 +48,17 @@ def unflatten(leaves, tree: str):
 
 def as_tuple(value) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def parse(path: Path, needs: str) -> ast.Module:
+    """A problem's Python file, parsed (never run: loading a problem runs none of its code); needs says what it must
+    define, for the message when it is missing."""
+    if not path.exists():
+        raise ProblemError(f"{path}: missing; it must define {needs}")
+    try:
+        return ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as exc:
+        raise ProblemError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
 
 
 def import_file(path: Path, name: str):

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from ..problem import Case, Problem, ProblemError
-from .base import Inputs, Reference, as_tuple, flatten, import_file, unflatten
+from .base import Inputs, Reference, flatten, import_file, parse, unflatten
 
 REQUIRED = ("ref_kernel", "generate_input", "check_implementation")
 # A submission may import the task's own type names (`from task import input_t, output_t`), nothing else of it.
@@ -79,12 +79,7 @@ def load(path: Path) -> Problem:
         if key not in raw:
             raise ProblemError(f"{task}: missing field {key!r} (a list of keyword dicts with a seed)")
     reference = path / "reference.py"
-    if not reference.exists():
-        raise ProblemError(f"{reference}: missing; it must define {', '.join(REQUIRED)}")
-    try:
-        tree = ast.parse(reference.read_text(), filename=str(reference))
-    except SyntaxError as exc:
-        raise ProblemError(f"{reference}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    tree = parse(reference, ", ".join(REQUIRED))
     missing = [name for name in REQUIRED if name not in _defined(tree)]
     if missing:
         raise ProblemError(f"{reference}: missing {', '.join(missing)} (a GPU MODE reference defines "

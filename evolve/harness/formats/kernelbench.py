@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ..problem import Case, Problem, ProblemError
-from .base import Inputs, Reference, as_tuple, dtype_name, import_file
+from .base import Inputs, Reference, as_tuple, dtype_name, import_file, parse
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 ATOL = RTOL = 1e-2  # KernelBench's eval: torch.allclose(output, output_new, atol=1e-02, rtol=1e-02)
@@ -27,10 +27,7 @@ CONTRACT = ("This is a KernelBench problem: `custom_kernel(*inputs)` receives th
 
 
 def load(path: Path) -> Problem:
-    try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except SyntaxError as exc:
-        raise ProblemError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    tree = parse(path, "class Model, get_inputs() and get_init_inputs()")
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     missing = [name for name in REQUIRED if name not in defined]
     if missing:

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from ..problem import KNOWN_DTYPES, OUTPUT_DTYPES, Case, Problem, ProblemError, Tolerance
-from .base import Inputs, Reference, as_tuple, import_file
+from .base import Inputs, Reference, as_tuple, import_file, parse
 
 try:
     import tomllib
@@ -57,12 +57,7 @@ def _cases(raw, key: str, dtypes: tuple[str, ...], where: Path) -> tuple[Case, .
 
 
 def _check_reference(path: Path) -> None:
-    if not path.exists():
-        raise ProblemError(f"{path}: missing; it must define {', '.join(REFERENCE_FUNCTIONS)}")
-    try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except SyntaxError as exc:
-        raise ProblemError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    tree = parse(path, ", ".join(REFERENCE_FUNCTIONS))
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     missing = [name for name in REFERENCE_FUNCTIONS if name not in defined]
     if missing:
