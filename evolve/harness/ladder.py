@@ -253,7 +253,8 @@ def _shape_row(row: dict, peaks: dict | None) -> dict:
         if key in row:
             out[key] = row[key]
     if peaks:
-        flops_peak = peaks["flops"].get(row["dtype"], peaks["flops"]["float32"])
+        # a dtype with no measured rate (fp8) takes the fastest measured one: the bound is then never too long
+        flops_peak = peaks["flops"].get(row["dtype"], max(peaks["flops"].values()))
         bound_s = max(row["bytes"] / peaks["bandwidth"], row["flops"] / flops_peak)
         out["roofline_fraction"] = bound_s / (row["ms"] * 1e-3)
         out["bound_ms"] = bound_s * 1e3

@@ -29,6 +29,18 @@ ALLOWED_OPS = frozenset({
 COPY_OPS = frozenset({"clone", "copy_", "_to_copy", "contiguous", "to", "_copy_from", "_copy_from_and_resize"})
 
 
+def _autotuner_restores() -> bool:
+    """Whether the copy being logged is Triton's autotuner saving or restoring arguments between configs
+    (`restore_value`): code in triton/runtime/autotuner.py itself, which a candidate cannot write to."""
+    import torch
+
+    torch_dir = str(Path(torch.__file__).parent)
+    caller = sys._getframe(2)  # past this function and the op log's dispatch: torch's own wrappers, then the caller
+    while caller is not None and caller.f_code.co_filename.startswith(torch_dir):
+        caller = caller.f_back
+    return caller is not None and caller.f_code.co_filename.replace("\\", "/").endswith("triton/runtime/autotuner.py")
+
+
 class Fail(Exception):
     """The candidate did something the first line refuses; str() is the reason."""
 
@@ -172,7 +184,9 @@ class Runner:
 
         class OpLog(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                ops.add(func._overloadpacket.__name__)
+                name = func._overloadpacket.__name__
+                if name not in COPY_OPS or not _autotuner_restores():
+                    ops.add(name)
                 return func(*args, **(kwargs or {}))
 
         launches = self.log.launches

@@ -75,6 +75,8 @@ def _is_main_guard(node) -> bool:
 class _Checker(ast.NodeVisitor):
     def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=()):
         self.allow_modules = set(allow_modules)
+        self.type_names: set[str] = set()  # names imported from an allowed problem module: annotations only
+        self.annotations: set[int] = set()  # ids of the bare-name annotations where such a name may stand
         self.forbid_calls = set(forbid_calls)
         self.forbid_methods = {c.split(".", 1)[1] for c in forbid_calls if c.startswith("Tensor.")}
         self.forbid_modules = set(forbid_modules)
@@ -91,6 +93,13 @@ class _Checker(ast.NodeVisitor):
 
     # -- the file ----------------------------------------------------------------------------------------------------
     def visit_Module(self, node):
+        for child in ast.walk(node):  # where a problem's type names may appear: `data: input_t`, `-> output_t`
+            if isinstance(child, ast.arg) and isinstance(child.annotation, ast.Name):
+                self.annotations.add(id(child.annotation))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(child.returns, ast.Name):
+                self.annotations.add(id(child.returns))
+            elif isinstance(child, ast.AnnAssign) and isinstance(child.annotation, ast.Name):
+                self.annotations.add(id(child.annotation))
         for child in node.body:
             if _is_main_guard(child):
                 continue  # a self-test below the guard may compare with the library: it never runs on import
@@ -103,8 +112,11 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"imports {module}: candidates may not import dunder modules (they run code at import)")
         elif module in self.forbid_modules or top in self.forbid_modules:
             self.fail(node, f"imports {module}: this problem forbids it (the reference is not for candidates)")
+        elif module in self.allow_modules and isinstance(node, ast.ImportFrom):
+            return  # the problem's own type names (a GPU MODE task.py), held to annotations below
         elif module in self.allow_modules:
-            return  # the problem's own type names (a GPU MODE task.py)
+            self.fail(node, f"imports {module} as a module: only `from {module} import NAME` of its type names, "
+                            f"used as annotations")
         elif top not in ALLOWED_MODULES:
             self.fail(node, f"imports {module}: candidates may import only {', '.join(ALLOWED_MODULES[:4])} and "
                             f"pure standard modules ({', '.join(ALLOWED_MODULES[6:])})")
@@ -129,6 +141,9 @@ class _Checker(ast.NodeVisitor):
                 continue
             if alias.name.startswith("__") and module != "__future__":
                 self.fail(node, f"imports {alias.name} from {module}: candidates may not import dunder names")
+            if module in self.allow_modules:
+                self.type_names.add(alias.asname or alias.name)
+                continue
             self._bind(node, alias.asname or alias.name, f"{module}.{alias.name}")
             self._check_path(node, f"{module}.{alias.name}", imported=True)
 
@@ -229,6 +244,11 @@ class _Checker(ast.NodeVisitor):
             plain = ("__all__", "__version__", "__slots__")
             if node.id.startswith("__") and node.id.endswith("__") and node.id not in plain:
                 self.fail(node, f"binds the dunder name {node.id}: candidates may not reach into internals")
+            return
+        if node.id in self.type_names:
+            if id(node) not in self.annotations:
+                self.fail(node, f"uses {node.id}, a name from the problem's own module, outside a type annotation "
+                                f"(`data: {node.id}`)")
             return
         if node.id in self.aliases:
             path = self.aliases[node.id]

@@ -164,6 +164,8 @@ def _reason(verdict) -> str | None:
     if isinstance(verdict, tuple) and len(verdict) == 2:
         ok, message = verdict
         return None if ok else f"check_implementation: {str(message).strip()[:300] or 'mismatch'}"
+    if isinstance(verdict, torch.Tensor) and verdict.numel() == 1:
+        verdict = bool(verdict)
     if isinstance(verdict, bool):
         return None if verdict else "check_implementation: mismatch"
     if isinstance(verdict, str):
