@@ -30,7 +30,7 @@ def test_formats_are_told_apart(softmax_dir):
 
 def test_gpumode_task_loads_as_it_is():
     p = load_problem(GPUMODE)
-    assert p.format == "gpumode" and p.call == "data" and p.name == "gpumode_vectoradd"
+    assert p.format == "gpumode" and p.name == "gpumode_vectoradd"
     assert [c.label for c in p.tests] == ["size=7", "size=33", "size=100"]
     assert [c.seed for c in p.tests] == [4242, 5236, 1001]  # the task's own seeds, mixed with the secret later
     assert [c.label for c in p.cpu_benchmarks] == ["size=7"]  # the smallest test

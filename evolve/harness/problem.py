@@ -81,7 +81,6 @@ class Problem:
     format: str = "evolve"  # "evolve", "gpumode" or "kernelbench"
     reference_path: Path | None = None  # the file whose functions the measurer calls
     output_dtypes: tuple[str, ...] | None = None  # per output; "input" is the case's dtype; None: every one
-    call: str = "splat"  # "splat": custom_kernel(*inputs); "data": custom_kernel(data), data as generated (GPU MODE)
     contract: str = ""  # how custom_kernel is called, where the format differs from custom_kernel(*inputs)
     extra: dict = field(default_factory=dict, compare=False)  # format-specific settings the measurer reads
 

@@ -101,7 +101,6 @@ def load(path: Path) -> Problem:
         forbid_modules=("reference", "eval", "utils"),
         format="gpumode",
         reference_path=reference,
-        call="data",
         contract=("This is a GPU MODE task: define `custom_kernel(data)`, where `data` is exactly what reference.py's "
                   "`generate_input` returns, and return what `ref_kernel(data)` returns (same structure, shapes and "
                   "dtypes, new memory). `from task import input_t, output_t` is allowed."),

@@ -68,6 +68,7 @@ class KernelBenchReference(Reference):
         self.names: list[str] = []
         self.n_inputs = 0
         self.skeleton = None  # the module, whose weights each call replaces (torch.func.functional_call)
+        self._models: dict = {}  # its copies by (dtype, device), made once: the timed checks call the reference often
 
     def generate(self, case, seed, device):
         torch.manual_seed(seed)
@@ -82,8 +83,15 @@ class KernelBenchReference(Reference):
         return Inputs(tuple(_to(v, device) for v in (*inputs, *weights)))
 
     def _call(self, leaves, dtype=None, device=None):
-        model = self.skeleton if dtype is None else copy.deepcopy(self.skeleton).to(dtype)
-        model = model.to(device) if device is not None else model
+        key = (dtype, str(device))
+        if key not in self._models:  # a copy: Module.to moves a module in place
+            model = copy.deepcopy(self.skeleton)
+            if dtype is not None:
+                model.to(dtype)
+            if device is not None:
+                model.to(device)
+            self._models[key] = model
+        model = self._models[key]
         args = [_to(v, device, dtype) for v in leaves[: self.n_inputs]]
         weights = {n: _to(v, device, dtype) for n, v in zip(self.names, leaves[self.n_inputs:])}
         with torch.no_grad():
