@@ -17,12 +17,14 @@ Datasette. Tables and columns:
 ``candidates``: one row per proposal, including failed ones: the log of every LLM exchange.
     id            integer primary key
     run_id        the run (references ``runs.id``)
-    hash          sha256 of the normalised source (comments, docstrings and formatting removed); "" if no source
+    hash          sha256 of the normalised source (comments, docstrings and formatting removed); "" if no source;
+                  a source already proposed for the problem on the same device is a duplicate and is not stored
     source        the kernel file; null when the proposal produced none
-    parent_ids    JSON list of candidate ids it was derived from
+    parent_ids    JSON list of candidate ids it was derived from (a composite: every kernel it draws from)
     island        island of the search population
     generation    generation number
-    proposer      ``"llm"``, ``"seed"``, ``"tuner"`` or ``"migration"``
+    proposer      ``"llm"``, ``"seed"``, ``"solution"`` (the problem's solutions/correct), ``"tuner"`` or
+                  ``"composer"`` (a shape-dispatch composite of the kernels in parent_ids)
     model         LLM that wrote it (null unless proposer is llm)
     template      prompt template name
     prompt        the full prompt sent
@@ -342,6 +344,12 @@ class Archive:
             row[key] = json.loads(row[key]) if row[key] else {}
         return row
 
+    def run(self, run_id: int) -> dict:
+        rows = self._dicts("SELECT * FROM runs WHERE id = ?", [run_id])
+        if not rows:
+            raise ArchiveError(f"no run {run_id} in {self.path}")
+        return self._run_dict(rows[0])
+
     def last_run(self, problem: str) -> dict | None:
         rows = self._dicts("SELECT * FROM runs WHERE problem = ? ORDER BY id DESC LIMIT 1", [problem])
         return self._run_dict(rows[0]) if rows else None
@@ -372,7 +380,8 @@ class Archive:
                       tokens_in: int = 0, tokens_out: int = 0, cost: float = 0.0, latency_s: float = 0.0,
                       knobs: dict | None = None, error: str | None = None) -> Candidate | None:
         """Store a proposal. Invalid ones (no source, or an error) are always stored; a source whose hash is
-        already in any run of the same problem is a duplicate: nothing is stored and None comes back."""
+        already in any run of the same problem on the same device is a duplicate: nothing is stored and None comes
+        back. (A kernel measured on another device is not a duplicate: its figures say nothing about this one.)"""
         invalid = source is None or error is not None
         if source is None and error is None:
             error = "no source"
@@ -385,12 +394,12 @@ class Archive:
                    status="invalid" if invalid else "pending", error=error, created=_now())
 
         def insert(c: sqlite3.Connection) -> int | None:
-            problem = c.execute("SELECT problem FROM runs WHERE id = ?", [run_id]).fetchone()
+            problem = c.execute("SELECT problem, device FROM runs WHERE id = ?", [run_id]).fetchone()
             if problem is None:
                 raise ArchiveError(f"no run {run_id} in {self.path}")
             if not invalid and c.execute(
                     "SELECT 1 FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.hash = ? AND r.problem = ? "
-                    "AND c.status != 'invalid' LIMIT 1", [digest, problem[0]]).fetchone():
+                    "AND r.device IS ? AND c.status != 'invalid' LIMIT 1", [digest, *problem]).fetchone():
                 return None
             return c.execute(f"INSERT INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                              list(row.values())).lastrowid
@@ -435,8 +444,13 @@ class Archive:
             raise ArchiveError(f"no candidate {candidate_id} in {self.path}")
         return _candidate(rows[0])
 
-    def candidates(self, run_id: int | None = None, problem: str | None = None) -> list[Candidate]:
+    def candidates(self, run_id: int | None = None, problem: str | None = None,
+                   device: str | None = None) -> list[Candidate]:
+        """Candidates oldest first, of one run, of one problem and of runs on one device (each filter optional)."""
         where, params = [], []
+        if device is not None:
+            where.append("r.device = ?")
+            params.append(device)
         if run_id is not None:
             where.append("c.run_id = ?")
             params.append(run_id)
@@ -473,8 +487,9 @@ class Archive:
             "coalesce(sum(proposer = 'llm'), 0) FROM candidates WHERE run_id = ?", [run_id])[0]
         return {"cost": float(cost), "tokens_in": int(tin), "tokens_out": int(tout), "calls": int(calls)}
 
-    def known_hashes(self, problem: str) -> set[str]:
-        """Hashes of every valid source already proposed for the problem, in any run."""
+    def known_hashes(self, problem: str, device: str | None = None) -> set[str]:
+        """Hashes of every valid source already proposed for the problem, in any run (on one device, if given)."""
         return {r[0] for r in self._query(
             "SELECT DISTINCT c.hash FROM candidates c JOIN runs r ON r.id = c.run_id "
-            "WHERE r.problem = ? AND c.status != 'invalid'", [problem])}
+            "WHERE r.problem = ? AND c.status != 'invalid'" + (" AND r.device = ?" if device is not None else ""),
+            [problem] + ([device] if device is not None else []))}

@@ -156,6 +156,10 @@ def _open_archive(db, must_exist=True):
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Most LLM calls in flight at once.")
 @click.option("--tune-share", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="With a model configured, the share of steps given to the knob tuner instead of the model.")
+@click.option("--compose-share", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="With a model configured, the share of steps that look for a shape-dispatch composite (one file "
+                   "that calls, per shape regime, the archived kernel fastest there); one is evaluated only when its "
+                   "predicted fitness beats the best by more than the timing noise. Without a model every step looks.")
 @click.option("--tune-trials", type=click.IntRange(min=1),
               help="Knob settings the tuner tries per program structure [default: 6 with a model; 64 without one, "
                    "where the tuner is the whole search].")
@@ -172,7 +176,7 @@ def _open_archive(db, must_exist=True):
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
-                repairs, stagnation, concurrency, tune_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
+                repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
@@ -207,7 +211,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
         search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
-                            tuner_trials=tune_trials),
+                            compose_share=compose_share, tuner_trials=tune_trials),
         eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True,
                          **({"cache_dir": cache_dir} if cache_dir else {})),
         default_budget=default_budget,
@@ -221,16 +225,18 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     click.echo(("No GPU: candidates are compiled for sm_90a and run under the Triton interpreter, about 30-110 s each "
                 "on 2 cores. " if on_cpu else "") + "The run stops " + ", ".join(limits) + ", or on Ctrl-C.", err=True)
     if not specs:
-        click.echo("No model configured: running the embedded default (the knob tuner over the problem's seeds and "
-                   "the archive's kernels; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
+        click.echo("No model configured: running the embedded default (the problem's seeds and correct solutions, "
+                   "then the knob tuner over them and the archive's kernels, and shape-dispatch composites of the "
+                   "fastest per shape; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
                    "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
     proposer = LLMProposer(list(config.models), default_prompts(), api_base=config.api_base,
                            timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
                            concurrency=config.llm.concurrency, rng=random.Random(config.seed)) if specs else None
     archive = _open_archive(db, must_exist=resume)
     if not specs:
-        if not loaded.seed_files() and archive.best(loaded.name) is None:
-            _fail(f"{problem} has no seed kernels (seeds/*.py) and the archive no correct kernel for it, so the "
+        if not loaded.seed_files() and not loaded.solution_files("correct") and archive.best(loaded.name) is None:
+            _fail(f"{problem} has no seed kernels (seeds/*.py), no correct solutions (solutions/correct/*.py) and the "
+                  f"archive no correct kernel for it, so the "
                   f"embedded default has nothing to tune: give a model (--model ...), which writes the first "
                   f"kernels itself, or add a seed")
     try:
@@ -369,6 +375,11 @@ def show_command(candidate_id, db, prompt):
     click.echo(f"proposer {c.proposer}  model {c.model or '-'}  template {c.template or '-'}  knobs {c.knobs or '-'}")
     click.echo(f"tokens {c.tokens_in}+{c.tokens_out}  cost ${c.cost:.4f}  latency {c.latency_s:.1f} s")
     click.echo(f"lineage: {' <- '.join([f'#{c.id}'] + lineage)}")
+    if c.proposer == "composer":
+        drawn = [archive.get(p) for p in c.parent_ids]
+        click.echo("composite (not written by a model): dispatches per shape regime between "
+                   + ", ".join(f"#{p.id} ({p.proposer})" for p in drawn) + "; the rule is its custom_kernel, the "
+                   "archived figures it was built from are in its docstring")
     if c.error:
         click.echo(f"invalid: {c.error}")
     verdict = archive.verdict(c.id)

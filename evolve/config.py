@@ -40,6 +40,7 @@ class SearchConfig:
     inspirations: int = 2
     diff_share: float = 0.5  # share of LLM proposals asked as SEARCH/REPLACE edits (the rest: full rewrites)
     tune_share: float = 0.2  # share of steps given to the knob tuner when a model is configured
+    compose_share: float = 0.25  # with a model, share of steps that look for a shape-dispatch composite worth trying
     repairs: int = 2  # load/compile failures sent back to the model before a candidate counts as dead
     tuner_trials: int | None = None  # knob settings tried per structure; None: 6 with a model, 64 without one
     stagnation: int = 30  # stop after this many evaluated candidates without an improvement

@@ -75,6 +75,11 @@ class Progress:
             self.counts["duplicate"] += 1
         elif kind == "resume":
             line = f"re-evaluating #{event['candidate'].id}, in flight when the last run stopped"
+        elif kind == "compose":
+            plan, incumbent = event["plan"], event.get("incumbent")
+            versus = f" against the best's {incumbent.score:.3g}" if incumbent and incumbent.score else ""
+            line = (f"composing {', '.join(f'#{p}' for p in plan.parts)}: predicted {plan.predicted:.3g}{versus}; "
+                    f"rule {plan.rule}")
         elif kind == "migrate":
             line = f"migration: island sizes {event['islands']}"
         if line is None:

@@ -1,8 +1,10 @@
 """The unattended loop: ask for code, hand it to the harness, write the verdict to the archive. Nothing flows back.
 
 The population policy (islands, admission, parents, inspirations, migration) is population.py; this module is the
-loop and its I/O. Proposals come from the LLM proposer (full rewrites, SEARCH/REPLACE edits, repairs of load/compile failures) and from the knob
-tuner. Every proposal and every verdict is committed before the next step, so a crash loses at most the evaluation in
+loop and its I/O. Proposals come from the problem's own material (seeds and solutions/correct, evaluated first), the
+LLM proposer (full rewrites, SEARCH/REPLACE edits, repairs of load/compile failures), the knob tuner, and the composer
+(compose.py: one file that dispatches per shape regime between verified kernels). Every correct kernel archived for
+the problem on the same device joins the population at the start, as a parent and as a tuner starting point. Every proposal and every verdict is committed before the next step, so a crash loses at most the evaluation in
 flight, which --resume runs again.
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .archive import Archive, Candidate
+from . import compose
+from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
 from .harness import Verdict, load_problem
@@ -122,6 +125,10 @@ class Search:
         self.work = Path(tempfile.mkdtemp(prefix="evolve-run-"))
         # Proposals in flight, oldest first; the proposer's own limit (--concurrency) is the only one.
         self.inflight: deque[Pending] = deque()
+        self.material: deque[tuple[Path, str]] = deque()  # the problem's kernels not yet evaluated on this device
+        self.device = ""  # the run's device name (archived kernels from other devices are not material)
+        self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
+        self._composed: set[str] = set()  # hashes of composites already proposed
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
@@ -233,6 +240,72 @@ class Search:
             return True
         return False
 
+    def material_step(self, island: int) -> bool:
+        """Evaluate the next of the problem's own kernels (seeds, then solutions/correct); False when none is left."""
+        while self.material:
+            path, proposer = self.material.popleft()
+            source = path.read_text()
+            knobs = read_knobs(source)[0]
+            cand = self.submit(source=source, island=island, proposer=proposer, knobs=knobs, template=path.name)
+            if cand is not None and knobs:
+                self.tuner.remember(source, knobs, cand.score)
+            if cand is not None:
+                return True
+        return False
+
+    def _figures(self, cand: Candidate) -> dict:
+        """{case label: row} of an admitted kernel's verdict (cached: a verdict never changes once admitted)."""
+        if cand.id not in self._rows:
+            verdict = self.archive.verdict(cand.id)
+            self._rows[cand.id] = {"mode": verdict.mode if verdict else "",
+                                   "rows": {row.get("case"): row for row in (verdict.shapes if verdict else ())}}
+        return self._rows[cand.id]
+
+    def composition(self) -> compose.Plan | None:
+        """The shape-dispatch composite worth evaluating now, or None (compose.plan says when one is)."""
+        if self.problem.format == "gpumode":  # its candidates take one structured argument, not flat inputs
+            return None
+        best = self.best
+        if best is None:
+            return None
+        gpu = self._figures(best)["mode"] == "gpu"
+        labels = [c.label for c in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks)]
+        parts, cases = [], None
+        for cand in self.population.ranked():
+            if cand.proposer == compose.COMPOSER or not cand.source:
+                continue  # a composite is composed from its own parts, never nested
+            figures = self._figures(cand)
+            rows = figures["rows"]
+            if figures["mode"] != ("gpu" if gpu else "cpu") or any(label not in rows for label in labels):
+                continue  # measured on other shapes (the problem changed since) or in another mode
+            values = {label: compose.case_value(rows[label], gpu) for label in labels}
+            if any(v is None for v in values.values()):
+                continue
+            cases = cases or compose.cases_from([rows[label] for label in labels])
+            parts.append(compose.Part(cand.id, cand.source, values))
+        if cases is None:
+            return None
+        noise = max([self.population.noise.get(best.id, NOISE_FLOOR)] +
+                    [self.population.noise.get(p.id, NOISE_FLOOR) for p in parts])
+        found = compose.plan(parts, cases, best.score, noise,
+                             "fraction of roofline" if gpu else "1 / interpreter ms (CPU ranking only)")
+        if found is None or source_hash(found.source) in self._composed:
+            return None
+        return found
+
+    def compose_step(self, island: int) -> bool:
+        """Propose and evaluate a composite when one is worth it; False when none is."""
+        found = self.composition()
+        if found is None:
+            return False
+        self._composed.add(source_hash(found.source))
+        parents = [self.archive.get(pid) for pid in found.parts]
+        self.emit({"kind": "compose", "plan": found, "incumbent": self.best})
+        self.submit(source=found.source, parent_ids=found.parts, island=island,
+                    generation=max(p.generation for p in parents) + 1, proposer=compose.COMPOSER,
+                    template="shape-dispatch")
+        return True
+
     # -- the loop ---------------------------------------------------------------------------------------------------
     def stop_reason(self) -> str | None:
         c = self.config
@@ -265,7 +338,10 @@ class Search:
         else:
             self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(),
                                                  device_name(c.eval.device), package_versions())
-        for cand in self.archive.candidates(problem=self.problem.name):
+        self.device = self.archive.run(self.run_id)["device"]
+        for cand in self.archive.candidates(problem=self.problem.name, device=self.device):
+            if cand.proposer == compose.COMPOSER:
+                self._composed.add(cand.hash)
             if cand.status == "evaluated":
                 # the noise measured then, so near-ties are judged as before a crash
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None
@@ -275,6 +351,14 @@ class Search:
         self.since_improvement = 0
         self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
         self.evaluated_before = self.evaluated
+        known = self.archive.known_hashes(self.problem.name, self.device)
+        for path, proposer in [(p, "seed") for p in self.problem.seed_files()] + \
+                [(p, "solution") for p in self.problem.solution_files("correct")]:
+            try:
+                if source_hash(path.read_text()) not in known:
+                    self.material.append((path, proposer))
+            except (OSError, UnicodeDecodeError):
+                continue  # an unreadable file is skipped here and reported by `evolve check-problem`
         self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
 
     def run(self) -> Summary:
@@ -284,23 +368,19 @@ class Search:
             for cand in self.archive.pending(self.run_id):  # what a crash left in flight
                 self.emit({"kind": "resume", "candidate": cand})
                 self.evaluate(cand)
-            if not any(c.proposer == "seed" for c in self.archive.candidates(self.run_id)):
-                for i, path in enumerate(self.problem.seed_files()):
-                    source = path.read_text()
-                    knobs = read_knobs(source)[0]
-                    cand = self.submit(source=source, island=i % len(self.population.islands), proposer="seed", knobs=knobs,
-                                       template=path.name)
-                    if cand is not None and knobs:
-                        self.tuner.remember(source, knobs, cand.score)
             step = 0
             while (stop := self.stop_reason()) is None:
                 island = step % len(self.population.islands)
                 step += 1
-                if self.proposer is None:
-                    if not self.tune_step(island) and not any(self.tune_step(i)
-                                                              for i in range(len(self.population.islands))):
+                if self.material_step(island):
+                    pass
+                elif self.proposer is None:
+                    if not self.compose_step(island) and not self.tune_step(island) \
+                            and not any(self.tune_step(i) for i in range(len(self.population.islands))):
                         stop = "every knob setting the tuner would try has been evaluated"
                         break
+                elif self.rng.random() < self.config.search.compose_share and self.compose_step(island):
+                    pass
                 elif self.rng.random() < self.config.search.tune_share and self.tune_step(island):
                     pass
                 else:

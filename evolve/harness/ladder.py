@@ -242,6 +242,25 @@ def _roofline(bench: RungResult, peaks: dict | None, mode: str) -> tuple[RungRes
                                         "benchmark shapes)", 0.0, {**metrics, "fitness": fitness}), shapes, fitness
 
 
+def _input_record(value) -> bool:
+    """A list of per-leaf descriptions as formats.base.describe writes them, and nothing else."""
+    if not isinstance(value, list) or len(value) > 64:
+        return False
+    for leaf in value:
+        if not isinstance(leaf, dict):
+            return False
+        if set(leaf) == {"shape", "dtype"}:
+            if not (isinstance(leaf["shape"], list) and len(leaf["shape"]) <= 8 and isinstance(leaf["dtype"], str)
+                    and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in leaf["shape"])):
+                return False
+        elif set(leaf) == {"value"}:
+            if not (leaf["value"] is None or isinstance(leaf["value"], (bool, int, float, str))):
+                return False
+        elif set(leaf) != {"type"}:
+            return False
+    return True
+
+
 def _shape_row(row: dict, peaks: dict | None) -> dict:
     out = {"case": row["case"], "shape": row["shape"], "dtype": row["dtype"], "ms": row["ms"],
            "speedup_vs_torch": row["torch_ms"] / row["ms"] if row.get("torch_ms") and row["ms"] else None,
@@ -252,6 +271,10 @@ def _shape_row(row: dict, peaks: dict | None) -> dict:
     for key in ("window_ms", "fixed_ms", "calibrated_ms", "hops_ms", "parts_ms"):  # the window's parts, for the record
         if key in row:
             out[key] = row[key]
+    if "params" in row and isinstance(row["params"], dict):
+        out["params"] = row["params"]
+    if _input_record(row.get("inputs")):  # what the calls' inputs looked like (a composite's thresholds come from it)
+        out["inputs"] = row["inputs"]
     if peaks:
         # a dtype with no measured rate (fp8) takes the fastest measured one: the bound is then never too long
         flops_peak = peaks["flops"].get(row["dtype"], max(peaks["flops"].values()))

@@ -23,7 +23,7 @@ import torch
 from . import lifeline, metrics
 from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, nbytes_of
 from .formats import load_problem, reference_for
-from .formats.base import dtype_name
+from .formats.base import describe, dtype_name
 from .protocol import RUNNER
 from .timing import cpu_time
 from .wire import Closed, Link
@@ -348,6 +348,7 @@ class Measurer:
             for _ in range(k):
                 counter[0] += 1
                 sets_inputs.append(self.inputs(case, BENCH_SEED + counter[0]))
+            described[:] = describe(sets_inputs[0].leaves)
             expects = self.reference.expects(case, sets_inputs[0])
             sets = [CallSet(inputs.leaves, expects, inputs.tree) for inputs in sets_inputs]
             called = time.perf_counter()
@@ -364,6 +365,7 @@ class Measurer:
 
         totals: list = []
         fixeds: list = []
+        described: list = []
 
         # The first window compiles the shape's specialization in the runner; it is run again once the runner has
         # queued its calls in time (Window.run), so its figure estimates the call.
@@ -390,7 +392,7 @@ class Measurer:
                 "calibrated_ms": round(self.fixed_ms(plan, k) - plan["hops_ms"], 4),
                 "parts_ms": {name: round(statistics.median(p[i] for p in parts), 4)
                              for i, name in enumerate(("copies", "runner", "read"))},
-                "spread": (quartiles[2] - quartiles[0]) / ms, "clock": "cuda-window"}
+                "spread": (quartiles[2] - quartiles[0]) / ms, "clock": "cuda-window", "inputs": described}
 
     def _cpu_case(self, case, counter: list) -> dict:
         caller = self.callers["interpret"]
@@ -405,7 +407,7 @@ class Measurer:
             times.append(figures["ms"])
             self._timed_check(case, outs, [inputs])
         figures = {"ms": statistics.median(times), "windows": len(times), "calls_per_window": 1,
-                   "clock": "cpu-interpreter"}
+                   "clock": "cpu-interpreter", "inputs": describe(inputs.leaves)}
         if self.reference.has_baseline:
             samples = [self.inputs(case, BASELINE_SEED + i, torch.device("cpu")) for i in range(2)]
             figures["torch_ms"] = cpu_time(self.reference.baseline_for(samples[0]), [s.leaves for s in samples],

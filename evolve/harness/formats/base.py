@@ -83,6 +83,20 @@ def nbytes(values) -> int:
     return sum(t.numel() * t.element_size() for t in values if isinstance(t, torch.Tensor))
 
 
+def describe(leaves) -> list[dict]:
+    """What one call's inputs look like, for the record beside a benchmark case's figures (a shape-dispatch composite
+    learns its thresholds from these): per leaf, a tensor's shape and dtype, or a plain value."""
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            out.append({"shape": [int(s) for s in leaf.shape], "dtype": dtype_name(leaf)})
+        elif isinstance(leaf, (bool, int, float, str)) or leaf is None:
+            out.append({"value": leaf})
+        else:
+            out.append({"type": type(leaf).__name__})
+    return out
+
+
 def dtype_name(t) -> str:
     return str(t.dtype).replace("torch.", "")
 

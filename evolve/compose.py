@@ -1,0 +1,518 @@
+"""Shape-dispatch composition: one candidate built from the archive's verified kernels, each used where it is fastest.
+
+Fitness is a geometric mean over the benchmark cases, and the archive's correct kernels rarely share their best
+cases: one wins on short rows, another on long rows, a third in bf16. From the per-case times the archive already
+holds, `plan` learns a small decision tree over what a call's inputs look like (each tensor's sizes and dtype, plain
+values), with thresholds halfway (geometrically) between the benchmark values on either side of a split, so a shape
+between or beyond the benchmark shapes is routed by the same rule and no benchmark shape is looked up exactly. A
+split is kept only where it gains more than the timing noise floor. Each leaf names the kernel with the best
+geometric mean over the cases that reach it.
+
+The composite is one Python file: every drawn kernel's source, its module-level names made unique with a suffix
+(`_c12` for candidate 12) and otherwise unchanged, its imports hoisted and shared, then a `custom_kernel` that
+dispatches. It is an ordinary candidate: the harness runs it through the whole ladder, so a mistake here costs one
+evaluation, never a wrong verdict. The archive records it with proposer "composer" and every kernel it drew from as
+its parents.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+import symtable
+from dataclasses import dataclass
+
+COMPOSER = "composer"
+MAX_DEPTH = 3  # at most 8 regimes: a composite stays a file a person (or a model) can read
+MIN_GAIN = 0.02  # a split must raise the predicted geometric mean by this much (the search's noise floor)
+
+
+class ComposeError(ValueError):
+    """A source cannot be merged into a composite (the message says why); the kernel is left out, nothing else."""
+
+
+# --- what the archive knows -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Part:
+    """One verified kernel: its per-case figures. `value` is what the search ranks per case (the fraction of
+    roofline on a GPU, 1 / interpreter ms on the CPU); higher is better."""
+
+    id: int
+    source: str
+    value: dict  # case label -> per-case figure
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    features: dict  # feature -> value (see _features)
+
+
+def case_value(row: dict, gpu: bool) -> float | None:
+    if gpu:
+        fraction = row.get("roofline_fraction")
+        return float(fraction) if isinstance(fraction, (int, float)) and fraction > 0 else None
+    ms = row.get("ms")
+    return 1.0 / float(ms) if isinstance(ms, (int, float)) and ms > 0 else None
+
+
+def _features(inputs: list) -> dict:
+    """("size", i, d): dimension d of input i; ("dtype", i): its dtype; ("value", i): a plain input."""
+    out = {}
+    for i, leaf in enumerate(inputs):
+        if "shape" in leaf:
+            out[("dtype", i)] = leaf["dtype"]
+            for d, n in enumerate(leaf["shape"]):
+                out[("size", i, d)] = int(n)
+        elif "value" in leaf and isinstance(leaf["value"], (bool, int, float, str)):
+            out[("value", i)] = leaf["value"]
+    return out
+
+
+# --- the rule: a small decision tree ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Leaf:
+    part: int  # candidate id
+
+
+@dataclass(frozen=True)
+class Split:
+    feature: tuple
+    test: object  # a threshold (numbers: feature <= test goes left) or a category (feature == test goes left)
+    left: "Leaf | Split"
+    right: "Leaf | Split"
+
+
+def _numeric(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _loss(cases: list[Case], parts: dict[int, Part], pid: int) -> float:
+    return -sum(math.log(parts[pid].value[c.label]) for c in cases)
+
+
+def _best_leaf(cases: list[Case], parts: dict[int, Part]) -> tuple[float, int]:
+    # ties: the lower id (the older kernel), so the same data always gives the same rule
+    return min((_loss(cases, parts, pid), pid) for pid in sorted(parts))
+
+
+def _threshold(low, high):
+    """A cut between two benchmark values: their geometric mean for positive sizes (shapes grow by factors), the
+    arithmetic one otherwise; an integer for integers."""
+    cut = math.sqrt(low * high) if low > 0 and high > 0 else (low + high) / 2
+    if isinstance(low, int) and isinstance(high, int):
+        cut = max(low, min(high - 1, math.floor(cut)))
+    return cut
+
+
+def _splits(cases: list[Case]):
+    """(feature, test, margin): every cut between adjacent benchmark values, every category; the margin (how far
+    apart the values on either side are, as a log ratio) breaks ties towards the cut that separates the most."""
+    features = set.intersection(*(set(c.features) for c in cases))
+    for feature in sorted(features, key=repr):
+        values = {c.features[feature] for c in cases}
+        if len(values) < 2:
+            continue
+        if all(_numeric(v) for v in values):
+            ordered = sorted(values)
+            for low, high in zip(ordered, ordered[1:]):
+                margin = math.log(high / low) if low > 0 else (high - low) / max(abs(high), abs(low), 1)
+                yield feature, _threshold(low, high), margin
+        elif all(isinstance(v, (str, bool)) for v in values):
+            for value in sorted(values, key=repr):
+                yield feature, value, math.inf
+
+
+def _goes_left(case: Case, feature, test) -> bool:
+    value = case.features[feature]
+    return value <= test if _numeric(value) and _numeric(test) else value == test
+
+
+def learn(cases: list[Case], parts: dict[int, Part], depth: int = MAX_DEPTH, n_all: int | None = None):
+    """The tree for these cases (greedy, CART-like): a split is taken where it lowers the summed -log(value) by more
+    than MIN_GAIN of the geometric mean over every case."""
+    n_all = n_all or len(cases)
+    loss, pid = _best_leaf(cases, parts)
+    if depth == 0 or len(cases) < 2:
+        return Leaf(pid), loss
+    best = None
+    for feature, test, margin in _splits(cases):
+        left = [c for c in cases if _goes_left(c, feature, test)]
+        right = [c for c in cases if not _goes_left(c, feature, test)]
+        if not left or not right:
+            continue
+        split_loss = _best_leaf(left, parts)[0] + _best_leaf(right, parts)[0]
+        if best is None or split_loss < best[0] - 1e-9 or (split_loss < best[0] + 1e-9 and margin > best[1]):
+            best = (split_loss, margin, feature, test, left, right)
+    if best is None or loss - best[0] <= n_all * math.log1p(MIN_GAIN):
+        return Leaf(pid), loss
+    _, _, feature, test, left, right = best
+    left_tree, left_loss = learn(left, parts, depth - 1, n_all)
+    right_tree, right_loss = learn(right, parts, depth - 1, n_all)
+    if isinstance(left_tree, Leaf) and isinstance(right_tree, Leaf) and left_tree.part == right_tree.part:
+        return left_tree, left_loss + right_loss
+    return Split(feature, test, left_tree, right_tree), left_loss + right_loss
+
+
+def route(tree, case: Case) -> int:
+    while isinstance(tree, Split):
+        tree = tree.left if _goes_left(case, tree.feature, tree.test) else tree.right
+    return tree.part
+
+
+def leaves(tree) -> list[int]:
+    if isinstance(tree, Leaf):
+        return [tree.part]
+    return leaves(tree.left) + [p for p in leaves(tree.right) if p not in leaves(tree.left)]
+
+
+# --- merging sources --------------------------------------------------------------------------------------------
+
+_SCOPE_NAMES = {ast.Lambda: "lambda", ast.ListComp: "listcomp", ast.SetComp: "setcomp", ast.DictComp: "dictcomp",
+                ast.GeneratorExp: "genexpr"}
+
+
+class _Renamer:
+    """Finds every place a module-level name of one source is bound or read (scopes resolved by Python's own
+    symtable), so that it can be suffixed in the text and, for the self-check, in the tree."""
+
+    def __init__(self, source: str, rename: set[str], suffix: str):
+        self.source, self.rename, self.suffix = source, rename, suffix
+        self.edits: list[tuple[int, int, int, str]] = []  # (line, byte start, byte end, new text)
+        self.lines = source.splitlines(keepends=True)
+
+    def new(self, name: str) -> str:
+        return name + self.suffix
+
+    def _refers_to_module(self, name: str, table) -> bool:
+        if name not in self.rename:
+            return False
+        if table.get_type() == "module":
+            return True
+        try:
+            return table.lookup(name).is_global()
+        except KeyError:  # not recorded in this scope (e.g. an annotation under postponed evaluation): the module's
+            return True
+
+    def _child(self, table, node):
+        name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+            else _SCOPE_NAMES[type(node)]
+        for child in table.get_children():
+            if child.get_name() == name and child.get_lineno() == node.lineno and child.get_id() not in self.used:
+                self.used.add(child.get_id())
+                return child
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return table  # Python 3.12+ inlines comprehensions into the enclosing scope (PEP 709)
+        raise ComposeError(f"line {node.lineno}: cannot resolve the scope of {name}")
+
+    def run(self, tree: ast.Module, table) -> None:
+        self.used: set[int] = set()
+        self.tables = {}
+        self._visit_body(tree.body, table)
+
+    def _visit_body(self, nodes, table):
+        for node in nodes:
+            self._visit(node, table)
+
+    def _def_name(self, node, table):
+        if not self._refers_to_module(node.name, table):
+            return
+        line = self.lines[node.lineno - 1]
+        raw = line.encode()
+        start = len(raw[:node.col_offset].decode(errors="replace"))
+        match = re.compile(r"(async\s+def|def|class)\s+(" + re.escape(node.name) + r")\b").search(line, start)
+        if match is None:
+            raise ComposeError(f"line {node.lineno}: cannot find the name {node.name}")
+        self._edit(node.lineno, match.start(2), match.end(2))
+        node.name = self.new(node.name)
+
+    def _edit(self, lineno: int, start_char: int, end_char: int) -> None:
+        self.edits.append((lineno, start_char, end_char, self.new(self.lines[lineno - 1][start_char:end_char])))
+
+    def _visit(self, node, table):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inner = self._child(table, node)
+            for d in getattr(node, "decorator_list", []):
+                self._visit(d, table)
+            args = node.args
+            for d in list(args.defaults) + [d for d in args.kw_defaults if d is not None]:
+                self._visit(d, table)
+            if not isinstance(node, ast.Lambda):
+                for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                    if a is not None and a.annotation is not None:
+                        self._visit(a.annotation, table)
+                if node.returns is not None:
+                    self._visit(node.returns, table)
+                self._def_name(node, table)
+                self._visit_body(node.body, inner)
+            else:
+                self._visit(node.body, inner)
+            return
+        if isinstance(node, ast.ClassDef):
+            inner = self._child(table, node)
+            for d in node.decorator_list + node.bases + [k.value for k in node.keywords]:
+                self._visit(d, table)
+            self._def_name(node, table)
+            self._visit_body(node.body, inner)
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            inner = self._child(table, node)
+            self._visit(node.generators[0].iter, table)  # evaluated in the enclosing scope
+            for i, gen in enumerate(node.generators):
+                self._visit(gen.target, inner)
+                if i:
+                    self._visit(gen.iter, inner)
+                for cond in gen.ifs:
+                    self._visit(cond, inner)
+            for part in ([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]):
+                self._visit(part, inner)
+            return
+        if isinstance(node, ast.Name):
+            if self._refers_to_module(node.id, table):
+                line = self.lines[node.lineno - 1].encode()
+                start = len(line[:node.col_offset].decode(errors="replace"))
+                end = len(line[:node.end_col_offset].decode(errors="replace"))
+                if self.lines[node.lineno - 1][start:end] != node.id:
+                    raise ComposeError(f"line {node.lineno}: cannot place the name {node.id}")
+                self._edit(node.lineno, start, end)
+                node.id = self.new(node.id)
+            return
+        if isinstance(node, ast.Global):
+            hits = [n for n in node.names if n in self.rename]
+            for lineno in range(node.lineno, node.end_lineno + 1):
+                text = self.lines[lineno - 1]
+                for n in hits:
+                    for m in re.finditer(r"\b" + re.escape(n) + r"\b", text):
+                        self._edit(lineno, m.start(), m.end())
+            node.names = [self.new(n) if n in self.rename else n for n in node.names]
+            return
+        if isinstance(node, ast.ExceptHandler) and node.name and self._refers_to_module(node.name, table):
+            raise ComposeError(f"line {node.lineno}: binds the module-level name {node.name} in an except clause")
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name and self._refers_to_module(node.name, table):
+            raise ComposeError(f"line {node.lineno}: binds the module-level name {node.name} in a match pattern")
+        for child in ast.iter_child_nodes(node):
+            self._visit(child, table)
+
+    def text(self) -> str:
+        lines = list(self.lines)
+        for lineno, start, end, new in sorted(set(self.edits), reverse=True):
+            line = lines[lineno - 1]
+            lines[lineno - 1] = line[:start] + new + line[end:]
+        return "".join(lines)
+
+
+def _import_bindings(node) -> dict[str, str]:
+    """name -> the import statement (normalised) that binds it."""
+    text = ast.unparse(node)
+    if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+        raise ComposeError(f"line {node.lineno}: a star import binds names no one can list")
+    if isinstance(node, ast.Import):
+        return {(a.asname or a.name.split(".")[0]): text for a in node.names}
+    return {(a.asname or a.name): text for a in node.names}
+
+
+def _module_level(tree: ast.Module):
+    """Every node that runs in the module's own scope (function and class bodies left out)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def split_source(source: str, suffix: str) -> tuple[list[ast.stmt], str]:
+    """(the source's module-level import statements, the rest with every module-level name suffixed)."""
+    try:
+        tree = ast.parse(source)
+        table = symtable.symtable(source, "<candidate>", "exec")
+    except (SyntaxError, ValueError) as exc:
+        raise ComposeError(f"does not parse: {exc}") from None
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    imported: dict[str, str] = {}
+    for node in imports:
+        imported.update(_import_bindings(node))
+    bound = set()
+    for sym in table.get_symbols():
+        if sym.is_assigned() or sym.is_imported() or sym.is_namespace():
+            bound.add(sym.get_name())
+    stack = list(table.get_children())
+    while stack:  # names a function declares global and assigns: module-level too
+        child = stack.pop()
+        stack.extend(child.get_children())
+        for sym in child.get_symbols():
+            if sym.is_declared_global() and sym.is_assigned():
+                bound.add(sym.get_name())
+    for node in _module_level(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in imports:
+            raise ComposeError(f"line {node.lineno}: an import inside a statement at module level")
+    clash = sorted(n for n in imported if n in bound and any(
+        isinstance(t, ast.Name) and t.id == n and isinstance(t.ctx, ast.Store) for t in ast.walk(tree)))
+    if clash:
+        raise ComposeError(f"rebinds the imported name {clash[0]}")
+    rename = {n for n in bound - set(imported) if not (n.startswith("__") and n.endswith("__"))}
+    renamer = _Renamer(source, rename, suffix)
+    renamer.run(tree, table)
+    # drop the hoisted imports from the text (whole lines; a statement sharing a line with an import is refused)
+    text = renamer.text()
+    lines = text.splitlines(keepends=True)
+    for node in sorted(imports, key=lambda n: -n.lineno):
+        first, last = node.lineno - 1, node.end_lineno - 1
+        start_ok = lines[first][:node.col_offset].strip() == ""
+        end_ok = lines[last].encode()[node.end_col_offset:].decode(errors="replace").strip() in ("", "\\")
+        if not (start_ok and end_ok):
+            raise ComposeError(f"line {node.lineno}: an import shares its line with other code")
+        del lines[first:last + 1]
+    body = "".join(lines)
+    # the self-check: the text edits did exactly what the tree edits did
+    expected = ast.Module(body=[n for n in tree.body if n not in imports], type_ignores=[])
+    try:
+        got = ast.parse(body)
+    except SyntaxError as exc:
+        raise ComposeError(f"renaming broke the source ({exc})") from None
+    if ast.dump(got) != ast.dump(expected):
+        raise ComposeError("renaming by text and by tree disagree")
+    return imports, body
+
+
+# --- the composite ----------------------------------------------------------------------------------------------
+
+def _condition(feature, test) -> str:
+    kind, i = feature[0], feature[1]
+    if kind == "size":
+        return f"inputs[{i}].shape[{feature[2]}] <= {test!r}"
+    if kind == "dtype":
+        return f"inputs[{i}].dtype == torch.{test}"
+    if isinstance(test, bool):
+        return f"inputs[{i}]" if test else f"not inputs[{i}]"
+    if _numeric(test):
+        return f"inputs[{i}] <= {test!r}"
+    return f"inputs[{i}] == {test!r}"
+
+
+def _describe(feature) -> str:
+    kind, i = feature[0], feature[1]
+    return {"size": lambda: f"dimension {feature[2]} of input {i}", "dtype": lambda: f"the dtype of input {i}",
+            "value": lambda: f"input {i}"}[kind]()
+
+
+def _dispatch(tree, suffix_of, indent: str = "    ") -> list[str]:
+    if isinstance(tree, Leaf):
+        return [f"{indent}return custom_kernel{suffix_of(tree.part)}(*inputs)"]
+    lines = [f"{indent}if {_condition(tree.feature, tree.test)}:"]
+    lines += _dispatch(tree.left, suffix_of, indent + "    ")
+    if isinstance(tree.right, Leaf):
+        return lines + _dispatch(tree.right, suffix_of, indent)
+    return lines + [f"{indent}else:"] + _dispatch(tree.right, suffix_of, indent + "    ")
+
+
+def rule_text(tree) -> str:
+    if isinstance(tree, Leaf):
+        return f"#{tree.part}"
+    test = f"<= {tree.test!r}" if _numeric(tree.test) else f"== {tree.test!r}"
+    return f"({_describe(tree.feature)} {test}: {rule_text(tree.left)}; else {rule_text(tree.right)})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    source: str
+    parts: tuple[int, ...]  # every kernel drawn from, the one chosen for the most cases first
+    predicted: float  # the geometric mean of the chosen kernels' per-case figures
+    rule: str
+    chosen: dict  # case label -> candidate id
+
+
+def build(tree, parts: dict[int, Part], cases: list[Case], predicted: float, unit: str = "figure") -> Plan:
+    used = leaves(tree)
+    chosen = {c.label: route(tree, c) for c in cases}
+    used.sort(key=lambda pid: (-sum(v == pid for v in chosen.values()), pid))
+    suffix_of = lambda pid: f"_c{pid}"  # noqa: E731
+    future, hoisted, bindings, bodies = [], [], {}, []
+    for pid in used:
+        imports, body = split_source(parts[pid].source, suffix_of(pid))
+        for node in imports:
+            for name, text in _import_bindings(node).items():
+                if bindings.setdefault(name, text) != text:
+                    raise ComposeError(f"#{pid} binds {name} by `{text}`, another kernel by `{bindings[name]}`")
+            text = ast.unparse(node)
+            target = future if isinstance(node, ast.ImportFrom) and node.module == "__future__" else hoisted
+            if text not in target:
+                target.append(text)
+        bodies.append((pid, body.strip("\n")))
+    if "torch" not in bindings:
+        hoisted.insert(0, "import torch")
+    elif bindings["torch"] != "import torch" and isinstance(tree, Split) and _uses_dtype(tree):
+        raise ComposeError("`torch` is bound by something other than `import torch`")
+    table = [f"case | kernel | {unit}"] + [
+        f"{c.label} | #{chosen[c.label]} | {parts[chosen[c.label]].value[c.label]:.4g}" for c in cases]
+    header = ['"""Shape-dispatch composite of ' + ", ".join(f"#{p}" for p in used) + " (built by evolve from their "
+              "archived per-case figures).", "", f"Rule: {rule_text(tree)}", "",
+              f"Per benchmark case, the kernel the rule picks and its archived {unit}:", *table, '"""']
+    out = header + future + hoisted + [""]
+    for pid, body in bodies:
+        out += ["", f"# ---- kernel #{pid}: its module-level names end in {suffix_of(pid)} " + "-" * 40, "", body, ""]
+    out += ["", "def custom_kernel(*inputs):",
+            f'    """Dispatch by what the inputs look like; thresholds lie between the benchmark values."""']
+    out += _dispatch(tree, suffix_of)
+    source = "\n".join(out) + "\n"
+    ast.parse(source)
+    return Plan(source=source, parts=tuple(used), predicted=predicted, rule=rule_text(tree), chosen=chosen)
+
+
+def _uses_dtype(tree) -> bool:
+    return isinstance(tree, Split) and (tree.feature[0] == "dtype" or _uses_dtype(tree.left)
+                                        or _uses_dtype(tree.right))
+
+
+def plan(parts: list[Part], cases: list[Case], incumbent: float | None, noise: float,
+         unit: str = "figure") -> Plan | None:
+    """The composite worth trying, or None: per-case winners must differ, the rule must use two kernels or more,
+    and its predicted geometric mean must beat `incumbent` by more than `noise`. Kernels whose source cannot be
+    merged are left out."""
+    if not cases:
+        return None
+    labels = [c.label for c in cases]
+    usable = {p.id: p for p in parts if all(p.value.get(label, 0) > 0 for label in labels)}
+    if len(usable) < 2:
+        return None
+    winners = {max(usable.values(), key=lambda p: (p.value[label], -p.id)).id for label in labels}
+    if len(winners) < 2:
+        return None
+    while len(usable) >= 2:
+        tree, loss = learn(cases, usable)
+        if isinstance(tree, Leaf):
+            return None
+        predicted = math.exp(-loss / len(cases))
+        if incumbent is not None and not predicted > incumbent * (1 + noise):
+            return None
+        try:
+            return build(tree, usable, cases, predicted, unit)
+        except ComposeError as exc:
+            bad = _culprit(exc, leaves(tree), usable)
+            usable.pop(bad)
+    return None
+
+
+def _culprit(exc: ComposeError, used: list[int], parts: dict[int, Part]) -> int:
+    """The kernel to leave out after a failed merge: the first one whose source cannot be split alone, else the
+    last drawn (a clash between two kernels' imports)."""
+    for pid in used:
+        try:
+            split_source(parts[pid].source, f"_c{pid}")
+        except ComposeError:
+            return pid
+    return used[-1]
+
+
+def cases_from(rows: list[dict]) -> list[Case] | None:
+    """The cases as one verdict's per-shape rows describe them; None when its rows do not say what the inputs
+    were (verdicts archived before inputs were recorded)."""
+    out = []
+    for row in rows:
+        inputs = row.get("inputs")
+        if not isinstance(inputs, list) or not inputs:
+            return None
+        out.append(Case(label=row["case"], features=_features(inputs)))
+    return out
