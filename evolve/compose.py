@@ -466,11 +466,11 @@ def _uses_dtype(tree) -> bool:
                                         or _uses_dtype(tree.right))
 
 
-def plan(parts: list[Part], cases: list[Case], incumbent: float | None, noise: float,
-         unit: str = "figure") -> Plan | None:
+def plan(parts: list[Part], cases: list[Case], incumbent: float | None, noise, unit: str = "figure") -> Plan | None:
     """The composite worth trying, or None: per-case winners must differ, the rule must use two kernels or more,
-    and its predicted geometric mean must beat `incumbent` by more than `noise`. Kernels whose source cannot be
-    merged are left out."""
+    and its predicted geometric mean must beat `incumbent` by more than the timing noise: `noise` is a relative
+    figure, or a function of the ids the rule draws from giving theirs and the incumbent's. Kernels whose source
+    cannot be merged are left out."""
     if not cases:
         return None
     labels = [c.label for c in cases]
@@ -485,7 +485,8 @@ def plan(parts: list[Part], cases: list[Case], incumbent: float | None, noise: f
         if isinstance(tree, Leaf):
             return None
         predicted = math.exp(-loss / len(cases))
-        if incumbent is not None and not predicted > incumbent * (1 + noise):
+        margin = noise(tuple(leaves(tree))) if callable(noise) else noise
+        if incumbent is not None and not predicted > incumbent * (1 + margin):
             return None
         try:
             return build(tree, usable, cases, predicted, unit)

@@ -285,8 +285,9 @@ class Search:
             parts.append(compose.Part(cand.id, cand.source, values))
         if cases is None:
             return None
-        noise = max([self.population.noise.get(best.id, NOISE_FLOOR)] +
-                    [self.population.noise.get(p.id, NOISE_FLOOR) for p in parts])
+        def noise(drawn: tuple[int, ...]) -> float:  # of the incumbent and the kernels the rule draws from
+            return max(self.population.noise.get(i, NOISE_FLOOR) for i in (best.id, *drawn))
+
         found = compose.plan(parts, cases, best.score, noise,
                              "fraction of roofline" if gpu else "1 / interpreter ms (CPU ranking only)")
         if found is None or source_hash(found.source) in self._composed:

@@ -1,0 +1,427 @@
+"""Shape-dispatch composition: the rule learned from per-case figures, the merged source, and the composer in the
+search loop (one real evaluation under the Triton interpreter; the rest with a fake evaluator on a real archive)."""
+import ast
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from evolve import compose
+from evolve.archive import Archive
+from evolve.config import RunConfig
+from evolve.harness import EvalOptions
+from evolve.search import Search, device_name, noise_of, score_of
+from verdicts import ladder
+
+ROOT = Path(__file__).resolve().parents[1]
+TWO = ROOT / "tests" / "data" / "two_regimes"
+ROWS_SRC = ROOT / "tests" / "data" / "mini_softmax" / "seeds" / "softmax_rows.py"  # one row per program (KNOBS)
+MULTI_SRC = ROOT / "problems" / "softmax" / "solutions" / "correct" / "multi_row.py"  # several rows per program
+SINGLE_SRC = ROOT / "problems" / "softmax" / "solutions" / "correct" / "single_block.py"
+
+N = ("size", 0, 1)  # the row length of input 0
+
+
+def kernel_source(name: str) -> str:
+    """A tiny kernel module that says which kernel ran; module-level names collide across kernels on purpose."""
+    return f"import torch\n\nNAME = {name!r}\n\n\ndef custom_kernel(x):\n    return NAME\n"
+
+
+def cases(ns, dtype="float32", rows=4):
+    return [compose.Case(label=f"{dtype} {rows}x{n}", features={("size", 0, 0): rows, N: n, ("dtype", 0): dtype})
+            for n in ns]
+
+
+def part(pid, values: dict, source=None) -> compose.Part:
+    return compose.Part(pid, source or kernel_source(f"k{pid}"), values)
+
+
+def crossing(cs, fast_until: int, a=1, b=2):
+    """Kernel a is twice as fast as b for rows up to `fast_until`, b twice as fast as a beyond."""
+    return {a: part(a, {c.label: 2.0 if c.features[N] <= fast_until else 1.0 for c in cs}),
+            b: part(b, {c.label: 1.0 if c.features[N] <= fast_until else 2.0 for c in cs})}
+
+
+# --- the rule ---------------------------------------------------------------------------------------------------
+
+def test_thresholds_lie_geometrically_between_the_benchmark_values_and_route_unseen_shapes():
+    cs = cases([256, 1024, 4096, 16384])
+    benchmark_values = {256, 1024, 4096, 16384}
+
+    tree, _ = compose.learn(cs, crossing(cs, 1024))
+    assert isinstance(tree, compose.Split)
+    assert tree.feature == N and tree.test == 2048
+    assert 1024 < tree.test < 4096 and tree.test not in benchmark_values
+    assert (tree.left, tree.right) == (compose.Leaf(1), compose.Leaf(2))
+    assert [compose.route(tree, c) for c in cs] == [1, 1, 2, 2]
+    unseen = {n: cases([n])[0] for n in (16, 3000, 100000)}
+    assert compose.route(tree, unseen[16]) == 1
+    assert compose.route(tree, unseen[3000]) == 2  # above 2048
+    assert compose.route(tree, unseen[100000]) == 2
+
+    moved, _ = compose.learn(cs, crossing(cs, 4096))
+    assert isinstance(moved, compose.Split) and moved.feature == N and moved.test == 8192
+    assert compose.route(moved, unseen[16]) == 1
+    assert compose.route(moved, unseen[3000]) == 1  # below 8192 now
+    assert compose.route(moved, unseen[100000]) == 2
+
+
+def test_a_composite_of_one_kernel_is_never_proposed():
+    cs = cases([256, 1024, 4096, 16384])
+    # one kernel fastest everywhere
+    everywhere = {1: part(1, {c.label: 3.0 for c in cs}), 2: part(2, {c.label: 1.0 for c in cs})}
+    assert compose.plan(list(everywhere.values()), cs, None, 0.02) is None
+
+    # the winners differ, but a split would gain less than MIN_GAIN
+    tiny = 1 + compose.MIN_GAIN / 4
+    close = {1: part(1, {c.label: tiny if c.features[N] <= 1024 else 1.0 for c in cs}),
+             2: part(2, {c.label: 1.0 if c.features[N] <= 1024 else tiny for c in cs})}
+    winners = {max(close.values(), key=lambda p: p.value[c.label]).id for c in cs}
+    assert winners == {1, 2}
+    assert isinstance(compose.learn(cs, close)[0], compose.Leaf)
+    assert compose.plan(list(close.values()), cs, None, 0.02) is None
+
+    # a worthwhile rule whose predicted geomean (2.0) does not beat the incumbent by more than the noise
+    worth = crossing(cs, 1024)
+    assert compose.plan(list(worth.values()), cs, 2.0, 0.02) is None
+    assert compose.plan(list(worth.values()), cs, 1.97, 0.02) is None  # 2.0 <= 1.97 * 1.02
+    assert compose.plan(list(worth.values()), cs, 1.9, 0.10) is None  # 2.0 <= 1.9 * 1.10
+
+    found = compose.plan(list(worth.values()), cs, 1.9, 0.02)
+    assert found is not None
+    assert sorted(found.parts) == [1, 2]
+    assert math.isclose(found.predicted, 2.0)
+    assert found.chosen == {c.label: 1 if c.features[N] <= 1024 else 2 for c in cs}
+    assert "inputs[0].shape[1] <= 2048" in found.source
+    # the composite runs: the module-level NAME of each kernel survives under its own suffix, the rule routes
+    namespace = {}
+    exec(compile(found.source, "<composite>", "exec"), namespace)
+    assert namespace["NAME_c1"] == "k1" and namespace["NAME_c2"] == "k2"
+    kernel = namespace["custom_kernel"]
+    assert kernel(torch.empty(2, 16)) == "k1"
+    assert kernel(torch.empty(2, 2048)) == "k1"
+    assert kernel(torch.empty(2, 2049)) == "k2"
+    assert kernel(torch.empty(1, 100000)) == "k2"
+
+
+def test_a_dtype_split_dispatches_on_the_dtype():
+    cs = cases([256, 1024]) + cases([256, 1024], dtype="bfloat16")
+    parts = [part(1, {c.label: 3.0 if c.features[("dtype", 0)] == "float32" else 1.0 for c in cs}),
+             part(2, {c.label: 1.0 if c.features[("dtype", 0)] == "float32" else 3.0 for c in cs})]
+    found = compose.plan(parts, cs, None, 0.02)
+    assert found is not None and sorted(found.parts) == [1, 2]
+    assert "inputs[0].dtype == torch.bfloat16" in found.source
+    assert found.chosen == {c.label: 1 if c.features[("dtype", 0)] == "float32" else 2 for c in cs}
+    namespace = {}
+    exec(compile(found.source, "<composite>", "exec"), namespace)
+    assert namespace["custom_kernel"](torch.empty(2, 300, dtype=torch.bfloat16)) == "k2"
+    assert namespace["custom_kernel"](torch.empty(2, 300, dtype=torch.float32)) == "k1"
+
+
+# --- merging sources --------------------------------------------------------------------------------------------
+
+TRICKY = '''\
+import torch
+import triton.language as tl
+from math import sqrt as root
+
+SCALE = 2.0
+count = 0
+
+
+def register(key):
+    return lambda fn: fn
+
+
+def by_param(SCALE):
+    return SCALE * 3
+
+
+def by_local(x):
+    SCALE = 5.0
+    return x * SCALE
+
+
+def reads_module(x, factor=SCALE):
+    return x.SCALE + factor * SCALE + root(count)
+
+
+class Holder:
+    count = 3
+    width = count + 1
+
+    def method(self):
+        return self.count + count
+
+
+def bump():
+    global count
+    count += 1
+    return count
+
+
+def init_cache():
+    global CACHE
+    CACHE = {"scale": SCALE}
+
+
+def read_cache():
+    return CACHE
+
+
+@register(lambda SCALE: SCALE + 1)
+def decorated(v):
+    return v
+
+
+@register(lambda v: v * SCALE)
+def decorated2(v):
+    return by_param(SCALE=SCALE)
+
+
+TABLE = [SCALE * i for i in range(4)]
+
+
+def comps(xs):
+    a = {k: SCALE for k in xs}
+    b = [count for count in xs]
+    return a, b, (i + count for i in xs)
+
+
+LABEL = f"scale={SCALE} count={count:>3}"
+
+
+def custom_kernel(x):
+    return x * SCALE
+'''
+
+
+def test_split_source_renames_exactly_the_module_level_names():
+    imports, body = compose.split_source(TRICKY, "_c7")
+    assert [ast.unparse(n) for n in imports] == ["import torch", "import triton.language as tl",
+                                                "from math import sqrt as root"]
+    assert "import" not in body  # hoisted
+    expected = [
+        "SCALE_c7 = 2.0", "count_c7 = 0",
+        "def register_c7(key):", "return lambda fn: fn",
+        "def by_param_c7(SCALE):\n    return SCALE * 3",  # a parameter shadows the constant
+        "def by_local_c7(x):\n    SCALE = 5.0\n    return x * SCALE\n",  # a local shadows it
+        "def reads_module_c7(x, factor=SCALE_c7):",  # a default is evaluated at module level
+        "return x.SCALE + factor * SCALE_c7 + root(count_c7)",  # attributes and imports left alone
+        "class Holder_c7:\n    count = 3\n    width = count + 1",  # class-level names are the class's own
+        "return self.count + count_c7",  # a method sees the module's count, not the class's
+        "def bump_c7():\n    global count_c7\n    count_c7 += 1\n    return count_c7",
+        "def init_cache_c7():\n    global CACHE_c7\n    CACHE_c7 = {'scale': SCALE_c7}".replace("'", '"'),
+        "def read_cache_c7():\n    return CACHE_c7",  # bound only through `global`, still module-level
+        "@register_c7(lambda SCALE: SCALE + 1)",  # a lambda parameter
+        "@register_c7(lambda v: v * SCALE_c7)",  # a lambda reading the module
+        "return by_param_c7(SCALE=SCALE_c7)",  # the keyword's name is the parameter's, not the module's
+        "TABLE_c7 = [SCALE_c7 * i for i in range(4)]",
+        "a = {k: SCALE_c7 for k in xs}",
+        "b = [count for count in xs]",  # the comprehension's own variable
+        "return a, b, (i + count_c7 for i in xs)",
+        'LABEL_c7 = f"scale={SCALE_c7} count={count_c7:>3}"',
+        "def custom_kernel_c7(x):\n    return x * SCALE_c7",
+    ]
+    for text in expected:
+        assert text in body, text
+    for wrong in ("x.SCALE_c7", "self.count_c7", "factor_c7", "root_c7", "torch_c7", "tl_c7", "_c7_c7",
+                  "def method_c7", "width_c7", "by_param_c7(SCALE_c7=", "lambda SCALE_c7", "for count_c7 in"):
+        assert wrong not in body, wrong
+
+    # the merged text behaves as the original did
+    namespace = {}
+    exec(compile("\n".join(ast.unparse(n) for n in imports) + "\n" + body, "<merged>", "exec"), namespace)
+    assert namespace["by_param_c7"](1.0) == 3.0 and namespace["by_local_c7"](1.0) == 5.0
+    assert namespace["Holder_c7"].width == 4 and namespace["Holder_c7"]().method() == 3
+    assert namespace["bump_c7"]() == 1 and namespace["count_c7"] == 1
+    namespace["init_cache_c7"]()
+    assert namespace["read_cache_c7"]() == {"scale": 2.0}
+    assert namespace["decorated2_c7"](0) == 6.0
+    assert namespace["comps_c7"]([5])[1] == [5]
+    assert namespace["LABEL_c7"] == "scale=2.0 count=  0"
+    assert namespace["custom_kernel_c7"](2.0) == 4.0
+
+
+STAR = "from math import *\n\n\ndef custom_kernel(x):\n    return x * pi\n"
+SHARED_LINE = "import torch; X = 1\n\n\ndef custom_kernel(x):\n    return x * X\n"
+
+
+@pytest.mark.parametrize("source, message", [(STAR, "star import"), (SHARED_LINE, "shares its line")],
+                         ids=["star-import", "import-sharing-a-line"])
+def test_unmergeable_sources_raise(source, message):
+    with pytest.raises(compose.ComposeError, match=message):
+        compose.split_source(source, "_c3")
+
+
+@pytest.mark.parametrize("bad_source", [STAR, SHARED_LINE], ids=["star-import", "import-sharing-a-line"])
+def test_plan_leaves_an_unmergeable_kernel_out(bad_source):
+    cs = cases([256, 1024, 4096, 16384])
+    small = {c.label: c.features[N] <= 1024 for c in cs}
+    a = part(1, {label: 4.0 if s else 1.0 for label, s in small.items()})
+    b = part(2, {label: 1.0 if s else 4.0 for label, s in small.items()})  # second best on long rows
+    bad = part(3, {label: 0.5 if s else 8.0 for label, s in small.items()}, source=bad_source)  # best on long rows
+    assert sorted(compose.leaves(compose.learn(cs, {1: a, 2: b, 3: bad})[0])) == [1, 3]
+
+    found = compose.plan([a, b, bad], cs, None, 0.02)
+    assert found is not None
+    assert sorted(found.parts) == [1, 2]
+    assert "_c3" not in found.source and "custom_kernel_c1" in found.source and "custom_kernel_c2" in found.source
+    ast.parse(found.source)
+
+    assert compose.plan([a, bad], cs, None, 0.02) is None  # fewer than two kernels remain
+
+
+# --- the composer in the search ---------------------------------------------------------------------------------
+
+def cpu_rows(ms_small: float, ms_large: float) -> list[dict]:
+    return [{"case": "fp32 4x32", "ms": ms_small, "inputs": [{"shape": [4, 32], "dtype": "float32"}]},
+            {"case": "fp32 2x512", "ms": ms_large, "inputs": [{"shape": [2, 512], "dtype": "float32"}]}]
+
+
+def test_compose_step_evaluates_a_real_composite_and_records_its_lineage(tmp_path, cache_dir):
+    db = tmp_path / "a.db"
+    config = RunConfig(problem_dir=str(TWO), db=str(db), eval=EvalOptions(device="cpu", cache_dir=cache_dir))
+    search = Search(config, Archive(db))
+    try:
+        search.start()
+        ids = []
+        # the seed wins on long rows, multi_row on short rows
+        for path, (small, large) in ((ROWS_SRC, (4.0, 10.0)), (MULTI_SRC, (2.0, 20.0))):
+            cand = search.archive.add_candidate(search.run_id, source=path.read_text(), proposer="seed")
+            verdict = ladder(fitness=None, shapes=cpu_rows(small, large), mode="cpu")
+            done = search.archive.record_verdict(cand.id, verdict, score_of(verdict))
+            search._admit(done, noise_of(verdict))
+            ids.append(done.id)
+
+        assert search.compose_step(0) is True
+        composites = [c for c in search.archive.candidates(search.run_id) if c.proposer == compose.COMPOSER]
+        assert len(composites) == 1
+        comp = composites[0]
+        assert comp.template == "shape-dispatch"
+        assert sorted(comp.parent_ids) == sorted(ids)
+        assert comp.generation == 1
+        assert comp.status == "evaluated" and comp.ok is True, (comp.failed_rung, comp.reason)
+        assert f"return custom_kernel_c{ids[1]}(*inputs)" in comp.source  # short rows: multi_row
+        verdict = search.archive.verdict(comp.id)
+        assert verdict.mode == "cpu"
+        assert [row["case"] for row in verdict.shapes] == ["fp32 4x32", "fp32 2x512"]
+        assert verdict.shapes[0]["inputs"] == [{"shape": [4, 32], "dtype": "float32"}]
+        assert verdict.shapes[1]["inputs"] == [{"shape": [2, 512], "dtype": "float32"}]
+
+        assert search.compose_step(0) is False  # the same composite is not proposed twice
+        assert sum(c.proposer == compose.COMPOSER for c in search.archive.candidates(search.run_id)) == 1
+
+        env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+        shown = subprocess.run([sys.executable, "-m", "evolve.cli", "show", str(comp.id), "--db", str(db),
+                                "--no-prompt"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        assert "composite" in shown.stdout
+        for pid in ids:
+            assert f"#{pid} (seed)" in shown.stdout
+    finally:
+        shutil.rmtree(search.work, ignore_errors=True)
+        search.archive.close()
+
+
+# --- material, the composer in the loop, and the device filter (a fake evaluator) -------------------------------
+
+FAKE_MS = {"single_block": (5.0, 5.0), "multi_row": (1.0, 10.0), "softmax_rows": (10.0, 1.0),
+           "composite": (1.0, 1.0)}
+
+
+def which(source: str) -> str:
+    if "def custom_kernel(*inputs)" in source:
+        return "composite"
+    if "softmax_rows_kernel" in source:
+        return "multi_row"
+    if "softmax_looped_kernel" in source:
+        return "softmax_rows"
+    assert "def softmax_kernel(" in source
+    return "single_block"
+
+
+class FakeEvaluator:
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def __call__(self, path, problem_path, options):
+        kind = which(Path(path).read_text())
+        self.seen.append(kind)
+        return ladder(fitness=None, mode="cpu", shapes=cpu_rows(*FAKE_MS[kind]))
+
+
+@pytest.fixture
+def problem(tmp_path):
+    """two_regimes with one seed (single_block) and two correct solutions (multi_row, softmax_rows)."""
+    folder = tmp_path / "two_regimes"
+    shutil.copytree(TWO, folder)
+    (folder / "seeds").mkdir()
+    (folder / "solutions" / "correct").mkdir(parents=True)
+    shutil.copy(SINGLE_SRC, folder / "seeds" / "single_block.py")
+    shutil.copy(MULTI_SRC, folder / "solutions" / "correct" / "multi_row.py")
+    (folder / "solutions" / "correct" / "softmax_rows.py").write_text("# expect: ok\n" + ROWS_SRC.read_text())
+    return folder
+
+
+def test_material_first_then_a_composite_of_the_winners(tmp_path, problem):
+    db = tmp_path / "m.db"
+    fake = FakeEvaluator()
+    config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=6)
+    archive = Archive(db)
+    try:
+        summary = Search(config, archive, proposer=None, evaluate=fake).run()
+        cands = archive.candidates(summary.run_id)
+        assert all(c.status == "evaluated" for c in cands)
+        assert [(c.proposer, c.template) for c in cands[:3]] == [
+            ("seed", "single_block.py"), ("solution", "multi_row.py"), ("solution", "softmax_rows.py")]
+        assert fake.seen[:4] == ["single_block", "multi_row", "softmax_rows", "composite"]
+        composites = [c for c in cands if c.proposer == compose.COMPOSER]
+        assert len(composites) == 1 and composites[0].id == cands[3].id
+        comp = composites[0]
+        by_template = {c.template: c.id for c in cands[:3]}
+        assert sorted(comp.parent_ids) == sorted([by_template["multi_row.py"], by_template["softmax_rows.py"]])
+        assert by_template["single_block.py"] not in comp.parent_ids
+        assert f"return custom_kernel_c{by_template['multi_row.py']}(*inputs)" in comp.source
+        assert summary.best.id == comp.id  # 1 ms everywhere beats every part
+        assert summary.evaluated == 6
+    finally:
+        archive.close()
+
+
+def test_kernels_archived_on_another_device_are_not_material_nor_duplicates(tmp_path, problem):
+    db = tmp_path / "d.db"
+    archive = Archive(db)
+    try:
+        seed_source = SINGLE_SRC.read_text()
+        gpu_run = archive.start_run("two_regimes", str(problem), {}, "NVIDIA H200", {})
+        gpu = archive.add_candidate(gpu_run, source=seed_source, proposer="seed")
+        gpu = archive.record_verdict(gpu.id, ladder(fitness=0.8), 0.8)
+        assert gpu.ok is True and gpu.status == "evaluated"
+        archive.finish_run(gpu_run, "test")
+
+        fake = FakeEvaluator()
+        config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=1)
+        search = Search(config, archive, proposer=None, evaluate=fake)
+        search.start()
+        assert search.device == device_name("cpu") == "cpu (Triton interpreter)"
+        assert gpu.id not in search.population.members and len(search.population) == 0
+        assert [p.name for p, _ in search.material] == ["single_block.py", "multi_row.py", "softmax_rows.py"]
+        assert gpu.hash in archive.known_hashes("two_regimes", "NVIDIA H200")
+        assert gpu.hash not in archive.known_hashes("two_regimes", search.device)
+
+        assert search.material_step(0) is True
+        cpu = archive.candidates(search.run_id)
+        assert len(cpu) == 1 and cpu[0].proposer == "seed" and cpu[0].hash == gpu.hash
+        assert cpu[0].status == "evaluated" and cpu[0].ok is True
+        assert fake.seen == ["single_block"]
+        assert search.best.id == cpu[0].id and gpu.id not in search.population.members
+        shutil.rmtree(search.work, ignore_errors=True)
+        search.pool.shutdown(wait=False)
+    finally:
+        archive.close()
