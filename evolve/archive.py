@@ -378,10 +378,12 @@ class Archive:
                       generation: int = 0, proposer: str = "llm", model: str | None = None,
                       template: str | None = None, prompt: str | None = None, reply: str | None = None,
                       tokens_in: int = 0, tokens_out: int = 0, cost: float = 0.0, latency_s: float = 0.0,
-                      knobs: dict | None = None, error: str | None = None) -> Candidate | None:
+                      knobs: dict | None = None, error: str | None = None,
+                      within_run: bool = False) -> Candidate | None:
         """Store a proposal. Invalid ones (no source, or an error) are always stored; a source whose hash is
-        already in any run of the same problem on the same device is a duplicate: nothing is stored and None comes
-        back. (A kernel measured on another device is not a duplicate: its figures say nothing about this one.)"""
+        already in any run of the same problem on the same device (in this run only, with `within_run`) is a
+        duplicate: nothing is stored and None comes back. (A kernel measured on another device is not a duplicate:
+        its figures say nothing about this one.)"""
         invalid = source is None or error is not None
         if source is None and error is None:
             error = "no source"
@@ -397,7 +399,11 @@ class Archive:
             problem = c.execute("SELECT problem, device FROM runs WHERE id = ?", [run_id]).fetchone()
             if problem is None:
                 raise ArchiveError(f"no run {run_id} in {self.path}")
-            if not invalid and c.execute(
+            if not invalid and within_run and c.execute(
+                    "SELECT 1 FROM candidates WHERE hash = ? AND run_id = ? AND status != 'invalid' LIMIT 1",
+                    [digest, run_id]).fetchone():
+                return None
+            if not invalid and not within_run and c.execute(
                     "SELECT 1 FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.hash = ? AND r.problem = ? "
                     "AND r.device IS ? AND c.status != 'invalid' LIMIT 1", [digest, *problem]).fetchone():
                 return None
@@ -486,6 +492,19 @@ class Archive:
             "SELECT coalesce(sum(cost), 0.0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
             "coalesce(sum(proposer = 'llm'), 0) FROM candidates WHERE run_id = ?", [run_id])[0]
         return {"cost": float(cost), "tokens_in": int(tin), "tokens_out": int(tout), "calls": int(calls)}
+
+    def timeline(self, run_id: int) -> list[dict]:
+        """A run's candidates in the order they were proposed, without sources or prompts: what a leaderboard and its
+        curves read (lineage, proposer, model, verdict summary, tokens, cost, when proposed, evaluation seconds)."""
+        rows = self._dicts(
+            "SELECT c.id, c.parent_ids, c.island, c.generation, c.proposer, c.model, c.template, c.tokens_in, "
+            "c.tokens_out, c.cost, c.latency_s, c.status, c.ok, c.fitness, c.score, c.failed_rung, c.reason, "
+            "c.created, e.seconds AS eval_seconds FROM candidates c LEFT JOIN evaluations e ON e.candidate_id = c.id "
+            "WHERE c.run_id = ? ORDER BY c.id", [run_id])
+        for row in rows:
+            row["parent_ids"] = json.loads(row["parent_ids"] or "[]")
+            row["ok"] = None if row["ok"] is None else bool(row["ok"])
+        return rows
 
     def known_hashes(self, problem: str, device: str | None = None) -> set[str]:
         """Hashes of every valid source already proposed for the problem, in any run (on one device, if given)."""

@@ -280,6 +280,139 @@ def _print_summary(summary, archive, problem):
     click.echo(f"archive: {summary.db}")
 
 
+@cli.command("bench")
+@click.option("--model", "models", multiple=True, required=True, type=_Model(),
+              help="A litellm model string; repeat to compare several (each gets its own cells).")
+@click.option("--problem", "problems", multiple=True, required=True, type=click.Path(exists=True),
+              help="A problem folder (or GPU MODE folder, KernelBench file); repeat for several.")
+@click.option("--budget-per-cell", "budget", required=True,
+              help="What each (model, problem) cell may spend: a duration (30m, 2h), a number of evaluated "
+                   "candidates (40) or LLM dollars ($2).")
+@click.option("--name", default="bench", show_default=True,
+              help="The comparison's name: running the same command again resumes it (finished cells are skipped).")
+@click.option("--db", default="runs/bench.db", show_default=True, type=click.Path(dir_okay=False),
+              help="The SQLite archive every cell writes to.")
+@click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The search seed, the same for every cell.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Most LLM calls in flight at once.")
+@click.option("--tune-share", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="Share of steps given to the knob tuner.")
+@click.option("--compose-share", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="Share of steps that look for a shape-dispatch composite.")
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
+              help="Seconds to wait for one LLM reply before retrying.")
+@click.option("--llm-retries", type=click.IntRange(min=0), default=4, show_default=True,
+              help="Retries of an LLM call on rate limits, 5xx errors and timeouts.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where candidates are evaluated.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
+              help="Wall-clock limit in seconds of each evaluation.")
+def bench_command(models, problems, budget, name, db, api_base, seed, concurrency, tune_share, compose_share,
+                  llm_timeout, llm_retries, device, timeout_s):
+    """Compare models fairly: one search per (model, problem), each with the same budget, search seed and settings,
+    on the same device, into one archive; then the leaderboard of the comparison.
+
+    Cells run one at a time (problem by problem, the models of a problem one after another), each isolated from the
+    archive's other runs, so every model starts from the same seeds. Ctrl-C stops; the same command resumes.
+    """
+    from .archive import ArchiveError
+    from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
+    from .config import LLMConfig, RunConfig, SearchConfig
+    from .harness import EvalOptions, ProblemError, load_problem
+    from .progress import Progress
+    from .proposer import LLMProposer, check_models, default_prompts
+    from .search import Search
+
+    try:
+        per_cell = parse_budget(budget)
+    except ValueError as exc:
+        _fail(str(exc))
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        _fail("a model is named twice; give each --model once")
+    loaded = []
+    for path in problems:
+        try:
+            loaded.append((path, load_problem(path).name))
+        except ProblemError as exc:
+            _fail(str(exc))
+    issues = check_models(list(models), api_base)
+    if issues:
+        _fail("\n".join(issues))
+    archive = _open_archive(db, must_exist=False)
+    base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
+                     search=SearchConfig(tune_share=tune_share, compose_share=compose_share),
+                     eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True),
+                     llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))
+    todo = cells(loaded, models)
+    for i, cell in enumerate(todo, 1):
+        tag = cell.tag(name, per_cell)
+        run = existing(archive, cell, tag)
+        label = f"cell {i}/{len(todo)}: {cell.problem_name} with {cell.model.name}"
+        if run is not None and finished(run):
+            click.echo(f"{label}: done (run {run['id']}: {run['stop_reason']})", err=True)
+            continue
+        config = cell_config(base, cell, tag, per_cell, run["id"] if run else None,
+                             spent_seconds(archive, run["id"]) if run else 0.0)
+        click.echo(f"{label}: {'resuming run ' + str(run['id']) if run else 'starting'}, budget {per_cell.text}",
+                   err=True)
+        proposer = LLMProposer([cell.model], default_prompts(), api_base=api_base, timeout_s=llm_timeout,
+                               max_retries=llm_retries, concurrency=concurrency, rng=random.Random(seed))
+        try:
+            with Progress(config, archive) as progress:
+                summary = Search(config, archive, proposer, on_event=progress).run()
+        except (ProblemError, LookupError, ArchiveError) as exc:
+            _fail(str(exc.args[0]) if exc.args else str(exc))
+        click.echo(f"{label}: stopped: {summary.stop_reason}", err=True)
+        if summary.interrupted:
+            click.echo("the comparison stopped; run the same command again to resume it", err=True)
+            sys.exit(130)
+    archive.close()
+    from .leaderboard import board, text_lines
+
+    for line in text_lines(board([db], problems=[n for _, n in loaded])):
+        click.echo(line)
+
+
+@cli.command("leaderboard")
+@click.option("--db", "dbs", multiple=True, type=click.Path(dir_okay=False),
+              help="An archive to read; repeat to merge several [default: runs/evolve.db and runs/bench.db, those "
+                   "that exist].")
+@click.option("--problem", "problems", multiple=True, help="Only this problem (its name); repeat for several.")
+@click.option("--device", "devices", multiple=True, help="Only this device (as `evolve status` names it).")
+@click.option("--json", "as_json", is_flag=True, help="Print the same numbers as JSON.")
+@click.option("--html", "html_dir", type=click.Path(file_okay=False),
+              help="Write a static site (plain files, no network) to this folder.")
+def leaderboard_command(dbs, problems, devices, as_json, html_dir):
+    """Compare models per problem and device from one or more archives: best fraction of roofline, speed-ups against
+    torch eager and torch.compile, correct and compile-failure rates, fast_p, geometric means, tokens, dollars and
+    wall time (in all, until the first correct kernel, until the best). Figures from different devices are never
+    combined."""
+    from .archive import ArchiveError
+    from .leaderboard import board, text_lines
+
+    paths = list(dbs) or [p for p in ("runs/evolve.db", "runs/bench.db") if Path(p).exists()]
+    if not paths:
+        _fail("no archive: pass --db PATH (evolve run writes runs/evolve.db, evolve bench runs/bench.db)")
+    for path in paths:
+        if not Path(path).exists():
+            _fail(f"{path} does not exist: pass --db PATH to an archive")
+    try:
+        b = board(paths, problems=set(problems) or None, devices=set(devices) or None)
+    except ArchiveError as exc:
+        _fail(str(exc))
+    if html_dir:
+        from .site import write_site
+
+        index = write_site(b, Path(html_dir), paths)
+        click.echo(f"site written: {index}", err=True)
+    if as_json:
+        click.echo(json.dumps(_json_safe(b.to_json()), indent=1))
+    elif not html_dir:
+        for line in text_lines(b):
+            click.echo(line)
+
+
 @cli.command("status")
 @_db_option
 def status_command(db):

@@ -69,6 +69,11 @@ class RunConfig:
     eval: EvalOptions = field(default_factory=EvalOptions)
     default_budget: bool = False  # budget_s is evolve's default without a GPU, not the user's --budget
     llm: LLMConfig = field(default_factory=LLMConfig)
+    # A cell of `evolve bench`: its run sees only its own candidates (the archive's other runs are neither material
+    # nor duplicates), so every model starts from the same seeds; `bench` is recorded in the run's options.
+    isolated: bool = False
+    bench: dict | None = None
+    run_id: int | None = None  # with resume: this run rather than the problem's last one
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
@@ -78,4 +83,5 @@ class RunConfig:
             "max_cost": self.max_cost,
             "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
+            **({"bench": self.bench, "isolated": True} if self.bench else {"isolated": True} if self.isolated else {}),
         }

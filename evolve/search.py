@@ -156,7 +156,7 @@ class Search:
 
     def submit(self, **fields) -> Candidate | None:
         """Archive a proposal (committed), then evaluate it unless it is invalid or a duplicate."""
-        cand = self.archive.add_candidate(self.run_id, **fields)
+        cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
         if cand is None:
             self.emit({"kind": "duplicate"})
             return None
@@ -331,8 +331,8 @@ class Search:
         c = self.config
         self.archive.claim_for_run()
         if c.resume:
-            last = self.archive.last_run(self.problem.name)
-            if last is None:
+            last = self.archive.run(c.run_id) if c.run_id is not None else self.archive.last_run(self.problem.name)
+            if last is None or last["problem"] != self.problem.name:
                 raise LookupError(f"no earlier run of {self.problem.name} in {c.db} to resume")
             self.run_id = last["id"]
             self.archive.reopen_run(self.run_id)
@@ -340,7 +340,8 @@ class Search:
             self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(),
                                                  device_name(c.eval.device), package_versions())
         self.device = self.archive.run(self.run_id)["device"]
-        for cand in self.archive.candidates(problem=self.problem.name, device=self.device):
+        scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device}
+        for cand in self.archive.candidates(**scope):
             if cand.proposer == compose.COMPOSER:
                 self._composed.add(cand.hash)
             if cand.status == "evaluated":
@@ -352,7 +353,8 @@ class Search:
         self.since_improvement = 0
         self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
         self.evaluated_before = self.evaluated
-        known = self.archive.known_hashes(self.problem.name, self.device)
+        known = {cand.hash for cand in self.archive.candidates(self.run_id)} if c.isolated \
+            else self.archive.known_hashes(self.problem.name, self.device)
         for path, proposer in [(p, "seed") for p in self.problem.seed_files()] + \
                 [(p, "solution") for p in self.problem.solution_files("correct")]:
             try:
@@ -404,7 +406,8 @@ class Search:
                 parent = pending.parent
                 self.archive.add_candidate(self.run_id, **self._fields(pending.future.result(),
                                                                         (parent.id,) if parent else (),
-                                                                        pending.island, parent))
+                                                                        pending.island, parent),
+                                           within_run=self.config.isolated)
             else:
                 pending.future.cancel()
         self.inflight.clear()

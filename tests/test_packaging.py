@@ -1,4 +1,5 @@
-"""What a non-editable install carries: the prompt templates (evolve run --model needs them) and the license."""
+"""What a non-editable install carries: the prompt templates (evolve run --model needs them), the leaderboard site's
+templates and the license."""
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
-    for folder in ("evolve", "prompts"):
+    for folder in ("evolve", "prompts", "leaderboard"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)
@@ -26,10 +27,18 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     assert "evolve/harness/formats/gpumode.py" in names and "evolve/harness/formats/kernelbench.py" in names
     scaffold = sorted(p.name for p in (ROOT / "evolve" / "scaffold").iterdir())  # what `evolve init` writes from
     assert scaffold and all(f"evolve/scaffold/{name}" in names for name in scaffold), names
+    site = sorted(str(p.relative_to(ROOT / "leaderboard")) for p in (ROOT / "leaderboard").rglob("*") if p.is_file())
+    assert site and all(f"evolve/leaderboard_site/{name}" in names for name in site), names  # the site's templates
 
 
 def test_the_installed_templates_are_found_first(tmp_path, monkeypatch):
     import evolve.proposer as proposer
+    import evolve.site as site
+
+    assert site.templates_dir() == ROOT / "leaderboard"
+    monkeypatch.setattr(site, "TEMPLATES", tmp_path / "nowhere")
+    monkeypatch.setattr(site, "__file__", str(tmp_path / "evolve" / "site.py"))
+    assert site.templates_dir() == tmp_path / "evolve" / "leaderboard_site"
 
     assert proposer.default_prompts() == ROOT / "prompts"  # a checkout: the editable templates
     installed = tmp_path / "evolve"

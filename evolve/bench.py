@@ -1,0 +1,97 @@
+"""`evolve bench`: one search per (model, problem) with equal budgets, the same seed and settings, on one device, into
+one archive.
+
+Cells run one after another, problem by problem and, within a problem, model by model, so the models of one problem
+are measured close together in time and no two cells ever share the device. Each cell is an isolated run (its
+population, material and duplicates are its own: no model starts from another's kernels) whose options record
+`bench = {"name", "problem", "model", "budget"}`. Running the same command again skips finished cells and resumes an
+unfinished one with what is left of its budget, so a crash or Ctrl-C loses at most the evaluation in flight.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from .config import RunConfig, parse_duration
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What each cell may spend: one of seconds, evaluated candidates, dollars."""
+
+    text: str
+    seconds: float | None = None
+    candidates: int | None = None
+    dollars: float | None = None
+
+
+def parse_budget(text: str) -> Budget:
+    """'30m' (wall time), '40' (evaluated candidates), '$2' or '2$' (LLM dollars)."""
+    t = str(text).strip()
+    money = re.fullmatch(r"\$\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*\$", t)
+    if money:
+        value = float(money.group(1) or money.group(2))
+        if value <= 0:
+            raise ValueError(f"budget {text!r} is not positive")
+        return Budget(t, dollars=value)
+    if re.fullmatch(r"\d+", t):
+        if int(t) <= 0:
+            raise ValueError(f"budget {text!r} is not positive")
+        return Budget(t, candidates=int(t))
+    try:
+        return Budget(t, seconds=parse_duration(t))
+    except ValueError:
+        raise ValueError(f"cannot read budget {text!r}: a duration (30m, 2h), a number of candidates (40) or "
+                         "dollars ($2)") from None
+
+
+@dataclass(frozen=True)
+class Cell:
+    problem: str  # the path as given
+    problem_name: str
+    model: object  # a ModelSpec
+
+    def tag(self, name: str, budget: Budget) -> dict:
+        return {"name": name, "problem": self.problem_name, "model": self.model.name, "budget": budget.text}
+
+
+def cells(problems: list[tuple[str, str]], models) -> list[Cell]:
+    """Problems outer, models inner: (path, name) pairs and ModelSpecs."""
+    return [Cell(path, name, m) for path, name in problems for m in models]
+
+
+def existing(archive, cell: Cell, tag: dict) -> dict | None:
+    """The archive's run of this cell (the newest), or None."""
+    found = None
+    for run in archive.runs():
+        if (run.get("options") or {}).get("bench") == tag:
+            found = run
+    return found
+
+
+def finished(run: dict) -> bool:
+    return bool(run.get("ended")) and not str(run.get("stop_reason") or "").startswith("interrupted")
+
+
+def spent_seconds(archive, run_id: int) -> float:
+    """Wall seconds a run has spent so far: from its start to its last verdict."""
+    from .leaderboard import _when
+
+    run = archive.run(run_id)
+    start = _when(run["started"])
+    last = 0.0
+    for c in archive.timeline(run_id):
+        made = _when(c["created"])
+        if start and made and c["status"] == "evaluated":
+            last = max(last, (made - start).total_seconds() + float(c["eval_seconds"] or 0.0))
+    return last
+
+
+def cell_config(base: RunConfig, cell: Cell, tag: dict, budget: Budget, resume_run: int | None,
+                seconds_spent: float = 0.0) -> RunConfig:
+    budget_s = None
+    if budget.seconds is not None:
+        budget_s = max(1.0, budget.seconds - seconds_spent)
+    return replace(base, problem_dir=cell.problem, models=(cell.model,), max_candidates=budget.candidates,
+                   budget_s=budget_s, max_cost=budget.dollars, resume=resume_run is not None, run_id=resume_run,
+                   isolated=True, bench=tag, default_budget=False)

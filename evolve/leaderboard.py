@@ -1,0 +1,346 @@
+"""The leaderboard: models compared per problem and device, from one or more archives, as plain numbers.
+
+Everything here is read from archives (`Archive.runs`, `Archive.timeline`, the best kernels' verdicts); nothing is
+measured again. The rows group runs by (problem, model, device), where a run's model is its one `--model` (as
+`evolve bench` runs it), the models of an ensemble joined with "+", or "embedded default". Figures from different
+devices are never combined: every mean and every fast_p is taken within one device.
+
+Definitions (README "Compare models" says the same):
+- best: the highest fraction of roofline of a correct kernel (GPU verdicts only; under the CPU interpreter there is
+  no roofline and the row shows the interpreter's ranking score instead, `cpu_score`).
+- speed-up against torch eager / torch.compile: the geometric mean over the benchmark cases of the best kernel's
+  per-case `speedup_vs_torch` / `speedup_vs_compile`.
+- proposals: the model's own proposals (proposer "llm", invalid replies included); for the embedded default every
+  evaluated candidate. correct rate = correct / proposals; compile-failure rate = failed at load or compile / proposals.
+- fast_p (per model and device, over the problems present on that device): the share of problems where the model's
+  best kernel is correct and more than p times faster than the baseline (p = 0 counts every correct one).
+- tokens, dollars, wall time: in all; until the first correct kernel the model wrote (any correct one for the
+  embedded default); until the best kernel (both within the run that holds the best).
+- dollars per correct kernel: dollars / correct proposals; per point of roofline: dollars / (100 * (best - the best
+  seed's fraction in the same run)), where there was a gain.
+"""
+from __future__ import annotations
+
+import datetime
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .archive import Archive
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+EMBEDDED = "embedded default"
+
+
+def model_label(options: dict) -> str:
+    names = [m.get("name") for m in (options or {}).get("models") or [] if m.get("name")]
+    return "+".join(names) if names else EMBEDDED
+
+
+def geomean(values) -> float | None:
+    values = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _when(text: str | None) -> datetime.datetime | None:
+    try:
+        return datetime.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class Run:
+    """One run of one archive, with what the leaderboard reads of it."""
+
+    db: str
+    id: int
+    problem: str
+    model: str
+    device: str
+    versions: dict
+    started: str
+    ended: str | None
+    stop_reason: str | None
+    bench: dict | None
+    candidates: list[dict] = field(default_factory=list)  # Archive.timeline
+
+    @property
+    def key(self) -> str:
+        return f"{Path(self.db).stem}-{self.id}"
+
+    def seconds_at(self, cand: dict) -> float | None:
+        """Wall seconds from the run's start until this candidate's verdict."""
+        start, made = _when(self.started), _when(cand.get("created"))
+        if start is None or made is None:
+            return None
+        return max(0.0, (made - start).total_seconds() + float(cand.get("eval_seconds") or 0.0))
+
+    def wall_seconds(self) -> float | None:
+        start, end = _when(self.started), _when(self.ended)
+        if start and end:
+            return max(0.0, (end - start).total_seconds())
+        done = [self.seconds_at(c) for c in self.candidates if c["status"] == "evaluated"]
+        return max((d for d in done if d is not None), default=None)
+
+    def progress(self) -> list[dict]:
+        """The best score so far after each evaluated candidate: candidates, dollars and seconds spent until then."""
+        out, best, cost = [], None, 0.0
+        n = 0
+        for c in self.candidates:
+            cost += float(c["cost"] or 0.0)
+            if c["status"] != "evaluated":
+                continue
+            n += 1
+            value = c["fitness"] if c["fitness"] is not None else c["score"]
+            if c["ok"] and value is not None and (best is None or value > best):
+                best = value
+            out.append({"candidates": n, "dollars": cost, "seconds": self.seconds_at(c), "best": best,
+                        "id": c["id"]})
+        return out
+
+
+def load_runs(paths, problems=None, devices=None) -> list[Run]:
+    """Every run of the given archives (filtered by problem and device names), with its candidates."""
+    runs = []
+    for path in paths:
+        archive = Archive(path)
+        try:
+            for r in archive.runs():
+                if problems and r["problem"] not in problems:
+                    continue
+                if devices and r["device"] not in devices:
+                    continue
+                options = r.get("options") or {}
+                run = Run(db=str(path), id=r["id"], problem=r["problem"], model=model_label(options),
+                          device=r["device"] or "unknown", versions=r.get("versions") or {}, started=r["started"],
+                          ended=r.get("ended"), stop_reason=r.get("stop_reason"), bench=options.get("bench"))
+                run.candidates = archive.timeline(r["id"])
+                runs.append(run)
+        finally:
+            archive.close()
+    return runs
+
+
+@dataclass
+class Spend:
+    tokens: int = 0
+    dollars: float = 0.0
+    seconds: float | None = None
+
+
+@dataclass
+class Row:
+    """One (problem, model, device)."""
+
+    problem: str
+    model: str
+    device: str
+    runs: list[str]
+    best: float | None = None  # fraction of roofline (GPU)
+    cpu_score: float | None = None  # the interpreter's ranking score, where there is no roofline
+    best_candidate: dict | None = None  # {"db", "run", "id", "proposer"}
+    vs_eager: float | None = None
+    vs_compile: float | None = None
+    seed: float | None = None  # the best seed's fraction in the run of the best
+    proposals: int = 0
+    correct: int = 0
+    compile_failures: int = 0
+    correct_rate: float | None = None
+    compile_failure_rate: float | None = None
+    total: Spend = field(default_factory=Spend)
+    to_first_correct: Spend | None = None
+    to_best: Spend | None = None
+    dollars_per_correct: float | None = None
+    dollars_per_point: float | None = None
+    versions: dict = field(default_factory=dict)
+    date: str = ""
+
+
+def _spend_until(run: Run, cand_id: int) -> Spend:
+    upto = [c for c in run.candidates if c["id"] <= cand_id]
+    target = next(c for c in run.candidates if c["id"] == cand_id)
+    return Spend(tokens=sum(int(c["tokens_in"] or 0) + int(c["tokens_out"] or 0) for c in upto),
+                 dollars=sum(float(c["cost"] or 0.0) for c in upto), seconds=run.seconds_at(target))
+
+
+def _own(run: Run, c: dict) -> bool:
+    """A candidate the row's model is judged on: its own LLM proposals (every one, for the embedded default)."""
+    return c["proposer"] == "llm" if run.model != EMBEDDED else True
+
+
+def build_row(problem: str, model: str, device: str, runs: list[Run], verdict_of) -> Row:
+    row = Row(problem=problem, model=model, device=device, runs=[r.key for r in runs])
+    best_run, best_cand, best_value = None, None, None
+    for run in runs:
+        for c in run.candidates:
+            if _own(run, c) and (c["status"] == "evaluated" or (c["proposer"] == "llm" and c["status"] == "invalid")):
+                row.proposals += 1
+                row.correct += bool(c["ok"])
+                row.compile_failures += c["failed_rung"] in ("load", "compile")
+            row.total.tokens += int(c["tokens_in"] or 0) + int(c["tokens_out"] or 0)
+            row.total.dollars += float(c["cost"] or 0.0)
+            value = c["fitness"] if c["fitness"] is not None else c["score"]
+            if c["ok"] and value is not None and (best_value is None or value > best_value):
+                best_run, best_cand, best_value = run, c, value
+    seconds = [r.wall_seconds() for r in runs]
+    row.total.seconds = sum(s for s in seconds if s is not None) if any(s is not None for s in seconds) else None
+    if row.proposals:
+        row.correct_rate = row.correct / row.proposals
+        row.compile_failure_rate = row.compile_failures / row.proposals
+    if row.correct:
+        row.dollars_per_correct = row.total.dollars / row.correct
+    newest = max(runs, key=lambda r: r.started or "")
+    row.versions, row.date = newest.versions, (newest.started or "")[:10]
+    if best_cand is None:
+        return row
+    row.best_candidate = {"db": best_run.db, "run": best_run.id, "id": best_cand["id"],
+                          "proposer": best_cand["proposer"]}
+    if best_cand["fitness"] is not None:
+        row.best = best_cand["fitness"]
+    else:
+        row.cpu_score = best_cand["score"]
+    verdict = verdict_of(best_run.db, best_cand["id"])
+    shapes = verdict.get("shapes", []) if verdict else []
+    row.vs_eager = geomean(s.get("speedup_vs_torch") for s in shapes)
+    row.vs_compile = geomean(s.get("speedup_vs_compile") for s in shapes)
+    row.to_best = _spend_until(best_run, best_cand["id"])
+    first = next((c for c in best_run.candidates if c["ok"] and _own(best_run, c)), None)
+    row.to_first_correct = _spend_until(best_run, first["id"]) if first else None
+    seeds = [c["fitness"] for c in best_run.candidates if c["proposer"] == "seed" and c["ok"] and
+             c["fitness"] is not None]
+    if seeds and row.best is not None:
+        row.seed = max(seeds)
+        gain = row.best - row.seed
+        if gain > 0 and row.total.dollars > 0:
+            row.dollars_per_point = row.total.dollars / (100 * gain)
+    return row
+
+
+@dataclass
+class Summary:
+    """One (model, device): fast_p and geometric means over the problems on that device."""
+
+    model: str
+    device: str
+    problems: int  # problems on this device in the comparison
+    solved: int  # with a correct kernel
+    fast_eager: dict
+    fast_compile: dict
+    geomean_best: float | None
+    geomean_vs_eager: float | None
+    geomean_vs_compile: float | None
+    dollars: float
+    tokens: int
+
+
+def summarize(rows: list[Row]) -> list[Summary]:
+    out = []
+    for device in sorted({r.device for r in rows}):
+        on_device = [r for r in rows if r.device == device]
+        problems = sorted({r.problem for r in on_device})
+        for model in sorted({r.model for r in on_device}):
+            mine = {r.problem: r for r in on_device if r.model == model}
+            solved = [r for r in mine.values() if r.best_candidate is not None]
+
+            def fast(attr, p):
+                hits = sum(1 for r in solved if getattr(r, attr) is not None and getattr(r, attr) > p)
+                return hits / len(problems) if problems else None
+
+            out.append(Summary(
+                model=model, device=device, problems=len(problems), solved=len(solved),
+                fast_eager={f"{p:g}": (len(solved) / len(problems) if p == 0 else fast("vs_eager", p))
+                            for p in FAST_P},
+                fast_compile={f"{p:g}": (len(solved) / len(problems) if p == 0 else fast("vs_compile", p))
+                              for p in FAST_P},
+                geomean_best=geomean(r.best for r in solved), geomean_vs_eager=geomean(r.vs_eager for r in solved),
+                geomean_vs_compile=geomean(r.vs_compile for r in solved),
+                dollars=sum(r.total.dollars for r in mine.values()), tokens=sum(r.total.tokens for r in mine.values())))
+    return out
+
+
+@dataclass
+class Board:
+    rows: list[Row]
+    summaries: list[Summary]
+    runs: list[Run]
+    generated: str
+
+    def to_json(self) -> dict:
+        return {"generated": self.generated, "rows": [asdict(r) for r in self.rows],
+                "models": [asdict(s) for s in self.summaries],
+                "runs": [{"key": r.key, "db": r.db, "id": r.id, "problem": r.problem, "model": r.model,
+                          "device": r.device, "versions": r.versions, "started": r.started, "ended": r.ended,
+                          "stop_reason": r.stop_reason, "bench": r.bench, "progress": r.progress()} for r in self.runs]}
+
+
+def board(paths, problems=None, devices=None) -> Board:
+    runs = load_runs(paths, problems, devices)
+    archives: dict[str, Archive] = {}
+
+    def verdict_of(db: str, cand_id: int):
+        if db not in archives:
+            archives[db] = Archive(db)
+        return archives[db].evaluation(cand_id)
+
+    groups: dict[tuple, list[Run]] = {}
+    for run in runs:
+        groups.setdefault((run.problem, run.model, run.device), []).append(run)
+    try:
+        rows = [build_row(p, m, d, rs, verdict_of) for (p, m, d), rs in sorted(groups.items())]
+    finally:
+        for a in archives.values():
+            a.close()
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return Board(rows=rows, summaries=summarize(rows), runs=runs, generated=now)
+
+
+# --- the terminal table -----------------------------------------------------------------------------------------
+
+def _f(value, fmt="{:.3f}", none="-") -> str:
+    return none if value is None else fmt.format(value)
+
+
+def _pct(value) -> str:
+    return _f(None if value is None else 100 * value, "{:.0f}%")
+
+
+def _secs(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 60:.1f}m" if value >= 60 else f"{value:.0f}s"
+
+
+def text_lines(b: Board) -> list[str]:
+    out = []
+    for device in sorted({r.device for r in b.rows}):
+        rows = [r for r in b.rows if r.device == device]
+        versions = rows[0].versions
+        out.append(f"{device}  (torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}; "
+                   f"newest run {max(r.date for r in rows)})")
+        head = (f"  {'problem':<14}{'model':<26}{'best':>6} {'kernel':>8}{'eager':>7}{'compile':>8}{'correct':>8}"
+                f"{'compile✗':>9}{'tokens':>9}{'$':>9}{'wall':>7}{'$→1st':>8}{'$→best':>8}{'$/ok':>8}{'$/pt':>8}")
+        out.append(head)
+        for r in rows:
+            best = _f(r.best) if r.best is not None else (_f(r.cpu_score, "{:.3g}") + "*" if r.cpu_score else "-")
+            kernel = f"#{r.best_candidate['id']}" if r.best_candidate else "-"
+            out.append(
+                f"  {r.problem[:13]:<14}{r.model[:25]:<26}{best:>6} {kernel:>8}{_f(r.vs_eager, '{:.2f}x'):>7}"
+                f"{_f(r.vs_compile, '{:.2f}x'):>8}{_pct(r.correct_rate):>8}{_pct(r.compile_failure_rate):>9}"
+                f"{r.total.tokens:>9}{r.total.dollars:>9.4f}{_secs(r.total.seconds):>7}"
+                f"{_f(r.to_first_correct and r.to_first_correct.dollars, '{:.4f}'):>8}"
+                f"{_f(r.to_best and r.to_best.dollars, '{:.4f}'):>8}{_f(r.dollars_per_correct, '{:.4f}'):>8}"
+                f"{_f(r.dollars_per_point, '{:.4f}'):>8}")
+        if any(r.best is None and r.cpu_score for r in rows):
+            out.append("  * no GPU: the CPU interpreter's ranking score, not a fraction of roofline")
+        out.append("")
+        out.append(f"  {'model':<26}{'solved':>8}  fast_p vs eager (p=0/1/1.5/2)  vs compile           "
+                   f"{'geomean best':>12}{'eager':>7}{'compile':>8}{'$':>9}")
+        for s in (s for s in b.summaries if s.device == device):
+            fe = "/".join(_pct(s.fast_eager[f"{p:g}"]) for p in FAST_P)
+            fc = "/".join(_pct(s.fast_compile[f"{p:g}"]) for p in FAST_P)
+            out.append(f"  {s.model[:25]:<26}{f'{s.solved}/{s.problems}':>8}  {fe:<30}{fc:<21}"
+                       f"{_f(s.geomean_best):>12}{_f(s.geomean_vs_eager, '{:.2f}x'):>7}"
+                       f"{_f(s.geomean_vs_compile, '{:.2f}x'):>8}{s.dollars:>9.4f}")
+        out.append("")
+    return out or ["no runs"]

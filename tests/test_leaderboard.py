@@ -1,0 +1,167 @@
+"""The leaderboard's numbers, checked against figures computed by hand from archives built here (real SQLite files):
+two models, two problems, a model with no correct kernel, two archives merged, a second device kept apart."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evolve.archive import Archive
+from evolve.leaderboard import EMBEDDED, board, model_label, text_lines
+from verdicts import ladder
+
+ROOT = Path(__file__).resolve().parents[1]
+H200, H100 = "NVIDIA H200", "NVIDIA H100"
+
+
+def shapes(eager, compile_):
+    return [{"case": f"bf16 {i}", "ms": 0.1, "speedup_vs_torch": e, "speedup_vs_compile": c, "roofline_fraction": 0.5}
+            for i, (e, c) in enumerate(zip(eager, compile_))]
+
+
+def add(archive, run, source, *, proposer="llm", model=None, cost=0.0, tokens=(0, 0), fitness=None, failed=None,
+        invalid=False, eager=(1.0, 1.0), compile_=(1.0, 1.0), parents=()):
+    """One candidate with its verdict (a GPU verdict: `fitness` when correct, else failing at rung `failed`)."""
+    cand = archive.add_candidate(run, source=None if invalid else source, proposer=proposer, model=model, cost=cost,
+                                 tokens_in=tokens[0], tokens_out=tokens[1], parent_ids=parents,
+                                 error="garbage reply" if invalid else None)
+    if invalid:
+        return cand
+    verdict = ladder(failed=failed, fitness=fitness, shapes=shapes(eager, compile_))
+    return archive.record_verdict(cand.id, verdict, None if failed else fitness)
+
+
+def run_of(archive, problem, model, device=H200):
+    return archive.start_run(problem, f"problems/{problem}", {"models": [{"name": model, "weight": 1.0}]}, device,
+                             {"torch": "2.11.0", "triton": "3.6.0", "evolve": "0.1.0"})
+
+
+@pytest.fixture
+def archives(tmp_path):
+    """a.db: model alpha on softmax and rmsnorm (H200). b.db: model beta on softmax and rmsnorm (H200; on rmsnorm,
+    which has no seed here, beta writes nothing correct) and on softmax on an H100."""
+    a, b = Archive(tmp_path / "a.db"), Archive(tmp_path / "b.db")
+    ids = {}
+    r = run_of(a, "softmax", "m/alpha")
+    ids["a_seed"] = add(a, r, "seed 1", proposer="seed", fitness=0.5, eager=(2.0, 2.0), compile_=(1.0, 1.0)).id
+    ids["a_fail"] = add(a, r, "k 2", model="m/alpha", cost=0.10, tokens=(100, 50), failed="compile").id
+    ids["a_best"] = add(a, r, "k 3", model="m/alpha", cost=0.20, tokens=(200, 80), fitness=0.8, eager=(3.0, 1.2),
+                        compile_=(1.5, 1.0), parents=(ids["a_seed"],)).id
+    add(a, r, None, model="m/alpha", cost=0.05, tokens=(90, 10), invalid=True)
+    a.finish_run(r, "--max-candidates 3 evaluated")
+    r = run_of(a, "rmsnorm", "m/alpha")
+    add(a, r, "seed 1", proposer="seed", fitness=0.6, eager=(1.0, 1.0), compile_=(0.8, 0.8))
+    add(a, r, "k 2", model="m/alpha", cost=0.10, tokens=(100, 40), failed="correctness")
+    a.finish_run(r, "--max-candidates 2 evaluated")
+
+    r = run_of(b, "softmax", "m/beta")
+    add(b, r, "seed 1", proposer="seed", fitness=0.5, eager=(2.0, 2.0), compile_=(1.0, 1.0))
+    add(b, r, "k 2", model="m/beta", cost=0.30, tokens=(300, 90), failed="correctness")
+    add(b, r, "k 3", model="m/beta", cost=0.30, tokens=(300, 90), failed="load")
+    b.finish_run(r, "--max-candidates 3 evaluated")
+    r = run_of(b, "rmsnorm", "m/beta")
+    add(b, r, "k 1", model="m/beta", cost=0.40, tokens=(400, 100), failed="correctness")
+    b.finish_run(r, "--max-candidates 1 evaluated")
+    r = run_of(b, "softmax", "m/beta", device=H100)
+    add(b, r, "k 1", model="m/beta", cost=0.50, tokens=(500, 100), fitness=0.9, eager=(4.0, 4.0),
+        compile_=(2.0, 2.0))
+    b.finish_run(r, "--max-candidates 1 evaluated")
+    a.close()
+    b.close()
+    return tmp_path / "a.db", tmp_path / "b.db", ids
+
+
+def row(b, problem, model, device=H200):
+    found = [r for r in b.rows if (r.problem, r.model, r.device) == (problem, model, device)]
+    assert len(found) == 1, [(r.problem, r.model, r.device) for r in b.rows]
+    return found[0]
+
+
+def test_rows_match_the_figures_computed_by_hand(archives):
+    a_db, b_db, ids = archives
+    b = board([a_db, b_db])
+    assert len(b.rows) == 5  # alpha x 2, beta x 2 on the H200, beta on the H100
+
+    alpha = row(b, "softmax", "m/alpha")
+    assert alpha.best == 0.8 and alpha.best_candidate["id"] == ids["a_best"]
+    assert alpha.vs_eager == pytest.approx(math.sqrt(3.0 * 1.2))
+    assert alpha.vs_compile == pytest.approx(math.sqrt(1.5 * 1.0))
+    assert alpha.proposals == 3 and alpha.correct == 1 and alpha.compile_failures == 1  # the invalid one counts
+    assert alpha.correct_rate == pytest.approx(1 / 3) and alpha.compile_failure_rate == pytest.approx(1 / 3)
+    assert alpha.total.dollars == pytest.approx(0.35) and alpha.total.tokens == 150 + 280 + 100
+    assert alpha.to_first_correct.dollars == pytest.approx(0.30) and alpha.to_first_correct.tokens == 430
+    assert alpha.to_best.dollars == pytest.approx(0.30)
+    assert alpha.dollars_per_correct == pytest.approx(0.35)
+    assert alpha.seed == 0.5 and alpha.dollars_per_point == pytest.approx(0.35 / 30)  # 30 points over the seed
+
+    rms = row(b, "rmsnorm", "m/alpha")
+    assert rms.best == 0.6 and rms.best_candidate["proposer"] == "seed"  # the run's best: the seed
+    assert rms.correct_rate == 0.0 and rms.dollars_per_correct is None and rms.dollars_per_point is None
+
+    none = row(b, "rmsnorm", "m/beta")  # no correct kernel at all: the row stays, with nothing to show
+    assert none.best is None and none.best_candidate is None and none.vs_eager is None
+    assert none.proposals == 1 and none.correct_rate == 0.0 and none.total.dollars == pytest.approx(0.40)
+    assert none.to_first_correct is None and none.to_best is None
+
+    beta = row(b, "softmax", "m/beta")
+    assert beta.best == 0.5 and beta.compile_failure_rate == pytest.approx(0.5) and beta.total.dollars == 0.6
+
+
+def test_fast_p_and_geometric_means_stay_within_a_device(archives):
+    a_db, b_db, _ = archives
+    b = board([a_db, b_db])
+    summary = {(s.model, s.device): s for s in b.summaries}
+    alpha = summary[("m/alpha", H200)]
+    assert (alpha.problems, alpha.solved) == (2, 2)
+    # softmax: eager 1.897, compile 1.225; rmsnorm: eager 1.0, compile 0.8
+    assert alpha.fast_eager == {"0": 1.0, "1": 0.5, "1.5": 0.5, "2": 0.0}
+    assert alpha.fast_compile == {"0": 1.0, "1": 0.5, "1.5": 0.0, "2": 0.0}
+    assert alpha.geomean_best == pytest.approx(math.sqrt(0.8 * 0.6))
+    assert alpha.geomean_vs_eager == pytest.approx(math.sqrt(math.sqrt(3.6) * 1.0))
+    beta = summary[("m/beta", H200)]
+    assert (beta.problems, beta.solved) == (2, 1)  # softmax only (the seed); 2.0 is not more than 2
+    assert beta.fast_eager == {"0": 0.5, "1": 0.5, "1.5": 0.5, "2": 0.0}
+    assert beta.dollars == pytest.approx(1.0)
+    other = summary[("m/beta", H100)]  # the H100 run is its own comparison, never averaged with the H200's
+    assert (other.problems, other.solved) == (1, 1) and other.fast_eager["2"] == 1.0
+    assert other.geomean_best == 0.9 and other.dollars == pytest.approx(0.5)
+
+
+def test_two_archives_merge_and_filters_apply(archives):
+    a_db, b_db, _ = archives
+    only_a = board([a_db])
+    assert {r.model for r in only_a.rows} == {"m/alpha"}
+    merged = board([a_db, b_db], problems={"softmax"}, devices={H200})
+    assert {(r.problem, r.model) for r in merged.rows} == {("softmax", "m/alpha"), ("softmax", "m/beta")}
+    text = "\n".join(text_lines(merged))
+    assert "m/alpha" in text and "m/beta" in text and H100 not in text and "0.800" in text
+
+
+def test_the_cli_prints_the_same_numbers_as_json(archives):
+    a_db, b_db, ids = archives
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    out = subprocess.run([sys.executable, "-m", "evolve.cli", "leaderboard", "--db", a_db, "--db", b_db, "--json"],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    rows = {(r["problem"], r["model"], r["device"]): r for r in data["rows"]}
+    assert rows[("softmax", "m/alpha", H200)]["best_candidate"]["id"] == ids["a_best"]
+    assert rows[("rmsnorm", "m/beta", H200)]["best"] is None
+    models = {(m["model"], m["device"]): m for m in data["models"]}
+    assert models[("m/alpha", H200)]["fast_eager"]["1.5"] == 0.5
+    assert all(r["progress"] for r in data["runs"])
+    table = subprocess.run([sys.executable, "-m", "evolve.cli", "leaderboard", "--db", a_db, "--db", b_db],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert table.returncode == 0 and "fast_p" in table.stdout and H100 in table.stdout
+    missing = subprocess.run([sys.executable, "-m", "evolve.cli", "leaderboard", "--db", a_db.parent / "none.db"],
+                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_model_labels():
+    assert model_label({"models": [{"name": "anthropic/x", "weight": 1}]}) == "anthropic/x"
+    assert model_label({"models": [{"name": "a/x"}, {"name": "b/y"}]}) == "a/x+b/y"
+    assert model_label({}) == EMBEDDED
