@@ -70,7 +70,10 @@ def existing(archive, cell: Cell, tag: dict) -> dict | None:
 
 
 def finished(run: dict) -> bool:
-    return bool(run.get("ended")) and not str(run.get("stop_reason") or "").startswith("interrupted")
+    """Ended for a reason of its own; a cell stopped by Ctrl-C or by a provider that gave nothing usable (fixed
+    since, one hopes) is resumed."""
+    reason = str(run.get("stop_reason") or "")
+    return bool(run.get("ended")) and not reason.startswith("interrupted") and "gave nothing to evaluate" not in reason
 
 
 def spent_seconds(archive, run_id: int) -> float:

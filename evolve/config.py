@@ -44,6 +44,7 @@ class SearchConfig:
     repairs: int = 2  # load/compile failures sent back to the model before a candidate counts as dead
     tuner_trials: int | None = None  # knob settings tried per structure; None: 6 with a model, 64 without one
     stagnation: int = 30  # stop after this many evaluated candidates without an improvement
+    unusable: int = 20  # stop after this many proposals in a row gave nothing to evaluate (invalid or duplicates)
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ class Search:
         self.run_id = 0
         self.evaluated = 0
         self.since_improvement = 0
+        self.unusable, self.last_unusable = 0, ""  # proposals in a row that gave nothing to evaluate
         self.started = clock()
         self.work = Path(tempfile.mkdtemp(prefix="evolve-run-"))
         # Proposals in flight, oldest first; the proposer's own limit (--concurrency) is the only one.
@@ -158,11 +159,16 @@ class Search:
         """Archive a proposal (committed), then evaluate it unless it is invalid or a duplicate."""
         cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
         if cand is None:
+            self.unusable += 1
+            self.last_unusable = "a duplicate of an archived kernel"
             self.emit({"kind": "duplicate"})
             return None
         if cand.status == "invalid":
+            self.unusable += 1
+            self.last_unusable = cand.error or "no usable source"
             self.emit({"kind": "invalid", "candidate": cand})
             return cand
+        self.unusable = 0
         return self.evaluate(cand)
 
     # -- proposals --------------------------------------------------------------------------------------------------
@@ -325,6 +331,11 @@ class Search:
             return f"--max-cost ${c.max_cost:g} spent"
         if self.since_improvement >= c.search.stagnation:
             return f"no improvement in {c.search.stagnation} evaluated candidates"
+        if self.unusable >= c.search.unusable:
+            # without this a broken provider (or a model that only repeats itself) would be asked forever, since
+            # the other limits count evaluated candidates
+            return (f"{self.unusable} proposals in a row gave nothing to evaluate (the last: "
+                    f"{self.last_unusable[:300]}); check the model, its key and --api-base, then --resume")
         return None
 
     def start(self) -> None:
