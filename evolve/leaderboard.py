@@ -49,6 +49,14 @@ def _when(text: str | None) -> datetime.datetime | None:
         return None
 
 
+def archive_tags(paths) -> dict[str, str]:
+    """A short name per archive for page names and run keys: the file's stem, numbered where two share one
+    (runs/evolve.db from two machines)."""
+    stems = [Path(p).stem for p in paths]
+    return {str(p): (stem if stems.count(stem) == 1 else f"{stem}{i + 1}") for i, (p, stem) in
+            enumerate(zip(paths, stems))}
+
+
 @dataclass
 class Run:
     """One run of one archive, with what the leaderboard reads of it."""
@@ -64,10 +72,11 @@ class Run:
     stop_reason: str | None
     bench: dict | None
     candidates: list[dict] = field(default_factory=list)  # Archive.timeline
+    tag: str = ""  # the archive's short name (archive_tags)
 
     @property
     def key(self) -> str:
-        return f"{Path(self.db).stem}-{self.id}"
+        return f"{self.tag or Path(self.db).stem}-{self.id}"
 
     def seconds_at(self, cand: dict) -> float | None:
         """Wall seconds from the run's start until this candidate's verdict."""
@@ -103,6 +112,7 @@ class Run:
 def load_runs(paths, problems=None, devices=None) -> list[Run]:
     """Every run of the given archives (filtered by problem and device names), with its candidates."""
     runs = []
+    tags = archive_tags(paths)
     for path in paths:
         archive = Archive(path)
         try:
@@ -114,7 +124,8 @@ def load_runs(paths, problems=None, devices=None) -> list[Run]:
                 options = r.get("options") or {}
                 run = Run(db=str(path), id=r["id"], problem=r["problem"], model=model_label(options),
                           device=r["device"] or "unknown", versions=r.get("versions") or {}, started=r["started"],
-                          ended=r.get("ended"), stop_reason=r.get("stop_reason"), bench=options.get("bench"))
+                          ended=r.get("ended"), stop_reason=r.get("stop_reason"), bench=options.get("bench"),
+                          tag=tags[str(path)])
                 run.candidates = archive.timeline(r["id"])
                 runs.append(run)
         finally:
@@ -194,7 +205,7 @@ def build_row(problem: str, model: str, device: str, runs: list[Run], verdict_of
     row.versions, row.date = newest.versions, (newest.started or "")[:10]
     if best_cand is None:
         return row
-    row.best_candidate = {"db": best_run.db, "run": best_run.id, "id": best_cand["id"],
+    row.best_candidate = {"db": best_run.db, "archive": best_run.tag, "run": best_run.id, "id": best_cand["id"],
                           "proposer": best_cand["proposer"]}
     if best_cand["fitness"] is not None:
         row.best = best_cand["fitness"]

@@ -183,7 +183,7 @@ def write_site(board: Board, out: Path, sources) -> Path:
             rows = [r for r in board.rows if r.device == name]
             for r in rows:
                 if r.best_candidate:
-                    r.kernel_page = f"kernel-{Path(r.best_candidate['db']).stem}-{r.best_candidate['id']}.html"
+                    r.kernel_page = f"kernel-{r.best_candidate['archive']}-{r.best_candidate['id']}.html"
             runs = [runs_by_key[k] for r in rows for k in r.runs]
             newest = max(runs, key=lambda x: x.started or "")
             devices.append({"name": name, "rows": rows, "summaries": [s for s in board.summaries if s.device == name],
@@ -205,7 +205,8 @@ def write_site(board: Board, out: Path, sources) -> Path:
             verdict = Verdict.from_json(stored) if stored else None
             ladder = "\n".join(ladder_lines(verdict) + shape_table(verdict)) if verdict else "(no verdict)"
             page = env.get_template("kernel.html.j2").render(
-                row=row, cand=cand, db=Path(db).name, ladder=ladder, run_key=f"{Path(db).stem}-{cand.run_id}",
+                row=row, cand=cand, db=Path(db).name, ladder=ladder,
+                run_key=f"{row.best_candidate['archive']}-{cand.run_id}",
                 verdict=verdict or Verdict("", "", "", "unknown", ()))
             (out / row.kernel_page).write_text(page)
     finally:

@@ -161,6 +161,22 @@ def test_the_cli_prints_the_same_numbers_as_json(archives):
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
+def test_archives_with_the_same_file_name_keep_apart(archives, tmp_path):
+    """runs/evolve.db from two machines: their runs and pages must not take each other's names."""
+    import shutil
+
+    a_db, b_db, _ = archives
+    (tmp_path / "m1").mkdir()
+    (tmp_path / "m2").mkdir()
+    one, two = tmp_path / "m1" / "evolve.db", tmp_path / "m2" / "evolve.db"
+    shutil.copy(a_db, one)
+    shutil.copy(b_db, two)
+    b = board([one, two])
+    keys = [r.key for r in b.runs]
+    assert len(set(keys)) == len(keys) == 5 and {k.split("-")[0] for k in keys} == {"evolve1", "evolve2"}
+    assert {r.best_candidate["archive"] for r in b.rows if r.best_candidate} == {"evolve1", "evolve2"}
+
+
 def test_model_labels():
     assert model_label({"models": [{"name": "anthropic/x", "weight": 1}]}) == "anthropic/x"
     assert model_label({"models": [{"name": "a/x"}, {"name": "b/y"}]}) == "a/x+b/y"
