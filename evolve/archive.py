@@ -13,6 +13,7 @@ Datasette. Tables and columns:
     started       ISO time (UTC) the run began
     ended         ISO time (UTC) it finished; null while running or after a crash
     stop_reason   why it stopped (``"budget"``, ``"generations"``, ``"interrupted"``, ...); null while running
+    paused        1 while ``evolve pause`` holds it (no new proposals; what is in flight finishes), else 0
 
 ``candidates``: one row per proposal, including failed ones: the log of every LLM exchange.
     id            integer primary key
@@ -43,6 +44,7 @@ Datasette. Tables and columns:
     failed_rung   name of the first failed rung, if any
     reason        that rung's reason
     created       ISO time (UTC) the proposal was stored
+    hint_ids      JSON list of the hints (``hints.id``) its prompt carried; null when none
 
 ``evaluations``: the latest verdict of each evaluated candidate (re-evaluating replaces it).
     candidate_id  primary key, references ``candidates.id`` (whose ok, fitness, score, failed_rung and reason
@@ -50,6 +52,12 @@ Datasette. Tables and columns:
     verdict_json  the harness's whole verdict (rungs with metrics, per-shape timings, device, secret, versions)
     seconds       wall time of the evaluation (sum of rung seconds)
     created       ISO time (UTC) it was recorded
+
+``hints``: what a person told a run while it went on (``evolve hint``); the next prompts carry every hint of the run.
+    id            integer primary key
+    run_id        the run (references ``runs.id``)
+    text          the hint as given
+    created       ISO time (UTC) it was given
 
 ``_evolve_migrations``: schema migrations applied to this file.
     name          migration function name (``m001_initial``, ...)
@@ -105,6 +113,7 @@ class Candidate:
     failed_rung: str | None
     reason: str | None
     created: str
+    hint_ids: tuple[int, ...] = ()  # the person's hints its prompt carried
 
 
 # --- duplicate detection ----------------------------------------------------------------------------------------
@@ -170,6 +179,17 @@ def m003_verdict_columns_once(db: sqlite_utils.Database) -> None:
     db["evaluations"].transform(drop={"ok", "fitness", "score", "failed_rung", "reason"})
 
 
+@migration
+def m004_hints_and_pause(db: sqlite_utils.Database) -> None:
+    """A person in the loop: hints given to a run while it goes on, which candidates' prompts carried them, and a
+    run's pause switch."""
+    db.execute("""CREATE TABLE hints (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
+        text TEXT NOT NULL, created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_hints_run_id ON hints (run_id)")
+    db["candidates"].add_column("hint_ids", str)
+    db["runs"].add_column("paused", int, not_null_default=0)
+
+
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
     """Apply the pending migrations in order, all in one transaction; refuse a file from a newer evolve.
 
@@ -210,6 +230,7 @@ def _candidate(row: sqlite3.Row) -> Candidate:
     d["parent_ids"] = tuple(json.loads(d["parent_ids"] or "[]"))
     d["knobs"] = json.loads(d["knobs"]) if d["knobs"] is not None else None
     d["ok"] = None if d["ok"] is None else bool(d["ok"])
+    d["hint_ids"] = tuple(json.loads(d["hint_ids"] or "[]"))
     return Candidate(**d)
 
 
@@ -379,7 +400,7 @@ class Archive:
                       template: str | None = None, prompt: str | None = None, reply: str | None = None,
                       tokens_in: int = 0, tokens_out: int = 0, cost: float = 0.0, latency_s: float = 0.0,
                       knobs: dict | None = None, error: str | None = None,
-                      within_run: bool = False) -> Candidate | None:
+                      within_run: bool = False, hint_ids=()) -> Candidate | None:
         """Store a proposal. Invalid ones (no source, or an error) are always stored; a source whose hash is
         already in any run of the same problem on the same device (in this run only, with `within_run`) is a
         duplicate: nothing is stored and None comes back. (A kernel measured on another device is not a duplicate:
@@ -393,7 +414,8 @@ class Archive:
                    prompt=prompt, reply=reply, tokens_in=int(tokens_in or 0), tokens_out=int(tokens_out or 0),
                    cost=float(cost or 0.0), latency_s=float(latency_s or 0.0),
                    knobs=None if knobs is None else json.dumps(knobs, default=str),
-                   status="invalid" if invalid else "pending", error=error, created=_now())
+                   status="invalid" if invalid else "pending", error=error, created=_now(),
+                   hint_ids=json.dumps([int(h) for h in hint_ids]) if hint_ids else None)
 
         def insert(c: sqlite3.Connection) -> int | None:
             problem = c.execute("SELECT problem, device FROM runs WHERE id = ?", [run_id]).fetchone()
@@ -492,6 +514,29 @@ class Archive:
             "SELECT coalesce(sum(cost), 0.0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
             "coalesce(sum(proposer = 'llm'), 0) FROM candidates WHERE run_id = ?", [run_id])[0]
         return {"cost": float(cost), "tokens_in": int(tin), "tokens_out": int(tout), "calls": int(calls)}
+
+    # a person in the loop -----------------------------------------------------------------------------------------
+
+    def add_hint(self, run_id: int, text: str) -> int:
+        self.run(run_id)  # a clear error for a run that does not exist
+        return self._write(lambda c: c.execute("INSERT INTO hints (run_id, text, created) VALUES (?, ?, ?)",
+                                               [run_id, text, _now()]).lastrowid)
+
+    def hints(self, run_id: int) -> list[dict]:
+        """A run's hints, oldest first: id, text, created."""
+        return self._dicts("SELECT id, text, created FROM hints WHERE run_id = ? ORDER BY id", [run_id])
+
+    def hint(self, hint_id: int) -> dict | None:
+        rows = self._dicts("SELECT * FROM hints WHERE id = ?", [hint_id])
+        return rows[0] if rows else None
+
+    def set_paused(self, run_id: int, paused: bool) -> None:
+        self.run(run_id)
+        self._write(lambda c: c.execute("UPDATE runs SET paused = ? WHERE id = ?", [int(paused), run_id]))
+
+    def paused(self, run_id: int) -> bool:
+        rows = self._query("SELECT paused FROM runs WHERE id = ?", [run_id])
+        return bool(rows and rows[0][0])
 
     def timeline(self, run_id: int) -> list[dict]:
         """A run's candidates in the order they were proposed, without sources or prompts: what a leaderboard and its

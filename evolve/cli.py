@@ -508,6 +508,11 @@ def show_command(candidate_id, db, prompt):
     click.echo(f"proposer {c.proposer}  model {c.model or '-'}  template {c.template or '-'}  knobs {c.knobs or '-'}")
     click.echo(f"tokens {c.tokens_in}+{c.tokens_out}  cost ${c.cost:.4f}  latency {c.latency_s:.1f} s")
     click.echo(f"lineage: {' <- '.join([f'#{c.id}'] + lineage)}")
+    if c.hint_ids:
+        for hint_id in c.hint_ids:
+            h = archive.hint(hint_id)
+            if h:
+                click.echo(f"saw hint #{h['id']} (given {h['created'][:19]}): {h['text']}")
     if c.proposer == "composer":
         drawn = [archive.get(p) for p in c.parent_ids]
         click.echo("composite (not written by a model): dispatches per shape regime between "
@@ -520,6 +525,15 @@ def show_command(candidate_id, db, prompt):
         click.echo("")
         for line in ladder_lines(verdict) + shape_table(verdict):
             click.echo(line)
+    if verdict and c.parent_ids:
+        from .render import against_parent
+
+        parent = archive.get(c.parent_ids[0])
+        lines = against_parent(verdict, archive.verdict(parent.id), c, parent)
+        if lines:
+            click.echo("")
+            for line in lines:
+                click.echo(line)
     click.echo("\n--- source ---")
     click.echo(c.source or "(none)")
     if prompt:
@@ -527,6 +541,62 @@ def show_command(candidate_id, db, prompt):
         click.echo(c.prompt or "(none)")
         click.echo("--- reply ---")
         click.echo(c.reply or "(none)")
+
+
+def _target_run(archive, run_id):
+    """--run N, else the run going on now (the newest not ended), else the newest."""
+    from .archive import ArchiveError
+
+    if run_id is not None:
+        try:
+            return archive.run(run_id)
+        except ArchiveError as exc:
+            _fail(str(exc), 1)
+    runs = archive.runs()
+    if not runs:
+        _fail(f"no runs in {archive.path}: start one with `evolve run PROBLEM`", 1)
+    going = [r for r in runs if not r.get("ended")]
+    return (going or runs)[-1]
+
+
+@cli.command("hint")
+@click.argument("text")
+@click.option("--run", "run_id", type=int, help="The run to tell [default: the one going on now, else the newest].")
+@_db_option
+def hint_command(text, run_id, db):
+    """Tell a run something while it goes on ("try an online softmax above 16K columns"): every prompt it writes from
+    now on carries the hint, the archive stores it with its time, and `evolve show` marks the candidates that saw it."""
+    if not text.strip():
+        _fail("the hint is empty")
+    archive = _open_archive(db)
+    run = _target_run(archive, run_id)
+    hint_id = archive.add_hint(run["id"], text.strip())
+    state = "running" if not run.get("ended") else "stopped; `evolve run --resume` carries it on"
+    click.echo(f"hint #{hint_id} given to run {run['id']} ({run['problem']}, {state})")
+
+
+@cli.command("pause")
+@click.option("--run", "run_id", type=int, help="The run to pause [default: the one going on now, else the newest].")
+@_db_option
+def pause_command(run_id, db):
+    """Pause a run's proposals without stopping it: nothing new starts, what is in flight finishes and waits, and
+    the time paused does not count against --budget. `evolve resume` lets it go on."""
+    archive = _open_archive(db)
+    run = _target_run(archive, run_id)
+    archive.set_paused(run["id"], True)
+    click.echo(f"run {run['id']} ({run['problem']}) paused: `evolve resume --run {run['id']}` lets it go on")
+
+
+@cli.command("resume")
+@click.option("--run", "run_id", type=int, help="The run to let go on [default: the one going on now, else the newest].")
+@_db_option
+def resume_command(run_id, db):
+    """Let a run paused by `evolve pause` go on proposing. (A run that stopped, or crashed, goes on with
+    `evolve run PROBLEM --resume`.)"""
+    archive = _open_archive(db)
+    run = _target_run(archive, run_id)
+    archive.set_paused(run["id"], False)
+    click.echo(f"run {run['id']} ({run['problem']}) goes on")
 
 
 @cli.command("init")

@@ -80,6 +80,10 @@ class Progress:
             versus = f" against the best's {incumbent.score:.3g}" if incumbent and incumbent.score else ""
             line = (f"composing {', '.join(f'#{p}' for p in plan.parts)}: predicted {plan.predicted:.3g}{versus}; "
                     f"rule {plan.rule}")
+        elif kind == "paused":
+            line = "paused (evolve pause): nothing new starts until `evolve resume`; calls in flight finish"
+        elif kind == "resumed":
+            line = f"resumed after {event['seconds'] / 60:.1f} min paused"
         elif kind == "migrate":
             line = f"migration: island sizes {event['islands']}"
         if line is None:

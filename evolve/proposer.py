@@ -83,6 +83,7 @@ class PromptContext:
     parent: ProgramView | None = None
     inspirations: tuple[ProgramView, ...] = ()
     error: str | None = None  # the compiler's or loader's message, for a repair
+    hints: tuple = ()  # the person's hints to this run ({"id", "text", "created"}), oldest first
 
     def as_dict(self) -> dict:
         import dataclasses

@@ -102,3 +102,53 @@ def shape_table(verdict: Verdict) -> list[str]:
         lines.append(f"  {s['case']:<18}{_time(s['ms']):>11}{_rate(s.get('bytes_per_s')):>12}{frac:>10}"
                      f"{_speedup(s.get('speedup_vs_torch')):>10}{_speedup(s.get('speedup_vs_compile')):>12}")
     return lines
+
+
+def _kernels(verdict: Verdict | None) -> dict:
+    compiled = verdict.rung("compile") if verdict else None
+    out = {}
+    for k in (compiled.metrics.get("kernels", []) if compiled else []):
+        if isinstance(k, dict) and k.get("name"):
+            out.setdefault(k["name"], k)  # the first specialization of each kernel
+    return out
+
+
+def against_parent(verdict: Verdict, parent_verdict: Verdict | None, cand, parent) -> list[str]:
+    """Why a candidate won or lost against its parent: the verdicts side by side, per benchmark case (time, the
+    speed-up over the parent, fraction of roofline) and the compiled kernels' resources that changed."""
+    if parent_verdict is None:
+        return []
+    head = f"against its parent #{parent.id} ({parent.proposer})"
+    if not verdict.ok or not parent_verdict.ok:
+        this = "passed" if verdict.ok else f"failed at {verdict.failure.name if verdict.failure else 'a rung'}"
+        that = "passed" if parent_verdict.ok else f"failed at {parent_verdict.failure.name if parent_verdict.failure else 'a rung'}"
+        return [f"{head}: this one {this}, the parent {that}"]
+    ours, theirs = cand.score, parent.score
+    lines = []
+    if ours is not None and theirs:
+        lines.append(f"{head}: score {ours:.4g} against {theirs:.4g} ({100 * (ours / theirs - 1):+.1f}%)"
+                     + ("; the fitness of each is a fraction of roofline" if verdict.fitness is not None else ""))
+    old = {s.get("case"): s for s in parent_verdict.shapes}
+    rows = [(s, old.get(s.get("case"))) for s in verdict.shapes if old.get(s.get("case"))]
+    if rows:
+        lines.append(f"  {'case':<22}{'parent':>11}{'this':>11}{'speed-up':>10}{'roofline':>17}")
+        for s, p in rows:
+            frac = (f"{p['roofline_fraction']:.2f} -> {s['roofline_fraction']:.2f}"
+                    if s.get("roofline_fraction") is not None and p.get("roofline_fraction") is not None else "-")
+            speed = f"{p['ms'] / s['ms']:.2f}x" if s.get("ms") and p.get("ms") else "-"
+            lines.append(f"  {str(s.get('case'))[:21]:<22}{_time(p['ms']):>11}{_time(s['ms']):>11}{speed:>10}{frac:>17}")
+    mine, before = _kernels(verdict), _kernels(parent_verdict)
+    changed = []
+    for name in sorted(set(mine) | set(before)):
+        a, b = before.get(name), mine.get(name)
+        if a is None or b is None:
+            changed.append(f"  kernel {name}: {'new' if a is None else 'gone'}")
+            continue
+        diffs = [f"{key} {a.get(key)} -> {b.get(key)}" for key in ("regs", "spills", "smem", "num_warps")
+                 if a.get(key) != b.get(key)]
+        if diffs:
+            changed.append(f"  kernel {name}: " + ", ".join(diffs))
+    if changed:
+        lines.append("compiled kernels that changed (first specialization of each):")
+        lines += changed
+    return lines

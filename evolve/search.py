@@ -38,6 +38,7 @@ class Pending:
     island: int
     parent: Candidate | None
     future: Future
+    hint_ids: tuple[int, ...] = ()  # the hints its prompt carried
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class Search:
         self.evaluated = 0
         self.since_improvement = 0
         self.unusable, self.last_unusable = 0, ""  # proposals in a row that gave nothing to evaluate
+        self.paused_s = 0.0  # seconds held by `evolve pause`
         self.started = clock()
         self.work = Path(tempfile.mkdtemp(prefix="evolve-run-"))
         # Proposals in flight, oldest first; the proposer's own limit (--concurrency) is the only one.
@@ -193,15 +195,15 @@ class Search:
         return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,
                              parent=view(parent) if parent else None,
                              inspirations=tuple(view(c) for c in self.population.inspirations(parent)) if parent else (),
-                             error=error)
+                             error=error, hints=tuple(self.archive.hints(self.run_id)))
 
     def _ask(self, island: int) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""
         parent = self.population.pick_parent(island)
         template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
-        future = self.pool.submit(self.proposer.propose, template, self.context(parent),
-                                  parent.source if parent else None)
-        self.inflight.append(Pending(island, parent, future))
+        context = self.context(parent)
+        future = self.pool.submit(self.proposer.propose, template, context, parent.source if parent else None)
+        self.inflight.append(Pending(island, parent, future, tuple(h["id"] for h in context.hints)))
 
     def llm_step(self, island: int) -> None:
         """Evaluate the oldest proposal in flight, keeping up to --concurrency model calls running meanwhile."""
@@ -211,7 +213,8 @@ class Search:
         pending = self.inflight.popleft()
         proposal = pending.future.result()  # a broken user template raises here, on the main thread
         parent, island = pending.parent, pending.island
-        cand = self.submit(**self._fields(proposal, (parent.id,) if parent else (), island, parent))
+        cand = self.submit(**self._fields(proposal, (parent.id,) if parent else (), island, parent,
+                                          pending.hint_ids))
         for _ in range(self.config.search.repairs):
             if cand is None or cand.status != "evaluated" or cand.failed_rung not in ("load", "compile"):
                 break
@@ -219,17 +222,19 @@ class Search:
             verdict = self.archive.verdict(cand.id)
             failure = verdict and verdict.failure
             log = failure.metrics.get("log") if failure else None
-            proposal = self.proposer.propose("repair", self.context(cand, error=log or error), cand.source)
-            cand = self.submit(**self._fields(proposal, (cand.id,), island, cand))
+            context = self.context(cand, error=log or error)
+            proposal = self.proposer.propose("repair", context, cand.source)
+            cand = self.submit(**self._fields(proposal, (cand.id,), island, cand,
+                                              tuple(h["id"] for h in context.hints)))
 
-    def _fields(self, proposal, parent_ids, island, parent) -> dict:
+    def _fields(self, proposal, parent_ids, island, parent, hint_ids=()) -> dict:
         source = proposal.source
         knobs = read_knobs(source)[0] if source else None
         return {"source": source, "parent_ids": parent_ids, "island": island,
                 "generation": (parent.generation + 1) if parent else 0, "proposer": "llm", "model": proposal.model,
                 "template": proposal.template, "prompt": proposal.prompt, "reply": proposal.reply,
                 "tokens_in": proposal.tokens_in, "tokens_out": proposal.tokens_out, "cost": proposal.cost,
-                "latency_s": proposal.latency_s, "knobs": knobs, "error": proposal.error}
+                "latency_s": proposal.latency_s, "knobs": knobs, "error": proposal.error, "hint_ids": hint_ids}
 
     def tune_step(self, island: int) -> bool:
         """One knob setting for the best structure that still has untried settings; False when none has."""
@@ -321,7 +326,7 @@ class Search:
         if c.max_candidates is not None and self.evaluated >= c.max_candidates:
             return f"--max-candidates {c.max_candidates} evaluated"
         if c.budget_s is not None:
-            elapsed = self.clock() - self.started
+            elapsed = self.clock() - self.started - self.paused_s
             typical = statistics.median(self.eval_seconds) if self.eval_seconds else 0.0
             if elapsed + typical > c.budget_s:  # the next evaluation would end past the budget
                 which = "the default budget without a GPU" if c.default_budget else "--budget"
@@ -384,6 +389,9 @@ class Search:
                 self.evaluate(cand)
             step = 0
             while (stop := self.stop_reason()) is None:
+                if self.archive.paused(self.run_id):
+                    self.hold()
+                    continue  # the limits are looked at again before the next step
                 island = step % len(self.population.islands)
                 step += 1
                 if self.material_step(island):
@@ -409,6 +417,16 @@ class Search:
         return replace(self.summary(stop), interrupted=interrupted,
                        session_evaluated=self.evaluated - self.evaluated_before if self.config.resume else None)
 
+    def hold(self, poll_s: float = 0.5) -> None:
+        """`evolve pause`: start nothing new until `evolve resume`; model calls already in flight finish and wait
+        in memory (Ctrl-C archives them as pending). Time paused does not count against --budget."""
+        began = self.clock()
+        self.emit({"kind": "paused"})
+        while self.archive.paused(self.run_id):
+            time.sleep(poll_s)
+        self.paused_s += self.clock() - began
+        self.emit({"kind": "resumed", "seconds": self.clock() - began})
+
     def keep_answered(self) -> None:
         """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them.
         Calls still running are abandoned (their threads end with their calls; nothing waits for them)."""
@@ -417,7 +435,7 @@ class Search:
                 parent = pending.parent
                 self.archive.add_candidate(self.run_id, **self._fields(pending.future.result(),
                                                                         (parent.id,) if parent else (),
-                                                                        pending.island, parent),
+                                                                        pending.island, parent, pending.hint_ids),
                                            within_run=self.config.isolated)
             else:
                 pending.future.cancel()
