@@ -59,6 +59,14 @@ Datasette. Tables and columns:
     text          the hint as given
     created       ISO time (UTC) it was given
 
+``artifacts``: the compiler's output for each evaluated candidate, per kernel specialization (``evolve show ID --asm
+KIND``): ``NN_<kernel>.ttir``, ``.ttgir``, ``.llir``, ``.ptx``, ``.cubin``, ``.sass`` and ``index.txt`` (which
+specialization each number is: architecture, warps, stages, argument types and constexprs).
+    candidate_id  the candidate (references ``candidates.id``)
+    name          the file's name
+    size          its size in bytes, uncompressed
+    data          its bytes, zlib-compressed
+
 ``_evolve_migrations``: schema migrations applied to this file.
     name          migration function name (``m001_initial``, ...)
     applied       ISO time (UTC) it was applied
@@ -188,6 +196,14 @@ def m004_hints_and_pause(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX idx_hints_run_id ON hints (run_id)")
     db["candidates"].add_column("hint_ids", str)
     db["runs"].add_column("paused", int, not_null_default=0)
+
+
+@migration
+def m005_artifacts(db: sqlite_utils.Database) -> None:
+    """What the compiler produced for each evaluated candidate, compressed, inside the file (a copied archive keeps
+    them)."""
+    db.execute("""CREATE TABLE artifacts (candidate_id INTEGER NOT NULL REFERENCES candidates(id), name TEXT NOT NULL,
+        size INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (candidate_id, name))""")
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -514,6 +530,43 @@ class Archive:
             "SELECT coalesce(sum(cost), 0.0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
             "coalesce(sum(proposer = 'llm'), 0) FROM candidates WHERE run_id = ?", [run_id])[0]
         return {"cost": float(cost), "tokens_in": int(tin), "tokens_out": int(tout), "calls": int(calls)}
+
+    # compiler artifacts -------------------------------------------------------------------------------------------
+
+    ARTIFACT_FILE_LIMIT = 16 << 20  # bytes: a bigger file is left out (and said so in index.txt's place)
+    ARTIFACT_TOTAL_LIMIT = 64 << 20  # bytes per candidate, uncompressed
+
+    def store_artifacts(self, candidate_id: int, folder: Path) -> int:
+        """Keep the plain files of `folder` (a dump the harness wrote) for this candidate, compressed, within the
+        limits; returns how many were kept. Replaces what was stored for it before."""
+        import zlib
+
+        rows, total = [], 0
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            if not path.is_file() or path.is_symlink():
+                continue
+            size = path.stat().st_size
+            if size > self.ARTIFACT_FILE_LIMIT or total + size > self.ARTIFACT_TOTAL_LIMIT:
+                continue
+            total += size
+            rows.append([candidate_id, path.name, size, zlib.compress(path.read_bytes(), 6)])
+
+        def write(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM artifacts WHERE candidate_id = ?", [candidate_id])
+            c.executemany("INSERT INTO artifacts (candidate_id, name, size, data) VALUES (?,?,?,?)", rows)
+
+        self._write(write)
+        return len(rows)
+
+    def artifacts(self, candidate_id: int) -> list[dict]:
+        """The stored files of a candidate: name and size (uncompressed), by name."""
+        return self._dicts("SELECT name, size FROM artifacts WHERE candidate_id = ? ORDER BY name", [candidate_id])
+
+    def artifact(self, candidate_id: int, name: str) -> bytes | None:
+        import zlib
+
+        rows = self._query("SELECT data FROM artifacts WHERE candidate_id = ? AND name = ?", [candidate_id, name])
+        return zlib.decompress(rows[0][0]) if rows else None
 
     # a person in the loop -----------------------------------------------------------------------------------------
 

@@ -175,9 +175,12 @@ def _open_archive(db, must_exist=True):
                    "under the CPU interpreter on 2 cores.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
+@click.option("--artifacts/--no-artifacts", default=True, show_default=True,
+              help="Keep each candidate's TTIR, TTGIR, LLIR, PTX, cubin and SASS in the archive (evolve show --asm); "
+                   "about 0.3 s of cuobjdump per kernel specialization.")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
-                cache_dir):
+                cache_dir, artifacts):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -214,7 +217,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                             compose_share=compose_share, tuner_trials=tune_trials),
         eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True,
                          **({"cache_dir": cache_dir} if cache_dir else {})),
-        default_budget=default_budget,
+        default_budget=default_budget, artifacts=artifacts,
         llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
                                                       if default_budget else "")] if budget_s else []
@@ -490,8 +493,12 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
 @click.argument("candidate_id", type=int)
 @_db_option
 @click.option("--prompt/--no-prompt", default=True, show_default=True, help="Include the prompt and the raw reply.")
-def show_command(candidate_id, db, prompt):
-    """One candidate: source, lineage, rung ladder, and the prompt and reply that produced it."""
+@click.option("--asm", type=click.Choice(["sass", "ptx", "ttgir", "ttir", "llir"]),
+              help="Print what the compiler produced instead (kept for every evaluated candidate).")
+@click.option("--kernel", help="With --asm: only the specializations whose kernel name contains this.")
+def show_command(candidate_id, db, prompt, asm, kernel):
+    """One candidate: source, lineage, rung ladder, how it compares with its parent, and the prompt and reply that
+    produced it; or, with --asm, its SASS, PTX, TTGIR, TTIR or LLVM IR per kernel specialization."""
     from .archive import ArchiveError
     from .render import ladder_lines, shape_table
 
@@ -500,6 +507,9 @@ def show_command(candidate_id, db, prompt):
         c = archive.get(candidate_id)
     except ArchiveError as exc:
         _fail(str(exc), 1)
+    if asm:
+        _print_asm(archive, c, asm, kernel)
+        return
     lineage, p = [], c
     while p.parent_ids:
         p = archive.get(p.parent_ids[0])
@@ -508,6 +518,12 @@ def show_command(candidate_id, db, prompt):
     click.echo(f"proposer {c.proposer}  model {c.model or '-'}  template {c.template or '-'}  knobs {c.knobs or '-'}")
     click.echo(f"tokens {c.tokens_in}+{c.tokens_out}  cost ${c.cost:.4f}  latency {c.latency_s:.1f} s")
     click.echo(f"lineage: {' <- '.join([f'#{c.id}'] + lineage)}")
+    stored = archive.artifacts(c.id)
+    if stored:
+        kinds = sorted({a["name"].rsplit(".", 1)[-1] for a in stored if "." in a["name"]} - {"txt", "json"})
+        count = len({a["name"].rsplit(".", 1)[0] for a in stored if a["name"].endswith(".ptx")})
+        click.echo(f"compiler artifacts: {count} kernel specialization{'s' if count != 1 else ''} "
+                   f"({', '.join(kinds)}): evolve show {c.id} --asm sass|ptx|ttgir|ttir|llir [--kernel NAME]")
     if c.hint_ids:
         for hint_id in c.hint_ids:
             h = archive.hint(hint_id)
@@ -597,6 +613,32 @@ def resume_command(run_id, db):
     run = _target_run(archive, run_id)
     archive.set_paused(run["id"], False)
     click.echo(f"run {run['id']} ({run['problem']}) goes on")
+
+
+def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
+    stored = [a["name"] for a in archive.artifacts(c.id)]
+    if not stored:
+        _fail(f"candidate #{c.id} has no compiler artifacts (it failed before compiling, was evaluated before they "
+              "were kept, or the run had --no-artifacts)", 1)
+    index = (archive.artifact(c.id, "index.txt") or b"").decode(errors="replace").splitlines()
+    about = {line.split()[0]: line for line in index if line.split()}
+    names = [n for n in stored if n.endswith(f".{kind}") and (kernel is None or kernel in n)]
+    if kind == "sass" and not names:  # kept without SASS: disassemble the stored cubin here
+        names = [n for n in stored if n.endswith(".cubin") and (kernel is None or kernel in n)]
+    if not names:
+        found = sorted({n.split("_", 1)[-1].rsplit(".", 1)[0] for n in stored if "_" in n})
+        _fail(f"no {kind} for {'kernel ' + repr(kernel) + ' of ' if kernel else ''}candidate #{c.id}; its kernels: "
+              f"{', '.join(found)}", 1)
+    for name in names:
+        stem = name.rsplit(".", 1)[0]
+        click.echo(f"// {about.get(stem, stem)}")
+        data = archive.artifact(c.id, name) or b""
+        if name.endswith(".cubin"):
+            from .harness.launches import disassemble
+
+            click.echo(disassemble(data) or "(no cuobjdump here to read the cubin with)")
+        else:
+            click.echo(data.decode(errors="replace"))
 
 
 @cli.command("init")

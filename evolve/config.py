@@ -75,6 +75,7 @@ class RunConfig:
     isolated: bool = False
     bench: dict | None = None
     run_id: int | None = None  # with resume: this run rather than the problem's last one
+    artifacts: bool = True  # keep each candidate's TTIR/TTGIR/LLIR/PTX/cubin/SASS in the archive
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""

@@ -148,8 +148,15 @@ class Search:
         path = self.work / f"candidate_{cand.id}.py"
         path.write_text(cand.source)
         started = self.clock()
-        verdict = self._evaluate(path, self.problem.path, self.config.eval)
+        options = self.config.eval
+        dump = self.work / f"artifacts_{cand.id}"
+        if self.config.artifacts and options.dump_dir is None:
+            options = replace(options, dump_dir=str(dump))
+        verdict = self._evaluate(path, self.problem.path, options)
         self.eval_seconds.append(self.clock() - started)
+        if dump.is_dir():
+            self.archive.store_artifacts(cand.id, dump)
+            shutil.rmtree(dump, ignore_errors=True)
         done = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
         self.evaluated += 1
         self.since_improvement += 1

@@ -328,3 +328,19 @@ def dump(kernel, info: dict, folder: Path, index: int) -> list[str]:
         (folder / f"{stem}.sass").write_text(info["_sass"])
         written.append(f"{stem}.sass")
     return written
+
+
+def disassemble(cubin: bytes) -> str | None:
+    """SASS of a stored cubin (cuobjdump --dump-sass), or None without cuobjdump. Reads a file evolve archived: the
+    parent's side, after the evaluation, never inside a runner."""
+    import tempfile
+
+    cuobjdump = tool("cuobjdump")
+    if not cuobjdump:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        dumped = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True,
+                                timeout=60).stdout
+    return dumped[dumped.find("code for"):] if "code for" in dumped else dumped
