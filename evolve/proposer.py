@@ -72,6 +72,7 @@ class ProgramView:
     kernels: tuple[dict, ...] = ()  # per compiled specialization: name, regs, spills, smem, num_warps, ...
     shapes: tuple[dict, ...] = ()  # per benchmark shape: case, ms, roofline_fraction, speedup_vs_torch, ...
     correctness: str | None = None  # the correctness rung's summary
+    digest: tuple[dict, ...] = ()  # per kernel specialization, what its SASS shows (digest.KernelDigest.as_dict)
 
 
 @dataclass(frozen=True)

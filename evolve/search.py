@@ -131,6 +131,7 @@ class Search:
         self.material: deque[tuple[Path, str]] = deque()  # the problem's kernels not yet evaluated on this device
         self.device = ""  # the run's device name (archived kernels from other devices are not material)
         self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
+        self._digests: dict[int, tuple] = {}  # SASS digests of parents, made once each
         self._composed: set[str] = set()  # hashes of composites already proposed
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
@@ -181,17 +182,28 @@ class Search:
         return self.evaluate(cand)
 
     # -- proposals --------------------------------------------------------------------------------------------------
+    def _digest(self, cand: Candidate, kernels) -> tuple[dict, ...]:
+        if cand.id not in self._digests:
+            from .digest import digest_candidate
+
+            try:
+                self._digests[cand.id] = tuple(d.as_dict() for d in digest_candidate(self.archive, cand.id, kernels))
+            except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
+                self._digests[cand.id] = ()
+        return self._digests[cand.id]
+
     def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
-        def view(c: Candidate) -> ProgramView:
+        def view(c: Candidate, digest: bool = False) -> ProgramView:
             verdict = self.archive.verdict(c.id)
             compiled = verdict and verdict.rung("compile")
             correctness = verdict and verdict.rung("correctness")
+            kernels = tuple(compiled.metrics.get("kernels", [])) if compiled else ()
             return ProgramView(source=c.source, fitness=c.fitness, score=c.score,
                                ladder=tuple(ladder_lines(verdict)) if verdict else (), failed_rung=c.failed_rung,
-                               reason=c.reason,
-                               kernels=tuple(compiled.metrics.get("kernels", [])) if compiled else (),
+                               reason=c.reason, kernels=kernels,
                                shapes=verdict.shapes if verdict else (),
-                               correctness=correctness.reason if correctness else None)
+                               correctness=correctness.reason if correctness else None,
+                               digest=self._digest(c, kernels) if digest else ())
 
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract="\n".join(filter(None, [
@@ -200,7 +212,7 @@ class Search:
         best = self.best and self.archive.verdict(self.best.id)
         device = (best and best.device) or "unknown"
         return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,
-                             parent=view(parent) if parent else None,
+                             parent=view(parent, digest=True) if parent else None,
                              inspirations=tuple(view(c) for c in self.population.inspirations(parent)) if parent else (),
                              error=error, hints=tuple(self.archive.hints(self.run_id)))
 

@@ -1,0 +1,71 @@
+"""The SASS digest the prompt carries: a kernel with known spills and unvectorized loads reports both (compiled for
+sm_90a here, without a GPU, through the harness), the hot loop is found, and the template bounds what it shows."""
+from pathlib import Path
+
+from evolve.digest import digest_kernel, hot_loop, parse_sass
+from evolve.harness import EvalOptions, evaluate
+from evolve.proposer import LLMProposer, ModelSpec, ProblemView, ProgramView, PromptContext, default_prompts
+
+ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "tests" / "data" / "mini_softmax"
+
+LOOP = """
+        Function : k
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_CTAID.X ;
+        /*0020*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0030*/              @!P0 BRA 0x80 ;
+        /*0040*/                   LDG.E.128 R8, desc[UR4][R2.64] ;
+        /*0050*/                   LDG.E R12, desc[UR4][R6.64] ;
+        /*0060*/                   SHFL.BFLY PT, R9, R8, 0x10, 0x1f ;
+        /*0070*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0080*/                   ISETP.GE.AND P0, PT, R0, 0x10, PT ;
+        /*0090*/               @P0 BRA 0x40 ;
+        /*00a0*/                   STG.E.128 desc[UR4][R2.64], R4 ;
+        /*00b0*/                   STL [R1], R4 ;
+        /*00c0*/                   EXIT ;
+"""
+
+
+def test_the_digest_of_a_kernel_that_spills_and_loads_scalars_reports_both(tmp_path):
+    dump = tmp_path / "dump"
+    verdict = evaluate(ROOT / "tests" / "data" / "digest" / "spill_gather.py", MINI,
+                       EvalOptions(device="cpu", dump_dir=str(dump)))
+    assert verdict.rung("compile").ok  # (it is wrong, too, but compiles: the digest needs only the compiler's output)
+    sass = sorted(dump.glob("*.sass"))
+    assert sass
+    d = digest_kernel(sass[0].stem, sass[0].read_text())
+    assert d.total.local_loads > 0 and d.total.local_stores > 0  # the spills, as the SASS shows them
+    assert set(d.total.global_loads) == {32} and set(d.total.global_stores) == {32}  # no 128-bit vector access
+    prompt = render(ProgramView(source="# the program", digest=(d.as_dict(),)))
+    assert f"local memory {d.total.local_loads} loads / {d.total.local_stores} stores" in prompt
+    assert f"global loads {d.total.global_loads[32]} x 32-bit" in prompt
+
+
+def test_the_hot_loop_and_the_counts_come_from_the_sass():
+    instructions = parse_sass(LOOP)
+    assert len(instructions) == 13 and instructions[2] == (0x20, "LDG.E.128 R4, desc[UR4][R2.64]")
+    assert hot_loop(instructions) == (0x40, 0x90)  # the backward branch; the forward one is no loop
+    d = digest_kernel("00_k", LOOP, "sm_90a num_warps=4", regs=32, spills=0)
+    assert d.total.global_loads == {128: 2, 32: 1} and d.total.global_stores == {128: 1}
+    assert d.total.local_stores == 1 and d.total.barriers == 1 and d.total.shuffles == 1
+    assert d.loop.global_loads == {128: 1, 32: 1} and d.loop.barriers == 1 and len(d.loop_lines) == 6
+
+
+def test_the_template_bounds_the_digest():
+    body = "".join(f"        /*{16 * i:04x}*/                   NOP ;\n" for i in range(1, 101))
+    long = f"        /*0000*/ LDG.E.128 R4, desc[UR4][R2.64] ;\n{body}        /*{16 * 101:04x}*/ @P0 BRA 0x10 ;\n"
+    d = digest_kernel("00_k", long, "sm_90a")
+    assert len(d.loop_lines) == 101
+    many = tuple(dict(d.as_dict(), name=f"{i:02d}_k") for i in range(5))
+    prompt = render(ProgramView(source="# the program", digest=many))
+    assert "the 3 most worth a look of 5" in prompt
+    assert prompt.count("- 0") == 3  # three specializations shown
+    assert "more lines" in prompt and prompt.count("NOP") <= 3 * 40
+
+
+def render(parent: ProgramView) -> str:
+    proposer = LLMProposer([ModelSpec("openai/x", 1.0)], default_prompts(), api_base="http://127.0.0.1:9")
+    context = PromptContext(problem=ProblemView(name="p", description="d", notes="", contract=""), device="H200",
+                            knobs_doc="", parent=parent)
+    return proposer.render("full_rewrite", context)[1]["content"]
