@@ -393,10 +393,11 @@ class Archive:
 
     def reopen_run(self, run_id: int) -> None:
         """A resumed run is running again: no end time, no stop reason until it stops."""
-        self._write(lambda c: c.execute("UPDATE runs SET ended = NULL, stop_reason = NULL WHERE id = ?", [run_id]))
+        self._write(lambda c: c.execute("UPDATE runs SET ended = NULL, stop_reason = NULL, paused = 0 WHERE id = ?",
+                                        [run_id]))
 
     def finish_run(self, run_id: int, stop_reason: str) -> None:
-        self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ? WHERE id = ?",
+        self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ?, paused = 0 WHERE id = ?",
                                         [_now(), stop_reason, run_id]))
 
     def runs(self) -> list[dict]:

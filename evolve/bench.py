@@ -77,17 +77,9 @@ def finished(run: dict) -> bool:
 
 
 def spent_seconds(archive, run_id: int) -> float:
-    """Wall seconds a run has spent so far: from its start to its last verdict."""
-    from .leaderboard import _when
-
-    run = archive.run(run_id)
-    start = _when(run["started"])
-    last = 0.0
-    for c in archive.timeline(run_id):
-        made = _when(c["created"])
-        if start and made and c["status"] == "evaluated":
-            last = max(last, (made - start).total_seconds() + float(c["eval_seconds"] or 0.0))
-    return last
+    """Seconds a run has worked so far: its evaluations plus its model calls (time stopped or paused between
+    sessions is not charged; calls that overlapped an evaluation are, which errs against the cell)."""
+    return sum(float(c["eval_seconds"] or 0.0) + float(c["latency_s"] or 0.0) for c in archive.timeline(run_id))
 
 
 def cell_config(base: RunConfig, cell: Cell, tag: dict, budget: Budget, resume_run: int | None,

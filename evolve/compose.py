@@ -115,7 +115,7 @@ def _splits(cases: list[Case]):
         values = {c.features[feature] for c in cases}
         if len(values) < 2:
             continue
-        if all(_numeric(v) for v in values):
+        if all(_numeric(v) and math.isfinite(v) for v in values):
             ordered = sorted(values)
             for low, high in zip(ordered, ordered[1:]):
                 margin = math.log(high / low) if low > 0 else (high - low) / max(abs(high), abs(low), 1)
@@ -323,6 +323,29 @@ def _module_level(tree: ast.Module):
             stack.extend(ast.iter_child_nodes(node))
 
 
+def _same_scope(stmt):
+    """The nodes of a statement evaluated in its own scope (function bodies and lambdas left out)."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) and node is not stmt:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.extend(node.decorator_list + node.args.defaults)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _class_binds(node: ast.ClassDef) -> set[str]:
+    names = set()
+    for stmt in node.body:
+        names |= {n.id for n in _same_scope(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+    return names
+
+
 def split_source(source: str, suffix: str) -> tuple[list[ast.stmt], str]:
     """(the source's module-level import statements, the rest with every module-level name suffixed)."""
     try:
@@ -353,6 +376,26 @@ def split_source(source: str, suffix: str) -> tuple[list[ast.stmt], str]:
     if clash:
         raise ComposeError(f"rebinds the imported name {clash[0]}")
     rename = {n for n in bound - set(imported) if not (n.startswith("__") and n.endswith("__"))}
+    import builtins
+
+    shadowed = sorted(n for n in rename if hasattr(builtins, n))
+    if shadowed:  # a read before the module binds it means the builtin; renaming could not keep both meanings
+        raise ComposeError(f"binds the builtin name {shadowed[0]} at module level")
+    for node in ast.walk(tree):  # `X = X * 2` in a class body reads the module's X before the class binds its own
+        if isinstance(node, ast.ClassDef):
+            bound_here: set[str] = set()
+            for stmt in node.body:
+                reads = {n.id for n in _same_scope(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                early = sorted((reads & rename) - bound_here & _class_binds(node))
+                if early:
+                    raise ComposeError(f"class {node.name} reads the module-level name {early[0]} before binding "
+                                       "its own")
+                bound_here |= {n.id for n in _same_scope(stmt) if isinstance(n, ast.Name)
+                               and isinstance(n.ctx, ast.Store)}
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound_here.add(stmt.name)
+    if "globals" in source or "__name__" in source and "__main__" not in source:
+        raise ComposeError("reads module names at run time (globals() or __name__)")
     renamer = _Renamer(source, rename, suffix)
     renamer.run(tree, table)
     # drop the hoisted imports from the text (whole lines; a statement sharing a line with an import is refused)
@@ -446,10 +489,13 @@ def build(tree, parts: dict[int, Part], cases: list[Case], predicted: float, uni
     elif bindings["torch"] != "import torch" and isinstance(tree, Split) and _uses_dtype(tree):
         raise ComposeError("`torch` is bound by something other than `import torch`")
     table = [f"case | kernel | {unit}"] + [
-        f"{c.label} | #{chosen[c.label]} | {parts[chosen[c.label]].value[c.label]:.4g}" for c in cases]
-    header = ['"""Shape-dispatch composite of ' + ", ".join(f"#{p}" for p in used) + " (built by evolve from their "
-              "archived per-case figures).", "", f"Rule: {rule_text(tree)}", "",
-              f"Per benchmark case, the kernel the rule picks and its archived {unit}:", *table, '"""']
+        f"{c.label!r} | #{chosen[c.label]} | {parts[chosen[c.label]].value[c.label]:.4g}" for c in cases]
+    # comments, not a docstring: labels and values come from the problem and need no escaping there
+    header = ["# Shape-dispatch composite of " + ", ".join(f"#{p}" for p in used) + " (built by evolve from their "
+              "archived per-case figures).", "#", f"# Rule: {rule_text(tree)}", "#",
+              f"# Per benchmark case, the kernel the rule picks and its archived {unit}:",
+              *(f"#   {line}" for line in table)]
+    header = [line.replace("\n", " ").replace("\r", " ") for line in header]
     out = header + future + hoisted + [""]
     for pid, body in bodies:
         out += ["", f"# ---- kernel #{pid}: its module-level names end in {suffix_of(pid)} " + "-" * 40, "", body, ""]
@@ -457,7 +503,10 @@ def build(tree, parts: dict[int, Part], cases: list[Case], predicted: float, uni
             f'    """Dispatch by what the inputs look like; thresholds lie between the benchmark values."""']
     out += _dispatch(tree, suffix_of)
     source = "\n".join(out) + "\n"
-    ast.parse(source)
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        raise ComposeError(f"the composite does not parse ({exc})") from None
     return Plan(source=source, parts=tuple(used), predicted=predicted, rule=rule_text(tree), chosen=chosen)
 
 

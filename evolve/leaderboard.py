@@ -53,8 +53,14 @@ def archive_tags(paths) -> dict[str, str]:
     """A short name per archive for page names and run keys: the file's stem, numbered where two share one
     (runs/evolve.db from two machines)."""
     stems = [Path(p).stem for p in paths]
-    return {str(p): (stem if stems.count(stem) == 1 else f"{stem}{i + 1}") for i, (p, stem) in
-            enumerate(zip(paths, stems))}
+    tags, used = {}, set(stems)
+    for p, stem in zip(paths, stems):
+        tag, n = stem, 1
+        while stems.count(stem) > 1 and (tag == stem or tag in used):
+            tag, n = f"{stem}{n}", n + 1
+        used.add(tag)
+        tags[str(p)] = tag
+    return tags
 
 
 @dataclass
@@ -112,6 +118,10 @@ class Run:
 def load_runs(paths, problems=None, devices=None) -> list[Run]:
     """Every run of the given archives (filtered by problem and device names), with its candidates."""
     runs = []
+    unique = {}
+    for path in paths:  # the same file given twice (or spelt two ways) is read once
+        unique.setdefault(Path(path).resolve(), path)
+    paths = list(unique.values())
     tags = archive_tags(paths)
     for path in paths:
         archive = Archive(path)

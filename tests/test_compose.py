@@ -425,3 +425,22 @@ def test_kernels_archived_on_another_device_are_not_material_nor_duplicates(tmp_
         search.pool.shutdown(wait=False)
     finally:
         archive.close()
+
+
+@pytest.mark.parametrize("source", [
+    "BLOCK = 4\nclass Cfg:\n    BLOCK = BLOCK * 2\ndef custom_kernel(x):\n    return Cfg.BLOCK\n",
+    "m = max(1, 2)\nmax = lambda *a: 0\ndef custom_kernel(x):\n    return m\n",
+    "SCALE = 2\ndef custom_kernel(x):\n    return globals()['SCALE']\n",
+], ids=["class-reads-then-binds", "shadows-a-builtin", "globals"])
+def test_sources_whose_meaning_renaming_would_change_are_refused(source):
+    with pytest.raises(compose.ComposeError):
+        compose.split_source(source, "_c1")
+
+
+def test_labels_and_values_from_the_problem_cannot_break_the_composite():
+    cs = [compose.Case('bad"""\\N label', {("value", 0): 'a"""b'}), compose.Case("other", {("value", 0): "c"})]
+    found = compose.plan([part(1, {cs[0].label: 2.0, "other": 1.0}), part(2, {cs[0].label: 1.0, "other": 2.0})],
+                         cs, None, 0.02)
+    namespace = {}
+    exec(found.source, namespace)  # noqa: S102 - the composite of two tiny test kernels
+    assert namespace["custom_kernel"]('a"""b') == "k1" and namespace["custom_kernel"]("c") == "k2"

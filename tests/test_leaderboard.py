@@ -177,6 +177,25 @@ def test_archives_with_the_same_file_name_keep_apart(archives, tmp_path):
     assert {r.best_candidate["archive"] for r in b.rows if r.best_candidate} == {"evolve1", "evolve2"}
 
 
+def test_the_same_archive_given_twice_is_read_once(archives):
+    a_db, _, _ = archives
+    once, twice = board([a_db]), board([a_db, Path(str(a_db).replace("/a.db", "/./a.db"))])
+    assert [(r.problem, r.proposals, r.total.dollars) for r in once.rows] == \
+        [(r.problem, r.proposals, r.total.dollars) for r in twice.rows]
+
+
+def test_pause_does_not_outlive_the_run(tmp_path):
+    archive = Archive(tmp_path / "p.db")
+    run = archive.start_run("p", "p", {}, "cpu", {})
+    archive.set_paused(run, True)
+    archive.finish_run(run, "interrupted")
+    assert not archive.paused(run)
+    archive.set_paused(run, True)
+    archive.reopen_run(run)
+    assert not archive.paused(run)
+    archive.close()
+
+
 def test_model_labels():
     assert model_label({"models": [{"name": "anthropic/x", "weight": 1}]}) == "anthropic/x"
     assert model_label({"models": [{"name": "a/x"}, {"name": "b/y"}]}) == "a/x+b/y"
