@@ -14,6 +14,8 @@ Datasette. Tables and columns:
     ended         ISO time (UTC) it finished; null while running or after a crash
     stop_reason   why it stopped (``"budget"``, ``"generations"``, ``"interrupted"``, ...); null while running
     paused        1 while ``evolve pause`` holds it (no new proposals; what is in flight finishes), else 0
+    gaps          JSON list of [from, to] ISO times the run was not running: from its stop (or, after a crash, its
+                  last stored candidate) to its resume; wall times on the leaderboard leave them out
 
 ``candidates``: one row per proposal, including failed ones: the log of every LLM exchange.
     id            integer primary key
@@ -206,6 +208,12 @@ def m005_artifacts(db: sqlite_utils.Database) -> None:
         size INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (candidate_id, name))""")
 
 
+@migration
+def m006_run_gaps(db: sqlite_utils.Database) -> None:
+    """When a run was stopped or had crashed before it was resumed, so its wall time counts only its working time."""
+    db["runs"].add_column("gaps", str, not_null_default="[]")
+
+
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
     """Apply the pending migrations in order, all in one transaction; refuse a file from a newer evolve.
 
@@ -379,6 +387,8 @@ class Archive:
     def _run_dict(row: dict) -> dict:
         for key in ("options", "versions"):
             row[key] = json.loads(row[key]) if row[key] else {}
+        if "gaps" in row:
+            row["gaps"] = json.loads(row["gaps"]) if row["gaps"] else []
         return row
 
     def run(self, run_id: int) -> dict:
@@ -392,9 +402,18 @@ class Archive:
         return self._run_dict(rows[0]) if rows else None
 
     def reopen_run(self, run_id: int) -> None:
-        """A resumed run is running again: no end time, no stop reason until it stops."""
-        self._write(lambda c: c.execute("UPDATE runs SET ended = NULL, stop_reason = NULL, paused = 0 WHERE id = ?",
-                                        [run_id]))
+        """A resumed run is running again: no end time, no stop reason until it stops. The time since it stopped
+        (after a crash: since its last stored candidate) is recorded as a gap."""
+        def write(c):
+            row = c.execute("SELECT started, ended, gaps FROM runs WHERE id = ?", [run_id]).fetchone()
+            if row is None:
+                return
+            last = c.execute("SELECT max(created) FROM candidates WHERE run_id = ?", [run_id]).fetchone()[0]
+            since = row[1] or max(filter(None, [last, row[0]]))
+            gaps = json.loads(row[2] or "[]") + [[since, _now()]]
+            c.execute("UPDATE runs SET ended = NULL, stop_reason = NULL, paused = 0, gaps = ? WHERE id = ?",
+                      [json.dumps(gaps), run_id])
+        self._write(write)
 
     def finish_run(self, run_id: int, stop_reason: str) -> None:
         self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ?, paused = 0 WHERE id = ?",

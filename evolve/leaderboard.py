@@ -79,6 +79,15 @@ class Run:
     bench: dict | None
     candidates: list[dict] = field(default_factory=list)  # Archive.timeline
     tag: str = ""  # the archive's short name (archive_tags)
+    gaps: list = field(default_factory=list)  # [from, to] times the run was stopped before a resume
+
+    def _idle_before(self, moment: datetime.datetime) -> float:
+        idle = 0.0
+        for start, end in self.gaps:
+            a, b = _when(start), _when(end)
+            if a and b and b <= moment:
+                idle += max(0.0, (b - a).total_seconds())
+        return idle
 
     @property
     def key(self) -> str:
@@ -89,12 +98,14 @@ class Run:
         start, made = _when(self.started), _when(cand.get("created"))
         if start is None or made is None:
             return None
-        return max(0.0, (made - start).total_seconds() + float(cand.get("eval_seconds") or 0.0))
+        return max(0.0, (made - start).total_seconds() - self._idle_before(made)
+                   + float(cand.get("eval_seconds") or 0.0))
 
     def wall_seconds(self) -> float | None:
+        """Seconds the run was running: from start to end, less the gaps before each resume."""
         start, end = _when(self.started), _when(self.ended)
         if start and end:
-            return max(0.0, (end - start).total_seconds())
+            return max(0.0, (end - start).total_seconds() - self._idle_before(end))
         done = [self.seconds_at(c) for c in self.candidates if c["status"] == "evaluated"]
         return max((d for d in done if d is not None), default=None)
 
@@ -135,7 +146,7 @@ def load_runs(paths, problems=None, devices=None) -> list[Run]:
                 run = Run(db=str(path), id=r["id"], problem=r["problem"], model=model_label(options),
                           device=r["device"] or "unknown", versions=r.get("versions") or {}, started=r["started"],
                           ended=r.get("ended"), stop_reason=r.get("stop_reason"), bench=options.get("bench"),
-                          tag=tags[str(path)])
+                          tag=tags[str(path)], gaps=r.get("gaps") or [])
                 run.candidates = archive.timeline(r["id"])
                 runs.append(run)
         finally:

@@ -74,8 +74,12 @@ def package_versions() -> dict:
     for name in ("evolve", "torch", "triton", "litellm", "optuna", "sqlite-utils"):
         try:
             out[name] = version(name)
-        except PackageNotFoundError:
+        except PackageNotFoundError:  # e.g. evolve run from a checkout on PYTHONPATH, not installed
             out[name] = None
+    if out["evolve"] is None:
+        from . import __version__
+
+        out["evolve"] = __version__
     return out
 
 

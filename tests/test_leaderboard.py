@@ -200,3 +200,49 @@ def test_model_labels():
     assert model_label({"models": [{"name": "anthropic/x", "weight": 1}]}) == "anthropic/x"
     assert model_label({"models": [{"name": "a/x"}, {"name": "b/y"}]}) == "a/x+b/y"
     assert model_label({}) == EMBEDDED
+
+
+def test_wall_time_leaves_out_the_time_a_run_sat_stopped(tmp_path):
+    """A run that crashed (no end time) and one that stopped, each resumed an hour later: the leaderboard's wall
+    time and time-to-kernel count only the time they ran."""
+    import sqlite3
+
+    path = tmp_path / "g.db"
+    archive = Archive(path)
+    crashed = run_of(archive, "softmax", "m/alpha")
+    first = add(archive, crashed, "seed 1", proposer="seed", fitness=0.5)
+    stopped = run_of(archive, "rmsnorm", "m/alpha")
+    add(archive, stopped, "seed 1", proposer="seed", fitness=0.5)
+    archive.finish_run(stopped, "interrupted")
+    with sqlite3.connect(path) as conn:  # the runs began 10 minutes in the past; the crash and the stop 8 in the past
+        for run in (crashed, stopped):
+            conn.execute("UPDATE runs SET started = ? WHERE id = ?", ["2026-01-01T10:00:00.000+00:00", run])
+            conn.execute("UPDATE candidates SET created = ? WHERE run_id = ?", ["2026-01-01T10:02:00.000+00:00", run])
+        conn.execute("UPDATE runs SET ended = ? WHERE id = ?", ["2026-01-01T10:02:30.000+00:00", stopped])
+    archive.reopen_run(crashed)
+    archive.reopen_run(stopped)
+    gaps = {run: archive.run(run)["gaps"] for run in (crashed, stopped)}
+    assert gaps[crashed][0][0] == "2026-01-01T10:02:00.000+00:00"  # since its last stored candidate
+    assert gaps[stopped][0][0] == "2026-01-01T10:02:30.000+00:00"  # since it stopped
+    late = add(archive, crashed, "k 2", model="m/alpha", fitness=0.7)
+    archive.finish_run(crashed, "--max-candidates 2 evaluated")
+    archive.finish_run(stopped, "--max-candidates 1 evaluated")
+    with sqlite3.connect(path) as conn:  # resumed at 11:00, the new kernel at 11:01, both ended at 11:03
+        for run in (crashed, stopped):
+            (text,) = conn.execute("SELECT gaps FROM runs WHERE id = ?", [run]).fetchone()
+            gap = json.loads(text)
+            gap[-1][1] = "2026-01-01T11:00:00.000+00:00"
+            conn.execute("UPDATE runs SET gaps = ?, ended = ? WHERE id = ?",
+                         [json.dumps(gap), "2026-01-01T11:03:00.000+00:00", run])
+        conn.execute("UPDATE candidates SET created = ? WHERE id = ?", ["2026-01-01T11:01:00.000+00:00", late.id])
+    archive.close()
+    b = board([path])
+    soft, rms = row(b, "softmax", "m/alpha"), row(b, "rmsnorm", "m/alpha")
+    assert soft.total.seconds == pytest.approx(2 * 60 + 3 * 60)  # 10:00-10:02 and 11:00-11:03
+    assert rms.total.seconds == pytest.approx(150 + 3 * 60)  # 10:00-10:02:30 and 11:00-11:03
+    archive = Archive(path)
+    evaluation = next(c for c in archive.timeline(crashed) if c["id"] == late.id)["eval_seconds"]
+    archive.close()
+    assert first.id < late.id and evaluation > 0
+    # the kernel's verdict came 1 minute after the resume, plus its evaluation's seconds
+    assert soft.to_best.seconds == pytest.approx(2 * 60 + 60 + evaluation)
