@@ -69,6 +69,20 @@ specialization each number is: architecture, warps, stages, argument types and c
     size          its size in bytes, uncompressed
     data          its bytes, zlib-compressed
 
+``profiles``: Nsight Compute profiles of the best candidates on one benchmark case (``evolve/profiling.py``); advice
+for prompts and ``evolve show``, never part of a verdict.
+    id            integer primary key
+    candidate_id  the candidate (references ``candidates.id``)
+    device        the device it ran on
+    case_label    the benchmark case profiled
+    ok            1 if a summary was made, 0 if not (``message`` says why)
+    seconds       wall seconds the profile took (ncu and the child's start-up included)
+    message       why there is no summary
+    summary       JSON: per kernel duration, DRAM and SM throughput, L2 hit rate, occupancy and its limiter,
+                  registers, top stall reasons; a memory- or compute-bound verdict
+    report        ncu's raw CSV page, zlib-compressed
+    created       ISO time (UTC)
+
 ``_evolve_migrations``: schema migrations applied to this file.
     name          migration function name (``m001_initial``, ...)
     applied       ISO time (UTC) it was applied
@@ -212,6 +226,15 @@ def m005_artifacts(db: sqlite_utils.Database) -> None:
 def m006_run_gaps(db: sqlite_utils.Database) -> None:
     """When a run was stopped or had crashed before it was resumed, so its wall time counts only its working time."""
     db["runs"].add_column("gaps", str, not_null_default="[]")
+
+
+@migration
+def m007_profiles(db: sqlite_utils.Database) -> None:
+    """Nsight Compute profiles of candidates (advice for prompts; never part of a verdict)."""
+    db.execute("""CREATE TABLE profiles (id INTEGER PRIMARY KEY, candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+        device TEXT NOT NULL, case_label TEXT, ok INTEGER NOT NULL, seconds REAL NOT NULL, message TEXT, summary TEXT,
+        report BLOB, created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_profiles_candidate_id ON profiles (candidate_id)")
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -577,6 +600,31 @@ class Archive:
 
         self._write(write)
         return len(rows)
+
+    def store_profile(self, candidate_id: int, device: str, result, case_label: str = "") -> None:
+        """Keep a profiling.Result."""
+        import zlib
+
+        row = [candidate_id, device, case_label, int(result.ok), float(result.seconds), result.message or None,
+               json.dumps(result.summary) if result.ok else None,
+               zlib.compress(result.report.encode(), 6) if result.report else None, _now()]
+        self._write(lambda c: c.execute(
+            "INSERT INTO profiles (candidate_id, device, case_label, ok, seconds, message, summary, report, created) "
+            "VALUES (?,?,?,?,?,?,?,?,?)", row))
+
+    def profile(self, candidate_id: int) -> dict | None:
+        """The candidate's latest profile (summary decoded; the report left out), or None."""
+        rows = self._dicts("SELECT id, candidate_id, device, case_label, ok, seconds, message, summary, created "
+                           "FROM profiles WHERE candidate_id = ? ORDER BY id DESC LIMIT 1", [candidate_id])
+        if not rows:
+            return None
+        row = rows[0]
+        row["summary"] = json.loads(row["summary"]) if row["summary"] else None
+        return row
+
+    def profiled(self, device: str) -> set[int]:
+        """Candidates with a profile attempt on record on this device."""
+        return {r[0] for r in self._query("SELECT DISTINCT candidate_id FROM profiles WHERE device = ?", [device])}
 
     def artifacts(self, candidate_id: int) -> list[dict]:
         """The stored files of a candidate: name and size (uncompressed), by name."""

@@ -178,9 +178,18 @@ def _open_archive(db, must_exist=True):
 @click.option("--artifacts/--no-artifacts", default=True, show_default=True,
               help="Keep each candidate's TTIR, TTGIR, LLIR, PTX, cubin and SASS in the archive (evolve show --asm); "
                    "about 0.3 s of cuobjdump per kernel specialization.")
+@click.option("--profile", "profile_top", type=click.IntRange(min=0), default=2, show_default=True,
+              help="On a GPU with Nsight Compute (ncu): profile the best N correct candidates not yet profiled, "
+                   "every --profile-every evaluations and at the end, on one benchmark case; the summary goes to the "
+                   "archive and the next prompts. 0: off. Never changes a fitness.")
+@click.option("--profile-every", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Evaluations between profiling rounds.")
+@click.option("--profile-as-root", is_flag=True,
+              help="Profile even when running as root (the profiler's child may write under /proc, which as root "
+                   "reaches /proc/sys).")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
-                cache_dir, artifacts):
+                cache_dir, artifacts, profile_top, profile_every, profile_as_root):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -188,7 +197,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     improvement, and says which. Ctrl-C stops cleanly; --resume continues.
     """
     from .archive import ArchiveError
-    from .config import CPU_BUDGET_S, LLMConfig, RunConfig, SearchConfig, format_duration
+    from .config import CPU_BUDGET_S, LLMConfig, ProfileConfig, RunConfig, SearchConfig, format_duration
     from .harness import EvalOptions, ProblemError, load_problem
     from .progress import Progress
     from .proposer import LLMProposer, check_models, default_prompts
@@ -218,6 +227,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True,
                          **({"cache_dir": cache_dir} if cache_dir else {})),
         default_budget=default_budget, artifacts=artifacts,
+        profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
         llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
                                                       if default_budget else "")] if budget_s else []
@@ -541,6 +551,16 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo("")
         for line in ladder_lines(verdict) + shape_table(verdict):
             click.echo(line)
+    profiled = archive.profile(c.id)
+    if profiled:
+        from .profiling import render as render_profile
+
+        click.echo("")
+        if profiled["ok"] and profiled["summary"]:
+            click.echo(f"profile ({profiled['device']}, {profiled['seconds']:.1f} s; advice, not part of the verdict):")
+            click.echo(render_profile(profiled["summary"]))
+        else:
+            click.echo(f"profile: none ({profiled['message']})")
     if verdict and c.parent_ids:
         from .render import against_parent
 

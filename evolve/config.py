@@ -55,6 +55,14 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class ProfileConfig:
+    top: int = 2  # the best this many correct candidates not yet profiled, after every `every` evaluations; 0: off
+    every: int = 10
+    as_root: bool = False  # profile even as root (the profiler's child may write under /proc)
+    timeout_s: float = 180.0
+
+
+@dataclass(frozen=True)
 class RunConfig:
     problem_dir: str
     db: str = "runs/evolve.db"
@@ -76,6 +84,7 @@ class RunConfig:
     bench: dict | None = None
     run_id: int | None = None  # with resume: this run rather than the problem's last one
     artifacts: bool = True  # keep each candidate's TTIR/TTGIR/LLIR/PTX/cubin/SASS in the archive
+    profile: ProfileConfig = field(default_factory=lambda: ProfileConfig())
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
@@ -84,6 +93,7 @@ class RunConfig:
             "max_candidates": self.max_candidates, "budget_s": self.budget_s, "default_budget": self.default_budget,
             "max_cost": self.max_cost,
             "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,
+            "profile": self.profile.__dict__,
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
             **({"bench": self.bench, "isolated": True} if self.bench else {"isolated": True} if self.isolated else {}),
         }

@@ -86,6 +86,12 @@ class Progress:
             line = f"resumed after {event['seconds'] / 60:.1f} min paused"
         elif kind == "migrate":
             line = f"migration: island sizes {event['islands']}"
+        elif kind == "profile_off":
+            line = f"profiling off for this run: {event['reason']}"
+        elif kind == "profile":
+            c, r = event["candidate"], event["result"]
+            line = (f"profiled #{c.id} on {r.summary.get('case')} in {r.seconds:.1f} s: {r.summary.get('verdict')}"
+                    if r.ok else f"profiling #{c.id} failed after {r.seconds:.1f} s: {r.message}")
         if line is None:
             return
         if self.live is not None:

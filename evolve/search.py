@@ -137,6 +137,8 @@ class Search:
         self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
         self._digests: dict[int, tuple] = {}  # SASS digests of parents, made once each
         self._composed: set[str] = set()  # hashes of composites already proposed
+        self.profiler = None  # made at the first profile step; False once profiling is off for the run
+        self.profiled_at = 0  # evaluations when profiling last ran
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
@@ -196,6 +198,55 @@ class Search:
                 self._digests[cand.id] = ()
         return self._digests[cand.id]
 
+    def _profile_text(self, cand: Candidate) -> str:
+        from .profiling import render
+
+        found = self.archive.profile(cand.id)
+        return render(found["summary"]) if found and found["ok"] and found["summary"] else ""
+
+    # -- profiles ---------------------------------------------------------------------------------------------------
+    def profile_step(self) -> None:
+        """Nsight Compute on the best few correct candidates not yet profiled on this device (GPU runs only)."""
+        top = self.config.profile.top
+        if top <= 0 or self.profiler is False:
+            return
+        from .profiling import Profiler, choose_case
+
+        if self.profiler is None:
+            self.profiler = Profiler(allow_root=self.config.profile.as_root, timeout_s=self.config.profile.timeout_s)
+        if self.profiler.unavailable:
+            self.emit({"kind": "profile_off", "reason": self.profiler.unavailable})
+            self.profiler = False
+            return
+        done = self.archive.profiled(self.device)
+        chosen = [c for c in self.population.ranked() if c.ok and c.fitness is not None and c.id not in done][:top]
+        for cand in chosen:
+            verdict = self.archive.verdict(cand.id)
+            if verdict is None or verdict.mode != "gpu":
+                continue
+            labels = [case.label for case in self.problem.benchmarks]
+            index = choose_case(list(verdict.shapes))
+            if index is None or verdict.shapes[index]["case"] not in labels:
+                continue
+            row = verdict.shapes[index]
+            peaks = verdict.rung("roofline").metrics.get("peaks") or {}
+            kind = None
+            if row.get("bound_ms") and row.get("bytes_per_s") and peaks.get("bandwidth"):
+                memory_ms = row["bytes_per_s"] * row["ms"] * 1e-3 / peaks["bandwidth"] * 1e3
+                kind = "memory" if memory_ms >= 0.999 * row["bound_ms"] else "compute"
+            path = self.work / f"profile_{cand.id}.py"
+            path.write_text(cand.source)
+            beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
+            self.emit({"kind": "profiling", "candidate": cand, "case": row["case"]})
+            result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]), beside=beside,
+                                           bound_kind=kind, case_label=row["case"])
+            self.archive.store_profile(cand.id, self.device, result, row["case"])
+            self.emit({"kind": "profile", "candidate": cand, "result": result})
+            if self.profiler.unavailable:
+                self.emit({"kind": "profile_off", "reason": self.profiler.unavailable})
+                self.profiler = False
+                return
+
     def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
         def view(c: Candidate, digest: bool = False) -> ProgramView:
             verdict = self.archive.verdict(c.id)
@@ -207,7 +258,8 @@ class Search:
                                reason=c.reason, kernels=kernels,
                                shapes=verdict.shapes if verdict else (),
                                correctness=correctness.reason if correctness else None,
-                               digest=self._digest(c, kernels) if digest else ())
+                               digest=self._digest(c, kernels) if digest else (),
+                               profile=self._profile_text(c) if digest else "")
 
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract="\n".join(filter(None, [
@@ -432,6 +484,11 @@ class Search:
                     self.llm_step(island)
                 if step % self.config.search.migrate_every == 0:
                     self.emit({"kind": "migrate", "islands": self.population.migrate()})
+                if self.evaluated - self.profiled_at >= self.config.profile.every:
+                    self.profiled_at = self.evaluated
+                    self.profile_step()
+            if self.evaluated > self.evaluated_before:
+                self.profile_step()  # the run's best, where it has none yet: the next run's prompts read it
         except KeyboardInterrupt:
             stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
         self.keep_answered()

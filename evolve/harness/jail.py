@@ -15,7 +15,7 @@ import os
 _SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 PR_SET_NO_NEW_PRIVS = 38
 CREATE_RULESET_VERSION = 1
-RULE_PATH_BENEATH = 1
+RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
 
 # Filesystem rights (include/uapi/linux/landlock.h); READ_FILE, READ_DIR and EXECUTE are left unhandled (allowed).
 WRITE_FILE, REMOVE_DIR, REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
@@ -32,6 +32,11 @@ DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/nvidia*", "/dev/nvi
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPort(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
 class _Ruleset(ctypes.Structure):
@@ -58,8 +63,12 @@ def abi_version() -> int:
     return max(int(version), 0)
 
 
-def apply(writable: list[str]) -> str:
+def apply(writable: list[str], ports: range | tuple = ()) -> str:
     """Jail this process. Returns 'landlock ABI N' when applied, else 'none: <why>'.
+
+    ports: TCP ports the jailed processes may still bind and connect to (Landlock ABI 4 and up; every other port stays
+    closed). Only the profiler's child asks for any: Nsight Compute's front end and the process it profiles talk over
+    a local TCP port.
 
     Landlock binds the thread that applies it and the threads it starts afterwards, so it must be applied while the
     process has one thread: a thread started earlier would stay outside the jail."""
@@ -100,6 +109,11 @@ def apply(writable: list[str]) -> str:
                     return f"none: landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
             finally:
                 os.close(fd)
+        for port in ports if net else ():
+            rule = _NetPort(net, int(port))
+            if libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), ctypes.byref(rule),
+                            ctypes.c_uint32(0)) < 0:
+                return f"none: landlock_add_rule(port {port}) failed ({os.strerror(ctypes.get_errno())})"
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return f"none: prctl(NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
         if libc.syscall(restrict, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:

@@ -1,0 +1,264 @@
+"""Nsight Compute profiles of the best candidates: one benchmark case, a compact summary for the archive and prompt.
+
+`Profiler.profile(...)` runs `ncu --clock-control none` (the clocks stay as the harness measured them) in a jailed
+child (`harness/profile.py`) around one call of a candidate that has already passed the ladder, on one benchmark
+case, and parses the report's raw page (`--csv --page raw`) into a summary per kernel:
+
+- duration, DRAM throughput as a fraction of peak, SM throughput, L2 hit rate;
+- achieved and theoretical occupancy, and what limits the theoretical one (registers, shared memory, warps, blocks);
+- registers per thread, block and grid size, waves per SM;
+- the top stall reasons (cycles a warp waited per issued instruction);
+- a verdict: memory- or compute-bound by the roofline of the case (its bytes against its flops at the device's
+  measured peaks), and how close the kernel is to the bound it has.
+
+A profile never changes a verdict or a fitness. Without `ncu`, without permission to read the counters, or as root
+without `--profile-as-root`, one line says why and the run goes on unprofiled.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats",
+            "ComputeWorkloadAnalysis")
+MAX_KERNELS = 8  # kernels profiled per call (each costs several replays); a candidate launching more is cut there
+
+# raw metric name -> summary key
+METRICS = {
+    "gpu__time_duration.sum": "duration_ns",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct",
+    "dram__bytes.sum.per_second": "dram_bytes_per_s",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_pct",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory_pct",
+    "lts__t_sector_hit_rate.pct": "l2_hit_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+    "sm__maximum_warps_per_active_cycle_pct": "theoretical_occupancy_pct",
+    "launch__registers_per_thread": "registers",
+    "launch__block_size": "block",
+    "launch__grid_size": "grid",
+    "launch__waves_per_multiprocessor": "waves",
+    "launch__shared_mem_per_block": "shared_bytes",
+    "sass__inst_executed_register_spilling": "spill_instructions",
+}
+LIMITERS = {"launch__occupancy_limit_registers": "registers", "launch__occupancy_limit_shared_mem": "shared memory",
+            "launch__occupancy_limit_warps": "warps", "launch__occupancy_limit_blocks": "blocks",
+            "launch__occupancy_limit_barriers": "barriers"}
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+NOT_STALLS = {"selected"}  # "selected" is the issuing warp itself, not a wait
+
+
+class ReportError(ValueError):
+    pass
+
+
+def _number(text: str) -> float | None:
+    t = (text or "").strip().replace(",", "")
+    if not t or t in ("n/a", "no data"):
+        return None
+    try:
+        value = float(t)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_raw(text: str) -> list[dict]:
+    """The kernels of an `ncu --csv --page raw` report (ncu's own `==PROF==` lines are skipped): one dict per
+    kernel launch with the METRICS keys (None where the report has no value), `limiter`, `stalls` (reason -> cycles
+    per issued instruction, largest first) and `name`. Raises ReportError when there is no table."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("==")]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if len(rows) < 2 or "Kernel Name" not in rows[0]:
+        raise ReportError("no kernel table in the report (did the candidate launch a kernel between "
+                          "cudaProfilerStart and cudaProfilerStop?)")
+    header = rows[0]
+    body = [row for row in rows[1:] if row and row[0].strip().isdigit()]  # the units row has no ID
+    at = {name: i for i, name in enumerate(header)}
+    kernels = []
+    for row in body:
+        if len(row) != len(header):
+            continue
+        k = {"name": row[at["Kernel Name"]][:120]}
+        for metric, key in METRICS.items():
+            k[key] = _number(row[at[metric]]) if metric in at else None
+        limits = {label: _number(row[at[m]]) for m, label in LIMITERS.items() if m in at}
+        limits = {label: v for label, v in limits.items() if v is not None}
+        k["limiter"] = min(limits, key=limits.get) if limits else None
+        k["limits"] = limits
+        stalls = {}
+        for name, i in at.items():
+            if name.startswith(STALL_PREFIX) and name.endswith(STALL_SUFFIX):
+                reason = name[len(STALL_PREFIX):-len(STALL_SUFFIX)]
+                value = _number(row[i])
+                if reason not in NOT_STALLS and value:
+                    stalls[reason] = value
+        k["stalls"] = dict(sorted(stalls.items(), key=lambda kv: -kv[1])[:4])
+        kernels.append(k)
+    if not kernels:
+        raise ReportError("the report's kernel table is empty")
+    return kernels
+
+
+def verdict(kernels: list[dict], bound_kind: str | None) -> str:
+    """One line: what bounds the case by the roofline ("memory" or "compute", from the harness's bound for the case),
+    and where the kernels stand against it."""
+    total = sum(k["duration_ns"] or 0 for k in kernels)
+    if total <= 0:
+        return "no kernel time was measured"
+    weight = {id(k): (k["duration_ns"] or 0) / total for k in kernels}
+    dram = sum((k["dram_pct"] or 0) * weight[id(k)] for k in kernels)
+    sm = sum((k["sm_pct"] or 0) * weight[id(k)] for k in kernels)
+    label = f"{bound_kind}-bound by the roofline; " if bound_kind else ""
+    if max(dram, sm) < 60:
+        return (f"{label}DRAM at {dram:.0f}% and SM at {sm:.0f}% of peak: neither is busy, so the time goes to "
+                f"latency (see the stalls), launch overhead or too little parallelism")
+    if dram >= sm:
+        return f"{label}DRAM at {dram:.0f}% of peak ({100 - dram:.0f}% headroom), SM at {sm:.0f}%"
+    return f"{label}SM at {sm:.0f}% of peak, DRAM at {dram:.0f}%"
+
+
+def summarize(kernels: list[dict], bound_kind: str | None = None) -> dict:
+    return {"kernels": kernels[:MAX_KERNELS], "verdict": verdict(kernels, bound_kind),
+            "duration_ns": sum(k["duration_ns"] or 0 for k in kernels)}
+
+
+def render(summary: dict) -> str:
+    """The summary as a few lines for a prompt or `evolve show`."""
+    lines = [f"Nsight Compute on {summary.get('case', 'one case')}: {summary['verdict']}."]
+    for k in summary["kernels"]:
+        def pct(key):
+            return f"{k[key]:.0f}%" if k.get(key) is not None else "?"
+        us = f"{k['duration_ns'] / 1000:.1f} us" if k.get("duration_ns") else "? us"
+        occ = (f"occupancy {pct('achieved_occupancy_pct')} achieved of {pct('theoretical_occupancy_pct')} "
+               f"theoretical" + (f" (limited by {k['limiter']})" if k.get("limiter") else ""))
+        stalls = ", ".join(f"{r.replace('_', ' ')} {v:.1f}" for r, v in k.get("stalls", {}).items())
+        regs = f"{k['registers']:.0f} regs/thread" if k.get("registers") is not None else ""
+        shape = (f"block {k['block']:.0f}, grid {k['grid']:.0f}" if k.get("block") and k.get("grid") else "")
+        lines.append(f"- {k['name']}: {us}; DRAM {pct('dram_pct')} of peak, SM {pct('sm_pct')}, L2 hit "
+                     f"{pct('l2_hit_pct')}; {occ}; {', '.join(filter(None, [regs, shape]))}"
+                     + (f"; top stalls (cycles per issued instruction): {stalls}" if stalls else ""))
+    return "\n".join(lines)
+
+
+def choose_case(shapes: list[dict]) -> int | None:
+    """The benchmark case most like the candidate as a whole: its fraction of roofline nearest the geometric mean of
+    all of them (the larger bound on a tie). shapes: the verdict's per-case rows, in benchmark order."""
+    fractions = [(i, s.get("roofline_fraction")) for i, s in enumerate(shapes)]
+    fractions = [(i, f) for i, f in fractions if f and f > 0]
+    if not fractions:
+        return None
+    mean = math.exp(sum(math.log(f) for _, f in fractions) / len(fractions))
+    return min(fractions, key=lambda item: (abs(math.log(item[1] / mean)), -(shapes[item[0]].get("bound_ms") or 0)))[0]
+
+
+@dataclass
+class Result:
+    ok: bool
+    seconds: float
+    message: str = ""  # why not, when not ok
+    summary: dict = field(default_factory=dict)
+    report: str = ""  # ncu's raw CSV, bounded
+
+
+def find_ncu() -> str | None:
+    return shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.access(p, os.X_OK)), None)
+
+
+class Profiler:
+    """Profiles candidates one at a time; `unavailable` says why not (None when it can), decided once."""
+
+    def __init__(self, *, allow_root: bool = False, timeout_s: float = 180.0, ncu: str | None = None):
+        self.ncu = ncu or find_ncu()
+        self.timeout_s = timeout_s
+        self.unavailable: str | None = None
+        if self.ncu is None:
+            self.unavailable = "ncu (Nsight Compute) is not on PATH"
+        elif os.geteuid() == 0 and not allow_root:
+            self.unavailable = ("running as root: the profiler's child may write under /proc, which as root reaches "
+                                "/proc/sys; run as a user with counter access, or pass --profile-as-root")
+
+    def profile(self, candidate: Path, problem_dir: Path, case: int, *, beside=(), bound_kind: str | None = None,
+                case_label: str = "") -> Result:
+        started = time.monotonic()
+        if self.unavailable:
+            return Result(False, 0.0, self.unavailable)
+        work = Path(tempfile.mkdtemp(prefix="evolve-profile-"))
+        try:
+            target = work / "candidate.py"
+            shutil.copyfile(candidate, target)
+            for extra in beside:
+                if Path(extra).is_file():
+                    shutil.copyfile(extra, work / Path(extra).name)
+            args = ["--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
+                    "--launch-count", str(MAX_KERNELS), "--csv", "--page", "raw"]
+            for section in SECTIONS:
+                args += ["--section", section]
+            job = {"candidate": str(target), "problem": str(problem_dir), "case": case, "ncu": self.ncu,
+                   "ncu_args": args, "work": str(work), "seed": secrets.randbits(31), "beside": bool(beside)}
+            (work / "job.json").write_text(json.dumps(job))
+            from .harness.lifeline import kill_everything
+            from .harness.sandbox import _env, _limits
+
+            token = secrets.token_hex(16)
+            env = _env(token, work, {"HOME": str(work)})
+            with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
+                proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
+                                         str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                        cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30))
+                try:
+                    code = proc.wait(timeout=self.timeout_s)
+                except subprocess.TimeoutExpired:
+                    code = None
+                finally:
+                    kill_everything([proc.pid], token)
+                    proc.wait()
+            seconds = time.monotonic() - started
+            report = _read(work / "ncu.csv")
+            stderr = _read(work / "stderr")
+            if code is None:
+                return Result(False, seconds, f"ncu did not finish within {self.timeout_s:g} s")
+            problem = _ncu_problem(report + "\n" + stderr)
+            if problem:
+                if "permission" in problem.lower() or "ERR_NVGPUCTRPERM" in problem:
+                    self.unavailable = problem
+                return Result(False, seconds, problem)
+            try:
+                kernels = parse_raw(report)
+            except ReportError as exc:
+                tail = " ".join(stderr.strip().splitlines()[-2:])[:300]
+                return Result(False, seconds, f"{exc}" + (f"; exit code {code}: {tail}" if code else ""))
+            summary = summarize(kernels, bound_kind)
+            summary["case"] = case_label or f"benchmark case {case}"
+            return Result(True, seconds, "", summary, report[:200_000])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes()[:2_000_000].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ncu_problem(text: str) -> str | None:
+    """ncu's own error lines, as one message (the candidate's exit code alone is not one)."""
+    for line in text.splitlines():
+        if line.startswith("==ERROR==") and "returned an error code" not in line:
+            message = line[len("==ERROR=="):].strip()
+            if "ERR_NVGPUCTRPERM" in message or "permission" in message.lower():
+                return ("no permission to read the GPU's performance counters (ERR_NVGPUCTRPERM): see "
+                        "https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+            return f"ncu: {message[:300]}"
+    return None
