@@ -32,10 +32,10 @@ Datasette. Tables and columns:
     template      prompt template name
     prompt        the full prompt sent
     reply         the full reply received
-    tokens_in     prompt tokens
-    tokens_out    completion tokens
-    cost          USD cost of the call
-    latency_s     seconds the call took
+    tokens_in     prompt tokens (summed over the proposal's calls, tool rounds included: see ``tool_calls``)
+    tokens_out    completion tokens (the same)
+    cost          USD cost of the calls
+    latency_s     seconds the proposal took
     knobs         JSON: tuned launch parameters, or null
     status        ``"pending"`` (stored, not yet evaluated), ``"evaluated"``, or ``"invalid"`` (no usable source)
     error         for invalid: why (garbage reply, diff did not apply, HTTP failure)
@@ -68,6 +68,15 @@ specialization each number is: architecture, warps, stages, argument types and c
     name          the file's name
     size          its size in bytes, uncompressed
     data          its bytes, zlib-compressed
+
+``tool_calls``: the context tools (``evolve/knowledge.py``) a model called while writing a proposal.
+    candidate_id  the proposal (references ``candidates.id``; a duplicate proposal is not stored, nor its calls)
+    round         1, 2, ...: the model call that asked for it
+    name          ``search_context``, ``read_context`` or ``read_parent``
+    arguments     the JSON arguments as the model wrote them (first 1000 characters)
+    result        what the tool answered (first 4000 characters); result_chars its full length
+    tokens_in, tokens_out, cost   of the model call that asked (on the round's first call; 0 on the others); the
+                  candidate's own tokens and cost are the totals over every call
 
 ``profiles``: Nsight Compute profiles of the best candidates on one benchmark case (``evolve/profiling.py``); advice
 for prompts and ``evolve show``, never part of a verdict.
@@ -235,6 +244,15 @@ def m007_profiles(db: sqlite_utils.Database) -> None:
         device TEXT NOT NULL, case_label TEXT, ok INTEGER NOT NULL, seconds REAL NOT NULL, message TEXT, summary TEXT,
         report BLOB, created TEXT NOT NULL)""")
     db.execute("CREATE INDEX idx_profiles_candidate_id ON profiles (candidate_id)")
+
+
+@migration
+def m008_tool_calls(db: sqlite_utils.Database) -> None:
+    """The context tools a model called while writing a proposal."""
+    db.execute("""CREATE TABLE tool_calls (id INTEGER PRIMARY KEY, candidate_id INTEGER NOT NULL REFERENCES
+        candidates(id), round INTEGER NOT NULL, name TEXT NOT NULL, arguments TEXT, result TEXT,
+        result_chars INTEGER NOT NULL, tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL, cost REAL NOT NULL)""")
+    db.execute("CREATE INDEX idx_tool_calls_candidate_id ON tool_calls (candidate_id)")
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -459,7 +477,7 @@ class Archive:
                       template: str | None = None, prompt: str | None = None, reply: str | None = None,
                       tokens_in: int = 0, tokens_out: int = 0, cost: float = 0.0, latency_s: float = 0.0,
                       knobs: dict | None = None, error: str | None = None,
-                      within_run: bool = False, hint_ids=()) -> Candidate | None:
+                      within_run: bool = False, hint_ids=(), tool_log=()) -> Candidate | None:
         """Store a proposal. Invalid ones (no source, or an error) are always stored; a source whose hash is
         already in any run of the same problem on the same device (in this run only, with `within_run`) is a
         duplicate: nothing is stored and None comes back. (A kernel measured on another device is not a duplicate:
@@ -488,8 +506,14 @@ class Archive:
                     "SELECT 1 FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.hash = ? AND r.problem = ? "
                     "AND r.device IS ? AND c.status != 'invalid' LIMIT 1", [digest, *problem]).fetchone():
                 return None
-            return c.execute(f"INSERT INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                             list(row.values())).lastrowid
+            new = c.execute(f"INSERT INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                            list(row.values())).lastrowid
+            c.executemany("INSERT INTO tool_calls (candidate_id, round, name, arguments, result, result_chars, "
+                          "tokens_in, tokens_out, cost) VALUES (?,?,?,?,?,?,?,?,?)",
+                          [[new, int(t["round"]), str(t["name"])[:100], str(t["arguments"])[:1000],
+                            str(t["result"])[:4000], int(t["result_chars"]), int(t["tokens_in"]),
+                            int(t["tokens_out"]), float(t["cost"])] for t in tool_log])
+            return new
 
         new_id = self._write(insert)
         return None if new_id is None else self.get(new_id)
@@ -625,6 +649,9 @@ class Archive:
     def profiled(self, device: str) -> set[int]:
         """Candidates with a profile attempt on record on this device."""
         return {r[0] for r in self._query("SELECT DISTINCT candidate_id FROM profiles WHERE device = ?", [device])}
+
+    def tool_calls(self, candidate_id: int) -> list[dict]:
+        return self._dicts("SELECT * FROM tool_calls WHERE candidate_id = ? ORDER BY id", [candidate_id])
 
     def artifacts(self, candidate_id: int) -> list[dict]:
         """The stored files of a candidate: name and size (uncompressed), by name."""

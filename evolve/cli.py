@@ -184,12 +184,21 @@ def _open_archive(db, must_exist=True):
                    "archive and the next prompts. 0: off. Never changes a fitness.")
 @click.option("--profile-every", type=click.IntRange(min=1), default=10, show_default=True,
               help="Evaluations between profiling rounds.")
+@click.option("--context", "context_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              metavar="DIR", help="A folder of notes or examples (a clone of a library's examples, say) added to the "
+                                  "searchable context; repeatable. The project's context/ and the problem's "
+                                  "context/ are always in it.")
+@click.option("--tools", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="Context tools for the model (search_context, read_context, read_parent): auto gives them to "
+                   "models litellm says call functions; the others get the best passages in the prompt.")
+@click.option("--tool-rounds", type=click.IntRange(min=0), default=4, show_default=True,
+              help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
 @click.option("--profile-as-root", is_flag=True,
               help="Profile even when running as root (the profiler's child may write under /proc, which as root "
                    "reaches /proc/sys).")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
-                cache_dir, artifacts, profile_top, profile_every, profile_as_root):
+                cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, profile_as_root):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -228,7 +237,9 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                          **({"cache_dir": cache_dir} if cache_dir else {})),
         default_budget=default_budget, artifacts=artifacts,
         profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
-        llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))
+        context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
+        llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
+                      tool_rounds=tool_rounds))
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
                                                       if default_budget else "")] if budget_s else []
     limits += [f"after {max_candidates} candidate{'s' if max_candidates > 1 else ''}"] if max_candidates else []
@@ -244,7 +255,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                    "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
     proposer = LLMProposer(list(config.models), default_prompts(), api_base=config.api_base,
                            timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
-                           concurrency=config.llm.concurrency, rng=random.Random(config.seed)) if specs else None
+                           concurrency=config.llm.concurrency, rng=random.Random(config.seed),
+                           tools=config.llm.tools, tool_rounds=config.llm.tool_rounds) if specs else None
     archive = _open_archive(db, must_exist=resume)
     if not specs:
         if not loaded.seed_files() and not loaded.solution_files("correct") and archive.best(loaded.name) is None:

@@ -52,6 +52,8 @@ class LLMConfig:
     timeout_s: float = 180.0  # one reply
     retries: int = 4  # on rate limits, 5xx errors and timeouts, with exponential backoff
     concurrency: int = 4  # calls in flight at once
+    tools: str = "auto"  # the context tools: "auto" (models litellm says call functions), "on" or "off"
+    tool_rounds: int = 4  # model calls that may ask for tools, per proposal
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class RunConfig:
     run_id: int | None = None  # with resume: this run rather than the problem's last one
     artifacts: bool = True  # keep each candidate's TTIR/TTGIR/LLIR/PTX/cubin/SASS in the archive
     profile: ProfileConfig = field(default_factory=lambda: ProfileConfig())
+    context_dirs: tuple[str, ...] = ()  # --context DIR: folders added to the searchable context
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
@@ -93,7 +96,7 @@ class RunConfig:
             "max_candidates": self.max_candidates, "budget_s": self.budget_s, "default_budget": self.default_budget,
             "max_cost": self.max_cost,
             "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,
-            "profile": self.profile.__dict__,
+            "profile": self.profile.__dict__, "context_dirs": list(self.context_dirs),
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
             **({"bench": self.bench, "isolated": True} if self.bench else {"isolated": True} if self.isolated else {}),
         }

@@ -86,6 +86,10 @@ class Progress:
             line = f"resumed after {event['seconds'] / 60:.1f} min paused"
         elif kind == "migrate":
             line = f"migration: island sizes {event['islands']}"
+        elif kind == "context":
+            skipped = f", {event['skipped']} files left out (too large or not text)" if event["skipped"] else ""
+            line = (f"context: {event['chunks']} passages from {event['files']} files in "
+                    f"{', '.join(event['folders'])} indexed in {event['seconds']:.1f} s{skipped}")
         elif kind == "profile_off":
             line = f"profiling off for this run: {event['reason']}"
         elif kind == "profile":

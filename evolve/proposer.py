@@ -86,6 +86,8 @@ class PromptContext:
     inspirations: tuple[ProgramView, ...] = ()
     error: str | None = None  # the compiler's or loader's message, for a repair
     hints: tuple = ()  # the person's hints to this run ({"id", "text", "created"}), oldest first
+    references: tuple = ()  # passages of the context folders for a model without tools ({"path", "start", "end",
+    # "title", "text"}, best first)
 
     def as_dict(self) -> dict:
         import dataclasses
@@ -106,6 +108,7 @@ class Proposal:
     cost: float  # USD from litellm.completion_cost; 0.0 when litellm has no price for the model
     latency_s: float  # wall time of the whole proposal: every attempt and the waits between them
     attempts: int  # HTTP attempts made (1 = no retry)
+    tool_log: tuple = ()  # one dict per tool call: round, name, arguments, result (bounded), its round's tokens, cost
 
 
 def _litellm():
@@ -213,7 +216,8 @@ def default_prompts() -> Path:
 class LLMProposer:
     def __init__(self, models: list[ModelSpec], prompts_dir: Path, api_base: str | None = None,
                  timeout_s: float = 180.0, max_retries: int = 4, backoff_s: float = 2.0,
-                 concurrency: int = 4, rng: random.Random | None = None, temperature: float = 0.8):
+                 concurrency: int = 4, rng: random.Random | None = None, temperature: float = 0.8,
+                 tools: str = "auto", tool_rounds: int = 4):
         if not models or not any(m.weight > 0 for m in models):
             raise ValueError("LLMProposer needs at least one model with a positive weight")
         import jinja2
@@ -225,6 +229,9 @@ class LLMProposer:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.temperature = temperature
+        if tools not in ("auto", "on", "off"):
+            raise ValueError(f"tools must be auto, on or off, not {tools!r}")
+        self.tools, self.tool_rounds = tools, max(0, int(tool_rounds))
         self.rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._jitter = random.Random()  # backoff jitter must not shift the seeded model choice
@@ -240,18 +247,20 @@ class LLMProposer:
         with self._rng_lock:
             return self.rng.choices(self.models, weights=[m.weight for m in self.models])[0]
 
-    def render(self, template: str, context) -> list[dict]:
-        """system (prompts/system.j2) + user (prompts/<template>.j2) from a PromptContext (or the same as a dict).
-        Template errors raise: they are config bugs."""
+    def render(self, template: str, context, tools: bool = False) -> list[dict]:
+        """system (prompts/system.j2) + user (prompts/<template>.j2) from a PromptContext (or the same as a dict);
+        `tools`: the model may call the context tools (the templates then point at them rather than quote the
+        references). Template errors raise: they are config bugs."""
         if template not in TEMPLATES:
             raise ValueError(f"unknown template {template!r}; expected one of {', '.join(TEMPLATES)}")
-        context = {**(context.as_dict() if isinstance(context, PromptContext) else context), "template": template}
+        context = {**(context.as_dict() if isinstance(context, PromptContext) else context), "template": template,
+                   "tools": tools}
         system = self._env.get_template("system.j2").render(context).strip()
         user = self._env.get_template(f"{template}.j2").render(context).strip()
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
-    def _call(self, litellm, model: str, messages: list[dict]):
-        kwargs = dict(model=model, messages=messages, timeout=self.timeout_s, temperature=self.temperature,
+    def _call(self, litellm, model: str, messages: list[dict], **extra):
+        kwargs = dict(model=model, messages=messages, **extra, timeout=self.timeout_s, temperature=self.temperature,
                       # Retries are ours (propose), not litellm's num_retries: the attempts are counted into the
                       # archived Proposal, the error kept is the last one with how many tries it took, Retry-After
                       # is honoured, the jitter does not touch the seeded model choice, and a user template error is
@@ -265,56 +274,104 @@ class LLMProposer:
         with self._slots:
             return litellm.completion(**kwargs)
 
-    def propose(self, template: str, context: dict, parent_source: str | None = None) -> Proposal:
-        """Ask one model (weighted random pick) for a candidate. Thread-safe; never raises for HTTP or reply trouble."""
-        messages = self.render(template, context)
-        prompt = "\n\n".join(f"### {m['role']}\n{m['content']}" for m in messages)
-        model = self.pick_model().name
-        litellm = _litellm()
-        start = time.monotonic()
-        attempts, response, error = 0, None, None
+    def uses_tools(self, model: str) -> bool:
+        """Whether this model gets the context tools: --tools on, or auto and litellm says it calls functions."""
+        if self.tools == "off" or self.tool_rounds == 0:
+            return False
+        if self.tools == "on":
+            return True
+        try:
+            return bool(_litellm().supports_function_calling(model=model))
+        except Exception:  # noqa: BLE001 - a model litellm does not know
+            return False
+
+    def _call_retrying(self, litellm, model: str, messages: list[dict], **extra):
+        """(response, error, attempts): one model call with our retries (see _call)."""
+        attempts, error = 0, None
         while True:
             attempts += 1
             try:
-                response = self._call(litellm, model, messages)
-                break
+                return self._call(litellm, model, messages, **extra), None, attempts
             except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded Proposal
                 error = _describe(exc)
                 if attempts > self.max_retries or not _is_retryable(exc, litellm):
                     if attempts > 1:
                         error = f"{error} (after {attempts} attempts)"
-                    break
+                    return None, error, attempts
                 delay = min(_MAX_BACKOFF_S, self.backoff_s * 2 ** (attempts - 1))
                 with self._rng_lock:
                     delay += self._jitter.uniform(0, 0.25 * delay)
                 time.sleep(min(_MAX_BACKOFF_S, max(delay, _retry_after(exc))))
 
-        def done(source, err, reply=None, tokens_in=0, tokens_out=0, cost=0.0):
+    def propose(self, template: str, context: dict, parent_source: str | None = None, toolbox=None) -> Proposal:
+        """Ask one model (weighted random pick) for a candidate. Thread-safe; never raises for HTTP or reply trouble.
+
+        With a toolbox (knowledge.Toolbox) and a model that calls functions, the model may call the context tools
+        for up to `tool_rounds` rounds before it answers; every round's tokens and cost are counted, and each call
+        is logged in `Proposal.tool_log`."""
+        model = self.pick_model().name
+        tools = toolbox is not None and self.uses_tools(model)
+        messages = self.render(template, context, tools=tools)
+        prompt = "\n\n".join(f"### {m['role']}\n{m['content']}" for m in messages)
+        litellm = _litellm()
+        start = time.monotonic()
+        attempts, tokens_in, tokens_out, cost, log = 0, 0, 0, 0.0, []
+
+        def done(source, err, reply=None):
             err = redact(err) if err else None
             return Proposal(source, err, template, model, prompt, reply, tokens_in, tokens_out, cost,
-                            time.monotonic() - start, attempts)
+                            time.monotonic() - start, attempts, tuple(log))
 
-        if response is None:
-            return done(None, error or "no response")
-        usage = getattr(response, "usage", None)
-        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
-        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-        try:
-            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:  # noqa: BLE001 - no price for this model (local servers, new models)
-            cost = 0.0
-        try:
-            choice = response.choices[0]
-            reply, finish = choice.message.content, getattr(choice, "finish_reason", None)
-        except (AttributeError, IndexError):
-            reply, finish = None, None
+        rounds = 0
+        while True:
+            # the tools stay declared on every call (providers want them while the messages hold tool calls); after
+            # the last round the model is told to answer (tool_choice "none" is not honoured everywhere)
+            extra = {"tools": toolbox.schemas, "tool_choice": "auto"} if tools else {}
+            response, error, tries = self._call_retrying(litellm, model, messages, **extra)
+            attempts += tries
+            if response is None:
+                return done(None, error or "no response")
+            usage = getattr(response, "usage", None)
+            round_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+            round_out = int(getattr(usage, "completion_tokens", 0) or 0)
+            try:
+                round_cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+            except Exception:  # noqa: BLE001 - no price for this model (local servers, new models)
+                round_cost = 0.0
+            tokens_in, tokens_out, cost = tokens_in + round_in, tokens_out + round_out, cost + round_cost
+            try:
+                choice = response.choices[0]
+                message = choice.message
+                reply, finish = message.content, getattr(choice, "finish_reason", None)
+                calls = list(getattr(message, "tool_calls", None) or []) if tools else []
+            except (AttributeError, IndexError):
+                reply, finish, calls = None, None, []
+            if not calls:
+                break
+            rounds += 1
+            if rounds > self.tool_rounds:
+                return done(None, f"the model still called tools after {self.tool_rounds} rounds", reply)
+            messages = messages + [{"role": "assistant", "content": reply or None, "tool_calls": [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}} for c in calls]}]
+            for n, call in enumerate(calls):
+                result = toolbox.run(call.function.name, call.function.arguments or "{}")
+                messages.append({"role": "tool", "tool_call_id": call.id, "name": call.function.name,
+                                 "content": result})
+                first = n == 0  # a round's tokens and cost belong to the call that asked for its tools
+                log.append({"round": rounds, "name": call.function.name,
+                            "arguments": str(call.function.arguments or "")[:1000], "result": result[:4000],
+                            "result_chars": len(result), "tokens_in": round_in if first else 0,
+                            "tokens_out": round_out if first else 0, "cost": round_cost if first else 0.0})
+            if rounds == self.tool_rounds:
+                messages.append({"role": "user", "content": f"That was the last of {self.tool_rounds} tool rounds: "
+                                                            "reply now with the complete program."})
         if not reply:
-            return done(None, f"the model returned no text (finish_reason={finish})", reply, tokens_in, tokens_out,
-                        cost)
+            return done(None, f"the model returned no text (finish_reason={finish})", reply)
         source, err = parse_reply(reply, template, parent_source)
         if err and finish == "length":
             err = f"{err} (the reply was cut off at the output token limit)"
-        return done(source, err, reply, tokens_in, tokens_out, cost)
+        return done(source, err, reply)
 
 
 # -- reply parsing --------------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ flight, which --resume runs again.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import random
 import shutil
@@ -26,6 +28,7 @@ from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
 from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
+from .knowledge import ContextIndex, Toolbox, project_context, retrieval_query
 from .lang import triton as candidate_language
 from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
 from .proposer import ProblemView, ProgramView, PromptContext
@@ -137,6 +140,7 @@ class Search:
         self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
         self._digests: dict[int, tuple] = {}  # SASS digests of parents, made once each
         self._composed: set[str] = set()  # hashes of composites already proposed
+        self.index = None  # the context folders' full-text index (knowledge.ContextIndex), with a model only
         self.profiler = None  # made at the first profile step; False once profiling is off for the run
         self.profiled_at = 0  # evaluations when profiling last ran
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
@@ -197,6 +201,39 @@ class Search:
             except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
                 self._digests[cand.id] = ()
         return self._digests[cand.id]
+
+    def _kernels(self, cand: Candidate) -> tuple:
+        verdict = self.archive.verdict(cand.id)
+        compiled = verdict and verdict.rung("compile")
+        return tuple(compiled.metrics.get("kernels", [])) if compiled else ()
+
+    def _parent_reader(self, cand: Candidate):
+        """read_parent's answers for this parent: its digest, SASS, PTX, TTGIR or profile."""
+        def read(what: str, kernel=None) -> str:
+            if what == "digest":
+                digest = self._digest(cand, self._kernels(cand))
+                return json.dumps(digest, indent=1) if digest else \
+                    "no SASS digest for the current program (no compiler artifacts were kept for it)"
+            if what == "profile":
+                return self._profile_text(cand) or "the current program has not been profiled"
+            if what not in ("sass", "ptx", "ttgir"):
+                raise ValueError(f"what is one of digest, sass, ptx, ttgir, profile; not {what!r}")
+            stored = [a["name"] for a in self.archive.artifacts(cand.id)]
+            wanted = [n for n in stored if n.endswith(f".{what}") and (not kernel or str(kernel) in n)]
+            if what == "sass" and not wanted:
+                wanted = [n for n in stored if n.endswith(".cubin") and (not kernel or str(kernel) in n)]
+            if not wanted:
+                kinds = sorted({n.split("_", 1)[-1].rsplit(".", 1)[0] for n in stored if "_" in n})
+                return (f"no {what} kept for the current program" + (f" matching {kernel!r}" if kernel else "")
+                        + (f"; its kernels: {', '.join(kinds)}" if kinds else ""))
+            data = self.archive.artifact(cand.id, wanted[0]) or b""
+            if wanted[0].endswith(".cubin"):
+                from .harness.launches import disassemble
+
+                return disassemble(data) or "no cuobjdump here to read the cubin with"
+            others = f" ({len(wanted) - 1} more specializations: name one with kernel)" if len(wanted) > 1 else ""
+            return f"// {wanted[0]}{others}\n" + data.decode(errors="replace")
+        return read
 
     def _profile_text(self, cand: Candidate) -> str:
         from .profiling import render
@@ -261,6 +298,11 @@ class Search:
                                digest=self._digest(c, kernels) if digest else (),
                                profile=self._profile_text(c) if digest else "")
 
+        references = ()
+        if self.index is not None:
+            query = retrieval_query(self.problem.name, self.problem.description,
+                                    self._digest(parent, self._kernels(parent)) if parent else ())
+            references = tuple(dataclasses.asdict(h) for h in self.index.search(query, 3))
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract="\n".join(filter(None, [
                                   candidate_language.prompt_contract(self.problem.forbid_calls),
@@ -270,14 +312,16 @@ class Search:
         return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,
                              parent=view(parent, digest=True) if parent else None,
                              inspirations=tuple(view(c) for c in self.population.inspirations(parent)) if parent else (),
-                             error=error, hints=tuple(self.archive.hints(self.run_id)))
+                             error=error, hints=tuple(self.archive.hints(self.run_id)), references=references)
 
     def _ask(self, island: int) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""
         parent = self.population.pick_parent(island)
         template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
         context = self.context(parent)
-        future = self.pool.submit(self.proposer.propose, template, context, parent.source if parent else None)
+        toolbox = Toolbox(self.index, self._parent_reader(parent) if parent else None) if self.index else None
+        future = self.pool.submit(self.proposer.propose, template, context, parent.source if parent else None,
+                                  toolbox)
         self.inflight.append(Pending(island, parent, future, tuple(h["id"] for h in context.hints)))
 
     def llm_step(self, island: int) -> None:
@@ -298,7 +342,8 @@ class Search:
             failure = verdict and verdict.failure
             log = failure.metrics.get("log") if failure else None
             context = self.context(cand, error=log or error)
-            proposal = self.proposer.propose("repair", context, cand.source)
+            toolbox = Toolbox(self.index, self._parent_reader(cand)) if self.index else None
+            proposal = self.proposer.propose("repair", context, cand.source, toolbox)
             cand = self.submit(**self._fields(proposal, (cand.id,), island, cand,
                                               tuple(h["id"] for h in context.hints)))
 
@@ -309,7 +354,8 @@ class Search:
                 "generation": (parent.generation + 1) if parent else 0, "proposer": "llm", "model": proposal.model,
                 "template": proposal.template, "prompt": proposal.prompt, "reply": proposal.reply,
                 "tokens_in": proposal.tokens_in, "tokens_out": proposal.tokens_out, "cost": proposal.cost,
-                "latency_s": proposal.latency_s, "knobs": knobs, "error": proposal.error, "hint_ids": hint_ids}
+                "latency_s": proposal.latency_s, "knobs": knobs, "error": proposal.error, "hint_ids": hint_ids,
+                "tool_log": getattr(proposal, "tool_log", ())}
 
     def tune_step(self, island: int) -> bool:
         """One knob setting for the best structure that still has untried settings; False when none has."""
@@ -441,6 +487,13 @@ class Search:
                 self._admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
                 if cand.knobs and cand.source:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
+        if self.proposer is not None:
+            began = time.monotonic()
+            folders = [project_context(), self.problem.folder / "context", *map(Path, c.context_dirs)]
+            self.index = ContextIndex(folders)
+            self.emit({"kind": "context", "chunks": len(self.index), "files": len(self.index.files),
+                       "folders": [str(f) for f in self.index.folders], "skipped": self.index.skipped,
+                       "seconds": time.monotonic() - began})
         self.since_improvement = 0
         self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
         self.evaluated_before = self.evaluated

@@ -4,6 +4,7 @@
         llm.enqueue("```python\\ndef custom_kernel(x): ...\\n```")   # a reply
         llm.enqueue(Status(429))                                      # an HTTP error (429 carries retry-after: 0)
         llm.enqueue(Hang(2.0))                                        # sleep, then close the connection unanswered
+        llm.enqueue(ToolCalls((("search_context", {"query": "x"}),)))  # a function call (OpenAI tool_calls format)
         litellm.completion(model="openai/fake", api_base=llm.url, api_key="x", messages=[...])
         llm.requests[-1]["messages"]                                  # every JSON body received
 
@@ -35,6 +36,14 @@ class Status:
 
 
 @dataclass(frozen=True)
+class ToolCalls:
+    """Answer with these function calls, in OpenAI's format: (name, arguments dict) pairs; `content` optional."""
+
+    calls: tuple
+    content: str | None = None
+
+
+@dataclass(frozen=True)
 class Hang:
     """Sleep this long (or until the server stops), then close the connection without an answer."""
 
@@ -62,8 +71,8 @@ class ScriptedLLM:
     def enqueue(self, *items) -> None:
         with self._lock:
             for item in items:
-                if not isinstance(item, (str, Status, Hang)):
-                    raise TypeError(f"enqueue takes str, Status or Hang, not {type(item).__name__}")
+                if not isinstance(item, (str, Status, Hang, ToolCalls)):
+                    raise TypeError(f"enqueue takes str, Status, Hang or ToolCalls, not {type(item).__name__}")
                 self._queue.append(item)
 
     @property
@@ -112,17 +121,24 @@ class ScriptedLLM:
         self.stop()
 
     # -- answers --------------------------------------------------------------------------------------------------
-    def _completion(self, body: dict, content: str) -> dict:
+    def _completion(self, body: dict, content) -> dict:
         prompt_tokens = sum(_words(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict))
-        completion_tokens = _words(content)
+        if isinstance(content, ToolCalls):
+            calls = [{"id": f"call_{next(self._ids)}", "type": "function",
+                      "function": {"name": name, "arguments": json.dumps(args)}} for name, args in content.calls]
+            message = {"role": "assistant", "content": content.content, "tool_calls": calls}
+            completion_tokens = _words(content.content) + sum(_words(c["function"]["arguments"]) for c in calls)
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": content}
+            completion_tokens = _words(content)
+            finish = "stop"
         return {
             "id": f"chatcmpl-scripted-{next(self._ids)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,

@@ -1,5 +1,5 @@
 """What a non-editable install carries: the prompt templates (evolve run --model needs them), the leaderboard site's
-templates and the license."""
+templates, the context notes models search, and the license."""
 import shutil
 import subprocess
 import sys
@@ -14,7 +14,7 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
-    for folder in ("evolve", "prompts", "leaderboard"):
+    for folder in ("evolve", "prompts", "leaderboard", "context"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)
@@ -29,6 +29,8 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     assert scaffold and all(f"evolve/scaffold/{name}" in names for name in scaffold), names
     site = sorted(str(p.relative_to(ROOT / "leaderboard")) for p in (ROOT / "leaderboard").rglob("*") if p.is_file())
     assert site and all(f"evolve/leaderboard_site/{name}" in names for name in site), names  # the site's templates
+    notes = sorted(p.name for p in (ROOT / "context").glob("*.md"))  # what models search (evolve/knowledge.py)
+    assert len(notes) > 5 and all(f"evolve/context_docs/{name}" in names for name in notes), names
 
 
 def test_the_installed_templates_are_found_first(tmp_path, monkeypatch):
@@ -45,3 +47,10 @@ def test_the_installed_templates_are_found_first(tmp_path, monkeypatch):
     (installed / "prompts").mkdir(parents=True)
     monkeypatch.setattr(proposer, "__file__", str(installed / "proposer.py"))
     assert proposer.default_prompts() == installed / "prompts"
+
+    import evolve.knowledge as knowledge
+
+    assert knowledge.project_context() == ROOT / "context"
+    (installed / "context_docs").mkdir()
+    monkeypatch.setattr(knowledge, "__file__", str(installed / "knowledge.py"))
+    assert knowledge.project_context() == installed / "context_docs"
