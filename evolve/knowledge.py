@@ -135,8 +135,13 @@ class ContextIndex:
         if not words:
             return []
         fts = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+        # bm25 with a heading worth four times the body: a section about the words beats one that mentions them
+        sql = ("SELECT chunks.* FROM chunks JOIN chunks_fts ON chunks_fts.rowid = chunks.rowid WHERE chunks_fts MATCH ? "
+               "ORDER BY bm25(chunks_fts, 4.0, 1.0) LIMIT ?")
         with self._lock:
-            found = list(self.db["chunks"].search(fts, limit=max(1, min(int(limit), 20))))
+            cursor = self.db.execute(sql, [fts, max(1, min(int(limit), 20))])
+            names = [d[0] for d in cursor.description]
+            found = [dict(zip(names, row)) for row in cursor.fetchall()]
         return [Hit(r["path"], r["start"], r["end"], r["title"], _bounded(r["text"], EXCERPT_CHARS)) for r in found]
 
     def read(self, path: str, start: int, end: int) -> str:
@@ -230,10 +235,25 @@ class Toolbox:
         return _bounded(text, RESULT_CHARS)
 
 
+def references(index: ContextIndex, problem_name: str, description: str, digest=(), limit: int = 3) -> list[Hit]:
+    """The passages for the prompt of a model without tools, taken in turn from three searches: the problem's name,
+    what the parent's digest flags, the description's words."""
+    queries = [problem_name.replace("_", " "), retrieval_query("", "", digest), " ".join(description.split()[:30])]
+    lists = [index.search(q, limit) if q.strip() else [] for q in queries]
+    hits, seen = [], set()
+    for rank in range(limit):
+        for found in lists:
+            if rank < len(found) and (found[rank].path, found[rank].start) not in seen and len(hits) < limit:
+                seen.add((found[rank].path, found[rank].start))
+                hits.append(found[rank])
+    return hits
+
+
 def retrieval_query(problem_name: str, description: str, digest=()) -> str:
-    """Words for retrieval into the prompt of a model without tools: the problem, and what the parent's digest
-    flags (spills, narrow loads, barriers in the loop)."""
+    """Words for retrieval: the problem, and what the parent's digest flags (spills, narrow loads, barriers in the
+    loop)."""
     words = [problem_name.replace("_", " "), " ".join(description.split()[:30])]
+    words = [w for w in words if w]
     for k in digest or ():
         total = k.get("total", {}) if isinstance(k, dict) else {}
         if k.get("spills") or total.get("local_loads") or total.get("local_stores"):

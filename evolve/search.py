@@ -28,7 +28,8 @@ from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
 from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
-from .knowledge import ContextIndex, Toolbox, project_context, retrieval_query
+from .knowledge import ContextIndex, Toolbox, project_context
+from .knowledge import references as knowledge_references
 from .lang import triton as candidate_language
 from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
 from .proposer import ProblemView, ProgramView, PromptContext
@@ -300,9 +301,9 @@ class Search:
 
         references = ()
         if self.index is not None:
-            query = retrieval_query(self.problem.name, self.problem.description,
-                                    self._digest(parent, self._kernels(parent)) if parent else ())
-            references = tuple(dataclasses.asdict(h) for h in self.index.search(query, 3))
+            digest = self._digest(parent, self._kernels(parent)) if parent else ()
+            references = tuple(dataclasses.asdict(h) for h in knowledge_references(
+                self.index, self.problem.name, self.problem.description, digest))
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract="\n".join(filter(None, [
                                   candidate_language.prompt_contract(self.problem.forbid_calls),

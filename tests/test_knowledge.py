@@ -11,7 +11,7 @@ from llm_server import ScriptedLLM, ToolCalls
 from evolve.archive import Archive
 from evolve.config import LLMConfig, RunConfig
 from evolve.harness import EvalOptions
-from evolve.knowledge import READ_LINES, ContextIndex, Toolbox, project_context, retrieval_query
+from evolve.knowledge import READ_LINES, ContextIndex, Toolbox, project_context, references, retrieval_query
 from evolve.proposer import LLMProposer, ModelSpec
 from evolve.search import Search
 from test_proposer import CONTEXT, KERNEL, parent_context
@@ -182,6 +182,14 @@ def test_retrieval_query_follows_the_parents_digest():
     flagged = retrieval_query("row_sum", "Sum each row.", [{"spills": 4, "total": {"global_loads": {"32": 10}},
                                                            "loop": {"barriers": 2}}])
     assert "spills" in flagged and "128-bit" in flagged and "barriers" in flagged
+
+
+def test_references_take_the_problem_then_the_digest_then_the_description(folder):
+    index = ContextIndex([folder])
+    found = references(index, "online_softmax", "accumulate with tl.dot", [{"spills": 0, "total": {
+        "global_loads": {"32": 4}}}])
+    assert [h.title for h in found] == ["Online softmax", "Vectorized loads", "Tiling a matmul"]
+    assert [h.title for h in references(index, "online_softmax", "", (), limit=1)] == ["Online softmax"]
 
 
 def test_a_run_logs_tool_calls_and_gives_references_to_models_without_tools(tmp_path, folder):
