@@ -137,10 +137,12 @@ def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDiges
         return []
     index = (archive.artifact(candidate_id, "index.txt") or b"").decode(errors="replace").splitlines()
     about = {line.split()[0]: " ".join(line.split()[1:]) for line in index if line.split()}
-    resources = {}
+    resources, by_name = {}, {}
     for k in kernels or ():
         if isinstance(k, dict) and k.get("name"):
-            resources.setdefault(k["name"], k)
+            by_name.setdefault(k["name"], k)  # older verdicts name no files: the first specialization's figures
+            for file in k.get("files") or ():
+                resources[str(file).rsplit(".", 1)[0]] = k  # "02_softmax_row_kernel": this specialization's own
     out = []
     stems = sorted({n.rsplit(".", 1)[0] for n in names if n.endswith((".sass", ".cubin"))})
     for stem in stems:
@@ -154,8 +156,7 @@ def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDiges
                 continue
         else:
             text = raw.decode(errors="replace")
-        kernel = stem.split("_", 1)[-1]
-        r = resources.get(kernel, {})
+        r = resources.get(stem) or by_name.get(stem.split("_", 1)[-1], {})
         out.append(digest_kernel(stem, text, about.get(stem, ""), r.get("regs"), r.get("spills")))
     # the specializations most worth a look first: those that spill, then those with the most global loads
     out.sort(key=lambda d: (-(d.spills or 0) - d.total.local_loads - d.total.local_stores,

@@ -69,3 +69,26 @@ def render(parent: ProgramView) -> str:
     context = PromptContext(problem=ProblemView(name="p", description="d", notes="", contract=""), device="H200",
                             knobs_doc="", parent=parent)
     return proposer.render("full_rewrite", context)[1]["content"]
+
+
+def test_each_specialization_gets_its_own_registers(tmp_path):
+    """Two specializations of one kernel: the compile rung's figures are matched by their files, not by name."""
+    from evolve.archive import Archive
+    from evolve.digest import digest_candidate
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for stem in ("00_k", "01_k"):
+        (dump / f"{stem}.sass").write_text(LOOP)
+    (dump / "index.txt").write_text("00_k sm_90a num_warps=4\n01_k sm_90a num_warps=16\n")
+    archive = Archive(tmp_path / "d.db")
+    run = archive.start_run("p", "p", {}, "NVIDIA H200", {})
+    cand = archive.add_candidate(run, source="x = 1\n", proposer="seed")
+    archive.store_artifacts(cand.id, dump)
+    kernels = [{"name": "k", "regs": 12, "spills": 0, "files": ["00_k.ptx", "00_k.sass"]},
+               {"name": "k", "regs": 115, "spills": 3, "files": ["01_k.ptx", "01_k.sass"]}]
+    got = {d.name: (d.regs, d.spills, d.about) for d in digest_candidate(archive, cand.id, kernels)}
+    assert got == {"00_k": (12, 0, "sm_90a num_warps=4"), "01_k": (115, 3, "sm_90a num_warps=16")}
+    older = {d.name: d.regs for d in digest_candidate(archive, cand.id, [{"name": "k", "regs": 40, "spills": 0}])}
+    assert older == {"00_k": 40, "01_k": 40}  # a verdict that names no files: the kernel's figures
+    archive.close()
