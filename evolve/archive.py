@@ -21,7 +21,8 @@ Datasette. Tables and columns:
     id            integer primary key
     run_id        the run (references ``runs.id``)
     hash          sha256 of the normalised source (comments, docstrings and formatting removed); "" if no source;
-                  a source already proposed for the problem on the same device is a duplicate and is not stored
+                  a source already proposed for the problem on the same device is a duplicate and is not evaluated
+                  (a model's duplicate is kept as an invalid row, error "a duplicate of #N", for its tokens and cost)
     source        the kernel file; null when the proposal produced none
     parent_ids    JSON list of candidate ids it was derived from (a composite: every kernel it draws from)
     island        island of the search population
@@ -480,7 +481,8 @@ class Archive:
                       within_run: bool = False, hint_ids=(), tool_log=()) -> Candidate | None:
         """Store a proposal. Invalid ones (no source, or an error) are always stored; a source whose hash is
         already in any run of the same problem on the same device (in this run only, with `within_run`) is a
-        duplicate: nothing is stored and None comes back. (A kernel measured on another device is not a duplicate:
+        duplicate: None comes back, and it is stored only as the record of a paid call (an invalid row, "a
+        duplicate of #N", with its tokens and cost, so spend sums stay whole) when it has tokens or cost. (A kernel measured on another device is not a duplicate:
         its figures say nothing about this one.)"""
         invalid = source is None or error is not None
         if source is None and error is None:
@@ -498,13 +500,19 @@ class Archive:
             problem = c.execute("SELECT problem, device FROM runs WHERE id = ?", [run_id]).fetchone()
             if problem is None:
                 raise ArchiveError(f"no run {run_id} in {self.path}")
-            if not invalid and within_run and c.execute(
-                    "SELECT 1 FROM candidates WHERE hash = ? AND run_id = ? AND status != 'invalid' LIMIT 1",
-                    [digest, run_id]).fetchone():
-                return None
-            if not invalid and not within_run and c.execute(
-                    "SELECT 1 FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.hash = ? AND r.problem = ? "
-                    "AND r.device IS ? AND c.status != 'invalid' LIMIT 1", [digest, *problem]).fetchone():
+            same = None
+            if not invalid and within_run:
+                same = c.execute("SELECT id FROM candidates WHERE hash = ? AND run_id = ? AND status != 'invalid' "
+                                 "LIMIT 1", [digest, run_id]).fetchone()
+            elif not invalid:
+                same = c.execute(
+                    "SELECT c.id FROM candidates c JOIN runs r ON r.id = c.run_id WHERE c.hash = ? AND r.problem = ? "
+                    "AND r.device IS ? AND c.status != 'invalid' LIMIT 1", [digest, *problem]).fetchone()
+            if same is not None:
+                if row["cost"] or row["tokens_in"] or row["tokens_out"]:  # a model was paid for it: keep the record
+                    dup = {**row, "status": "invalid", "hash": "", "error": f"a duplicate of #{same[0]}"}
+                    c.execute(f"INSERT INTO candidates ({', '.join(dup)}) VALUES ({', '.join('?' * len(dup))})",
+                              list(dup.values()))
                 return None
             new = c.execute(f"INSERT INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                             list(row.values())).lastrowid

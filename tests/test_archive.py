@@ -265,10 +265,15 @@ def test_spend_sums(arc):
     arc.add_candidate(run, source=SOURCE, proposer="seed")
     arc.add_candidate(run, source=OTHER, tokens_in=100, tokens_out=20, cost=0.25)
     arc.add_candidate(run, source=None, error="HTTP 429", tokens_in=50, cost=0.5)
-    arc.add_candidate(run, source=OTHER, tokens_in=7, cost=1.0)  # duplicate: not stored, not counted
-    assert arc.spend(run) == {"cost": 0.75, "tokens_in": 150, "tokens_out": 20, "calls": 2}
+    # a model's duplicate is not evaluated, but the call was paid for: it stays as an invalid row with its spend
+    assert arc.add_candidate(run, source=OTHER, tokens_in=7, cost=1.0) is None
+    dup = [c for c in arc.candidates(run) if c.error and c.error.startswith("a duplicate of #")]
+    assert len(dup) == 1 and dup[0].status == "invalid" and dup[0].hash == "" and dup[0].cost == 1.0
+    assert arc.add_candidate(run, source=OTHER, proposer="tuner") is None  # nothing paid: nothing stored
+    assert len(arc.candidates(run)) == 4
+    assert arc.spend(run) == {"cost": 1.75, "tokens_in": 157, "tokens_out": 20, "calls": 3}
     assert arc.spend(new_run(arc)) == {"cost": 0.0, "tokens_in": 0, "tokens_out": 0, "calls": 0}
-    assert arc.runs()[0]["tokens"] == 170 and arc.runs()[0]["cost"] == 0.75
+    assert arc.runs()[0]["tokens"] == 177 and arc.runs()[0]["cost"] == 1.75
 
 
 def test_concurrent_adds_store_one_of_each(arc):
