@@ -71,7 +71,7 @@ specialization each number is: architecture, warps, stages, argument types and c
     data          its bytes, zlib-compressed
 
 ``tool_calls``: the context tools (``evolve/knowledge.py``) a model called while writing a proposal.
-    candidate_id  the proposal (references ``candidates.id``; a duplicate proposal is not stored, nor its calls)
+    candidate_id  the proposal (references ``candidates.id``; a model's duplicate is its invalid record row)
     round         1, 2, ...: the model call that asked for it
     name          ``search_context``, ``read_context`` or ``read_parent``
     arguments     the JSON arguments as the model wrote them (first 1000 characters)
@@ -283,6 +283,12 @@ def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 
+def _instant(text: str):
+    import datetime
+
+    return datetime.datetime.fromisoformat(text)
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -450,9 +456,14 @@ class Archive:
             row = c.execute("SELECT started, ended, gaps FROM runs WHERE id = ?", [run_id]).fetchone()
             if row is None:
                 return
+            gaps = json.loads(row[2] or "[]")
+            # the last sign of work: a stored candidate, a verdict, the previous resume (or the start)
             last = c.execute("SELECT max(created) FROM candidates WHERE run_id = ?", [run_id]).fetchone()[0]
-            since = row[1] or max(filter(None, [last, row[0]]))
-            gaps = json.loads(row[2] or "[]") + [[since, _now()]]
+            judged = c.execute("SELECT max(e.created) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
+                               "WHERE c.run_id = ?", [run_id]).fetchone()[0]
+            since = row[1] or max(filter(None, [last, judged, row[0], gaps[-1][1] if gaps else None]),
+                                  key=_instant)
+            gaps.append([since, _now()])
             c.execute("UPDATE runs SET ended = NULL, stop_reason = NULL, paused = 0, gaps = ? WHERE id = ?",
                       [json.dumps(gaps), run_id])
         self._write(write)
@@ -496,6 +507,13 @@ class Archive:
                    status="invalid" if invalid else "pending", error=error, created=_now(),
                    hint_ids=json.dumps([int(h) for h in hint_ids]) if hint_ids else None)
 
+        def store_tools(c: sqlite3.Connection, candidate_id: int) -> None:
+            c.executemany("INSERT INTO tool_calls (candidate_id, round, name, arguments, result, result_chars, "
+                          "tokens_in, tokens_out, cost) VALUES (?,?,?,?,?,?,?,?,?)",
+                          [[candidate_id, int(t["round"]), str(t["name"])[:100], str(t["arguments"])[:1000],
+                            str(t["result"])[:4000], int(t["result_chars"]), int(t["tokens_in"]),
+                            int(t["tokens_out"]), float(t["cost"])] for t in tool_log])
+
         def insert(c: sqlite3.Connection) -> int | None:
             problem = c.execute("SELECT problem, device FROM runs WHERE id = ?", [run_id]).fetchone()
             if problem is None:
@@ -511,16 +529,13 @@ class Archive:
             if same is not None:
                 if row["cost"] or row["tokens_in"] or row["tokens_out"]:  # a model was paid for it: keep the record
                     dup = {**row, "status": "invalid", "hash": "", "error": f"a duplicate of #{same[0]}"}
-                    c.execute(f"INSERT INTO candidates ({', '.join(dup)}) VALUES ({', '.join('?' * len(dup))})",
-                              list(dup.values()))
+                    kept = c.execute(f"INSERT INTO candidates ({', '.join(dup)}) VALUES "
+                                     f"({', '.join('?' * len(dup))})", list(dup.values())).lastrowid
+                    store_tools(c, kept)
                 return None
             new = c.execute(f"INSERT INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                             list(row.values())).lastrowid
-            c.executemany("INSERT INTO tool_calls (candidate_id, round, name, arguments, result, result_chars, "
-                          "tokens_in, tokens_out, cost) VALUES (?,?,?,?,?,?,?,?,?)",
-                          [[new, int(t["round"]), str(t["name"])[:100], str(t["arguments"])[:1000],
-                            str(t["result"])[:4000], int(t["result_chars"]), int(t["tokens_in"]),
-                            int(t["tokens_out"]), float(t["cost"])] for t in tool_log])
+            store_tools(c, new)
             return new
 
         new_id = self._write(insert)

@@ -19,6 +19,7 @@ Models without it get the best few chunks for a query made from the problem and 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +55,8 @@ class Hit:
 
 def _chunks(path: Path, lines: list[str]):
     """(start, end, title, text) per chunk; lines 1-based, inclusive."""
-    if path.suffix in (".md", ".rst"):
-        heads = [i for i, line in enumerate(lines) if re.match(r"#{1,4} \S", line)] if path.suffix == ".md" else []
+    if path.suffix.lower() == ".md":
+        heads = [i for i, line in enumerate(lines) if re.match(r"#{1,4} \S", line)]
         starts = sorted({0, *heads})
         for n, a in enumerate(starts):
             b = starts[n + 1] if n + 1 < len(starts) else len(lines)
@@ -93,33 +94,40 @@ class ContextIndex:
         self.folders: list[Path] = []
         self.skipped = 0
         rows = []
-        names: set[str] = set()
+        labels: set[str] = set()
         for folder in folders:
             folder = Path(folder).resolve()
             if not folder.is_dir() or folder in self.folders:
                 continue
             self.folders.append(folder)
-            label = folder.name if folder.name not in names else f"{folder.name}-{len(self.folders)}"
-            if folder.name == "context" and folder.parent.name not in ("", "/"):
-                label = "context" if folder == project_context().resolve() else f"{folder.parent.name}/context"
-            names.add(label)
-            for path in sorted(folder.rglob("*")):
-                if any(part.startswith(".") for part in path.relative_to(folder).parts):
-                    continue
-                if not path.is_file() or path.suffix.lower() not in SUFFIXES:
-                    continue
-                if len(self.files) >= MAX_FILES or path.stat().st_size > MAX_FILE_BYTES:
-                    self.skipped += 1
-                    continue
-                try:
-                    lines = path.read_text(encoding="utf-8").splitlines()
-                except (OSError, UnicodeDecodeError):
-                    self.skipped += 1
-                    continue
-                shown = f"{label}/{path.relative_to(folder).as_posix()}"
-                self.files[shown] = path
-                for start, end, title, text in _chunks(path, lines):
-                    rows.append({"path": shown, "start": start, "end": end, "title": title[:200], "text": text})
+            if folder == project_context().resolve():
+                label = "context"
+            elif folder.name == "context":
+                label = f"{folder.parent.name}/context"  # a problem's own notes
+            else:
+                label = folder.name
+            base, n = label, 2
+            while label in labels:  # two folders of one name keep apart
+                label, n = f"{base}-{n}", n + 1
+            labels.add(label)
+            for root, dirs, files in os.walk(folder):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .git and the like are not walked
+                for name in sorted(files):
+                    path = Path(root, name)
+                    if name.startswith(".") or path.suffix.lower() not in SUFFIXES or not path.is_file():
+                        continue
+                    if len(self.files) >= MAX_FILES or path.stat().st_size > MAX_FILE_BYTES:
+                        self.skipped += 1
+                        continue
+                    try:
+                        lines = path.read_text(encoding="utf-8").splitlines()
+                    except (OSError, UnicodeDecodeError):
+                        self.skipped += 1
+                        continue
+                    shown = f"{label}/{path.relative_to(folder).as_posix()}"
+                    self.files[shown] = path
+                    for start, end, title, text in _chunks(path, lines):
+                        rows.append({"path": shown, "start": start, "end": end, "title": title[:200], "text": text})
         table = self.db["chunks"]
         table.create({"id": int, "path": str, "start": int, "end": int, "title": str, "text": str}, pk="id")
         if rows:
@@ -139,7 +147,7 @@ class ContextIndex:
         sql = ("SELECT chunks.* FROM chunks JOIN chunks_fts ON chunks_fts.rowid = chunks.rowid WHERE chunks_fts MATCH ? "
                "ORDER BY bm25(chunks_fts, 4.0, 1.0) LIMIT ?")
         with self._lock:
-            cursor = self.db.execute(sql, [fts, max(1, min(int(limit), 20))])
+            cursor = self.db.execute(sql, [fts, max(1, min(int(limit), 10))])
             names = [d[0] for d in cursor.description]
             found = [dict(zip(names, row)) for row in cursor.fetchall()]
         return [Hit(r["path"], r["start"], r["end"], r["title"], _bounded(r["text"], EXCERPT_CHARS)) for r in found]
@@ -213,25 +221,35 @@ class Toolbox:
                 raise ValueError("arguments are not a JSON object")
         except (ValueError, TypeError) as exc:
             return f"error: the arguments are not JSON ({exc})"
+        def number(key: str, default: int) -> int:
+            value = args.get(key, default)
+            try:
+                value = int(float(value))
+            except (ValueError, TypeError, OverflowError):
+                raise ValueError(f"{key} must be a whole number, not {str(value)[:40]!r}") from None
+            return max(-10 ** 9, min(10 ** 9, value))
+
         try:
             if name == "search_context":
                 if self.index is None:
                     return "no context folders are indexed"
-                hits = self.index.search(str(args.get("query", "")), int(args.get("limit") or 4))
+                hits = self.index.search(str(args.get("query", "")), number("limit", 4) or 4)
                 text = "\n\n".join(h.as_text() for h in hits) if hits else "no match; try other words"
             elif name == "read_context":
                 if self.index is None:
                     return "no context folders are indexed"
-                text = self.index.read(str(args.get("path", "")), int(args.get("start_line") or 1),
-                                       int(args.get("end_line") or READ_LINES))
+                text = self.index.read(str(args.get("path", "")), number("start_line", 1),
+                                       number("end_line", READ_LINES))
             elif name == "read_parent":
                 if self.parent is None:
                     return "there is no current program (this is a first proposal)"
                 text = self.parent(str(args.get("what", "")), args.get("kernel"))
             else:
                 return f"error: no tool {name!r}; the tools are search_context, read_context and read_parent"
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:
             return f"error: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a tool's trouble is the model's to read, never the run's end
+            return f"error: the tool failed ({type(exc).__name__}: {str(exc)[:200]})"
         return _bounded(text, RESULT_CHARS)
 
 

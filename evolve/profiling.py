@@ -21,7 +21,9 @@ import io
 import json
 import math
 import os
+import re
 import secrets
+import stat
 import shutil
 import subprocess
 import sys
@@ -78,7 +80,10 @@ def parse_raw(text: str) -> list[dict]:
     kernel launch with the METRICS keys (None where the report has no value), `limiter`, `stalls` (reason -> cycles
     per issued instruction, largest first) and `name`. Raises ReportError when there is no table."""
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("==")]
-    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    except csv.Error as exc:  # e.g. a field over csv's limit: not a report ncu wrote
+        raise ReportError(f"the report is not CSV ncu writes ({exc})") from None
     if len(rows) < 2 or "Kernel Name" not in rows[0]:
         raise ReportError("no kernel table in the report (did the candidate launch a kernel between "
                           "cudaProfilerStart and cudaProfilerStop?)")
@@ -89,7 +94,8 @@ def parse_raw(text: str) -> list[dict]:
     for row in body:
         if len(row) != len(header):
             continue
-        k = {"name": row[at["Kernel Name"]][:120]}
+        # only identifier characters of a name reach a prompt (the profiled process could have written the file)
+        k = {"name": re.sub(r"[^A-Za-z0-9_]", "", row[at["Kernel Name"]])[:80] or "kernel"}
         for metric, key in METRICS.items():
             k[key] = _number(row[at[metric]]) if metric in at else None
         limits = {label: _number(row[at[m]]) for m, label in LIMITERS.items() if m in at}
@@ -101,7 +107,7 @@ def parse_raw(text: str) -> list[dict]:
             if name.startswith(STALL_PREFIX) and name.endswith(STALL_SUFFIX):
                 reason = name[len(STALL_PREFIX):-len(STALL_SUFFIX)]
                 value = _number(row[i])
-                if reason not in NOT_STALLS and value:
+                if reason not in NOT_STALLS and value and re.fullmatch(r"[a-z_]{1,40}", reason):
                     stalls[reason] = value
         k["stalls"] = dict(sorted(stalls.items(), key=lambda kv: -kv[1])[:4])
         kernels.append(k)
@@ -193,67 +199,118 @@ class Profiler:
         started = time.monotonic()
         if self.unavailable:
             return Result(False, 0.0, self.unavailable)
-        work = Path(tempfile.mkdtemp(prefix="evolve-profile-"))
+        work = None
         try:
-            target = work / "candidate.py"
-            shutil.copyfile(candidate, target)
-            for extra in beside:
-                if Path(extra).is_file():
-                    shutil.copyfile(extra, work / Path(extra).name)
-            args = ["--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
-                    "--launch-count", str(MAX_KERNELS), "--csv", "--page", "raw"]
-            for section in SECTIONS:
-                args += ["--section", section]
-            job = {"candidate": str(target), "problem": str(problem_dir), "case": case, "ncu": self.ncu,
-                   "ncu_args": args, "work": str(work), "seed": secrets.randbits(31), "beside": bool(beside)}
-            (work / "job.json").write_text(json.dumps(job))
-            from .harness.lifeline import kill_everything
-            from .harness.sandbox import _env, _limits
+            work = Path(tempfile.mkdtemp(prefix="evolve-profile-"))
+            return self._profile(work, started, candidate, problem_dir, case, beside, bound_kind, case_label)
+        except Exception as exc:  # noqa: BLE001 - a profile is advice: whatever goes wrong, the run goes on
+            return Result(False, time.monotonic() - started, f"profiling failed: {type(exc).__name__}: {exc}"[:300])
+        finally:
+            if work is not None:
+                _remove(work)
 
-            token = secrets.token_hex(16)
-            env = _env(token, work, {"HOME": str(work)})
+    def _profile(self, work, started, candidate, problem_dir, case, beside, bound_kind, case_label) -> Result:
+        from .harness.lifeline import kill_everything
+        from .harness.profile import ISOLATION_FAILED, JAIL_FAILED
+        from .harness.sandbox import _env, _limits
+
+        target = work / "candidate.py"
+        shutil.copyfile(candidate, target)
+        for extra in beside:
+            if Path(extra).is_file():
+                shutil.copyfile(extra, work / Path(extra).name)
+        args = ["--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
+                "--launch-count", str(MAX_KERNELS), "--csv", "--page", "raw"]
+        for section in SECTIONS:
+            args += ["--section", section]
+        life_r, life_w = os.pipe()  # the launcher kills the profile when this closes (evolve is gone)
+        job = {"candidate": str(target), "problem": str(problem_dir), "case": case, "ncu": self.ncu,
+               "ncu_args": args, "work": str(work), "seed": secrets.randbits(31), "beside": bool(beside),
+               "lifeline": life_r}
+        (work / "job.json").write_text(json.dumps(job))
+        token = secrets.token_hex(16)
+        env = _env(token, work, {"HOME": str(work)})
+        try:
             with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
                 proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
                                          str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                        cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30))
-                try:
-                    code = proc.wait(timeout=self.timeout_s)
-                except subprocess.TimeoutExpired:
-                    code = None
-                finally:
-                    kill_everything([proc.pid], token)
-                    proc.wait()
-            seconds = time.monotonic() - started
-            report = _read(work / "ncu.csv")
-            stderr = _read(work / "stderr")
-            if code is None:
-                return Result(False, seconds, f"ncu did not finish within {self.timeout_s:g} s")
-            problem = _ncu_problem(report + "\n" + stderr)
-            if problem:
-                if "permission" in problem.lower() or "ERR_NVGPUCTRPERM" in problem:
-                    self.unavailable = problem
-                return Result(False, seconds, problem)
-            try:
-                kernels = parse_raw(report)
-            except ReportError as exc:
-                tail = " ".join(stderr.strip().splitlines()[-2:])[:300]
-                return Result(False, seconds, f"{exc}" + (f"; exit code {code}: {tail}" if code else ""))
-            summary = summarize(kernels, bound_kind)
-            summary["case"] = case_label or f"benchmark case {case}"
-            return Result(True, seconds, "", summary, report[:200_000])
+                                        cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30),
+                                        pass_fds=(life_r,))
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            os.close(life_r)
+        try:
+            code = proc.wait(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            kill_everything([proc.pid], token)
+            proc.wait()
+            os.close(life_w)
+        seconds = time.monotonic() - started
+        if code is None:
+            return Result(False, seconds, f"ncu did not finish within {self.timeout_s:g} s")
+        report, stderr = _read(work / "ncu.csv"), _read(work / "stderr", 64 << 10)
+        if code in (ISOLATION_FAILED, JAIL_FAILED):  # the launcher refused: the same would happen every time
+            why = next((line for line in stderr.splitlines() if line.startswith("not profiled:")), stderr[-300:])
+            self.unavailable = why.removeprefix("not profiled: ")[:300]
+            return Result(False, seconds, self.unavailable)
+        problem = _ncu_problem(report)
+        if problem:
+            if "permission" in problem.lower():
+                self.unavailable = problem
+            return Result(False, seconds, problem)
+        try:
+            kernels = parse_raw(report)
+        except ReportError as exc:
+            tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
+            return Result(False, seconds, f"{exc}" + (f"; exit code {code}: {tail}" if code else ""))
+        summary = summarize(kernels, bound_kind)
+        summary["case"] = case_label or f"benchmark case {case}"
+        return Result(True, seconds, "", summary, report[:200_000])
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, limit: int = 2_000_000) -> str:
+    """At most `limit` bytes of a regular file the profiled process could have replaced: no link is followed, and a
+    FIFO or device is not read (opening does not block either)."""
     try:
-        return path.read_bytes()[:2_000_000].decode(errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+def _remove(folder: Path) -> None:
+    """Remove the work folder, whatever modes the profiled process left on what it made there."""
+    def retry(function, path, _exc):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700) if not os.path.islink(path) else None
+            function(path)
+        except OSError:
+            pass
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(folder, onexc=retry)
+    else:
+        shutil.rmtree(folder, onerror=retry)
 
 
 def _ncu_problem(text: str) -> str | None:
-    """ncu's own error lines, as one message (the candidate's exit code alone is not one)."""
+    """ncu's own error lines in its log, as one message (the candidate's exit code alone is not one)."""
     for line in text.splitlines():
         if line.startswith("==ERROR==") and "returned an error code" not in line:
             message = line[len("==ERROR=="):].strip()

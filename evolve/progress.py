@@ -90,6 +90,8 @@ class Progress:
             skipped = f", {event['skipped']} files left out (too large or not text)" if event["skipped"] else ""
             line = (f"context: {event['chunks']} passages from {event['files']} files in "
                     f"{', '.join(event['folders'])} indexed in {event['seconds']:.1f} s{skipped}")
+        elif kind == "context_off":
+            line = f"no searchable context for this run: {event['reason']}"
         elif kind == "profile_off":
             line = f"profiling off for this run: {event['reason']}"
         elif kind == "profile":

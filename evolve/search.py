@@ -248,7 +248,7 @@ class Search:
         top = self.config.profile.top
         if top <= 0 or self.profiler is False:
             return
-        from .profiling import Profiler, choose_case
+        from .profiling import Profiler
 
         if self.profiler is None:
             self.profiler = Profiler(allow_root=self.config.profile.as_root, timeout_s=self.config.profile.timeout_s)
@@ -259,31 +259,41 @@ class Search:
         done = self.archive.profiled(self.device)
         chosen = [c for c in self.population.ranked() if c.ok and c.fitness is not None and c.id not in done][:top]
         for cand in chosen:
-            verdict = self.archive.verdict(cand.id)
-            if verdict is None or verdict.mode != "gpu":
-                continue
-            labels = [case.label for case in self.problem.benchmarks]
-            index = choose_case(list(verdict.shapes))
-            if index is None or verdict.shapes[index]["case"] not in labels:
-                continue
-            row = verdict.shapes[index]
-            peaks = verdict.rung("roofline").metrics.get("peaks") or {}
-            kind = None
-            if row.get("bound_ms") and row.get("bytes_per_s") and peaks.get("bandwidth"):
-                memory_ms = row["bytes_per_s"] * row["ms"] * 1e-3 / peaks["bandwidth"] * 1e3
-                kind = "memory" if memory_ms >= 0.999 * row["bound_ms"] else "compute"
-            path = self.work / f"profile_{cand.id}.py"
-            path.write_text(cand.source)
-            beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
-            self.emit({"kind": "profiling", "candidate": cand, "case": row["case"]})
-            result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]), beside=beside,
-                                           bound_kind=kind, case_label=row["case"])
-            self.archive.store_profile(cand.id, self.device, result, row["case"])
-            self.emit({"kind": "profile", "candidate": cand, "result": result})
-            if self.profiler.unavailable:
+            try:
+                self._profile_one(cand)
+            except Exception as exc:  # noqa: BLE001 - a profile is advice: the run goes on without it
+                self.emit({"kind": "profile_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+                self.profiler = False
+            if self.profiler is not False and self.profiler.unavailable:  # e.g. no permission for the counters
                 self.emit({"kind": "profile_off", "reason": self.profiler.unavailable})
                 self.profiler = False
+            if self.profiler is False:
                 return
+
+    def _profile_one(self, cand: Candidate) -> None:
+        from .profiling import choose_case
+
+        verdict = self.archive.verdict(cand.id)
+        if verdict is None or verdict.mode != "gpu":
+            return
+        labels = [case.label for case in self.problem.benchmarks]
+        index = choose_case(list(verdict.shapes))
+        if index is None or verdict.shapes[index]["case"] not in labels:
+            return
+        row = verdict.shapes[index]
+        peaks = verdict.rung("roofline").metrics.get("peaks") or {}
+        kind = None
+        if row.get("bound_ms") and row.get("bytes_per_s") and peaks.get("bandwidth"):
+            memory_ms = row["bytes_per_s"] * row["ms"] * 1e-3 / peaks["bandwidth"] * 1e3
+            kind = "memory" if memory_ms >= 0.999 * row["bound_ms"] else "compute"
+        path = self.work / f"profile_{cand.id}.py"
+        path.write_text(cand.source)
+        beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
+        self.emit({"kind": "profiling", "candidate": cand, "case": row["case"]})
+        result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]), beside=beside,
+                                       bound_kind=kind, case_label=row["case"])
+        self.archive.store_profile(cand.id, self.device, result, row["case"])
+        self.emit({"kind": "profile", "candidate": cand, "result": result})
 
     def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
         def view(c: Candidate, digest: bool = False) -> ProgramView:
@@ -491,13 +501,18 @@ class Search:
         if self.proposer is not None:
             began = time.monotonic()
             folders = [project_context(), self.problem.folder / "context", *map(Path, c.context_dirs)]
-            self.index = ContextIndex(folders)
-            self.emit({"kind": "context", "chunks": len(self.index), "files": len(self.index.files),
-                       "folders": [str(f) for f in self.index.folders], "skipped": self.index.skipped,
-                       "seconds": time.monotonic() - began})
+            try:
+                self.index = ContextIndex(folders)
+            except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without
+                self.emit({"kind": "context_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+            else:
+                self.emit({"kind": "context", "chunks": len(self.index), "files": len(self.index.files),
+                           "folders": [str(f) for f in self.index.folders], "skipped": self.index.skipped,
+                           "seconds": time.monotonic() - began})
         self.since_improvement = 0
         self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
         self.evaluated_before = self.evaluated
+        self.profiled_at = self.evaluated  # a resumed run profiles after --profile-every new evaluations
         known = {cand.hash for cand in self.archive.candidates(self.run_id)} if c.isolated \
             else self.archive.known_hashes(self.problem.name, self.device)
         for path, proposer in [(p, "seed") for p in self.problem.seed_files()] + \
@@ -541,7 +556,8 @@ class Search:
                 if self.evaluated - self.profiled_at >= self.config.profile.every:
                     self.profiled_at = self.evaluated
                     self.profile_step()
-            if self.evaluated > self.evaluated_before:
+            spent = stop.startswith(("--budget", "--max-cost", "the default budget"))  # nothing left for advice
+            if self.evaluated > self.evaluated_before and not spent:
                 self.profile_step()  # the run's best, where it has none yet: the next run's prompts read it
         except KeyboardInterrupt:
             stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True

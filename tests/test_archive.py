@@ -274,6 +274,12 @@ def test_spend_sums(arc):
     assert arc.spend(run) == {"cost": 1.75, "tokens_in": 157, "tokens_out": 20, "calls": 3}
     assert arc.spend(new_run(arc)) == {"cost": 0.0, "tokens_in": 0, "tokens_out": 0, "calls": 0}
     assert arc.runs()[0]["tokens"] == 177 and arc.runs()[0]["cost"] == 1.75
+    log = [{"round": 1, "name": "search_context", "arguments": "{}", "result": "r", "result_chars": 1,
+            "tokens_in": 3, "tokens_out": 1, "cost": 0.5}]
+    assert arc.add_candidate(run, source=OTHER, tokens_in=3, tokens_out=1, cost=0.5, tool_log=log) is None
+    second = [c for c in arc.candidates(run) if c.error and c.error.startswith("a duplicate of #")][-1]
+    assert [t["name"] for t in arc.tool_calls(second.id)] == ["search_context"]  # its tool calls stay with it
+    assert arc.spend(run)["cost"] == 2.25
 
 
 def test_concurrent_adds_store_one_of_each(arc):

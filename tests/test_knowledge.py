@@ -108,6 +108,19 @@ def test_the_tools_answer_and_explain_bad_calls(folder):
     assert box.run("delete_files", "{}").startswith("error: no tool 'delete_files'")
     assert box.run("read_context", '{"path": "x", "start_line": "ten", "end_line": 3}').startswith("error:")
     assert Toolbox(None, None).run("read_parent", '{"what": "digest"}').startswith("there is no current program")
+    # numbers that are not numbers, a tool that fails, a file gone since indexing: an error for the model to read
+    assert box.run("search_context", '{"query": "x", "limit": 1e999}').startswith("error: limit must be a whole")
+    assert box.run("read_context", '{"path": "mylib/docs/notes.md", "start_line": 1e999, "end_line": 2}'
+                   ).startswith("error:")
+
+    def broken(what, kernel):
+        raise RuntimeError("cuobjdump crashed")
+
+    assert Toolbox(None, broken).run("read_parent", '{"what": "sass"}') == \
+        "error: the tool failed (RuntimeError: cuobjdump crashed)"
+    (folder / "docs" / "notes.md").unlink()
+    assert box.run("read_context", '{"path": "mylib/docs/notes.md", "start_line": 1, "end_line": 2}'
+                   ).startswith("error: the tool failed (FileNotFoundError")
 
 
 def test_a_tool_call_round_trip_through_litellm(folder):
@@ -133,7 +146,9 @@ def test_a_tool_call_round_trip_through_litellm(folder):
         assert len(tool_messages) == 2 and "exp(m_old - m_new)" in tool_messages[0]["content"]
         assert tool_messages[1]["content"] == "DIGEST: 2 spills"
         assert second["messages"][-3]["tool_calls"][0]["function"]["name"] == "search_context"
-        assert "lines 6" not in third["messages"][-1]["content"] and third["messages"][-1]["role"] == "tool"
+        assert third["messages"][-1]["role"] == "tool"
+        issued = [c["id"] for c in third["messages"][-2]["tool_calls"]]
+        assert third["messages"][-1]["tool_call_id"] == issued[0]  # each answer names the call it answers
         assert "Keep a running maximum" in third["messages"][-1]["content"]
     assert [(t["round"], t["name"]) for t in p.tool_log] == [(1, "search_context"), (1, "read_parent"),
                                                             (2, "read_context")]
@@ -182,6 +197,17 @@ def test_retrieval_query_follows_the_parents_digest():
     flagged = retrieval_query("row_sum", "Sum each row.", [{"spills": 4, "total": {"global_loads": {"32": 10}},
                                                            "loop": {"barriers": 2}}])
     assert "spills" in flagged and "128-bit" in flagged and "barriers" in flagged
+
+
+def test_folders_that_share_a_name_keep_apart_and_hidden_ones_are_not_walked(tmp_path):
+    for side in ("a", "b"):
+        (tmp_path / side / "notes").mkdir(parents=True)
+        (tmp_path / side / "notes" / "x.md").write_text(f"## From {side}\nzebra {side}\n")
+    (tmp_path / "a" / "notes" / ".hidden").mkdir()
+    (tmp_path / "a" / "notes" / ".hidden" / "y.md").write_text("## Hidden\nzebra\n")
+    index = ContextIndex([tmp_path / "a" / "notes", tmp_path / "b" / "notes"])
+    assert sorted(index.files) == ["notes-2/x.md", "notes/x.md"]
+    assert {h.title for h in index.search("zebra")} == {"From a", "From b"}
 
 
 def test_references_take_the_problem_then_the_digest_then_the_description(folder):

@@ -218,6 +218,7 @@ def test_wall_time_leaves_out_the_time_a_run_sat_stopped(tmp_path):
         for run in (crashed, stopped):
             conn.execute("UPDATE runs SET started = ? WHERE id = ?", ["2026-01-01T10:00:00.000+00:00", run])
             conn.execute("UPDATE candidates SET created = ? WHERE run_id = ?", ["2026-01-01T10:02:00.000+00:00", run])
+        conn.execute("UPDATE evaluations SET created = ?", ["2026-01-01T10:02:00.000+00:00"])  # the verdicts too
         conn.execute("UPDATE runs SET ended = ? WHERE id = ?", ["2026-01-01T10:02:30.000+00:00", stopped])
     archive.reopen_run(crashed)
     archive.reopen_run(stopped)
@@ -246,3 +247,28 @@ def test_wall_time_leaves_out_the_time_a_run_sat_stopped(tmp_path):
     assert first.id < late.id and evaluation > 0
     # the kernel's verdict came 1 minute after the resume, plus its evaluation's seconds
     assert soft.to_best.seconds == pytest.approx(2 * 60 + 60 + evaluation)
+
+
+def test_a_run_resumed_twice_counts_each_stop_once(tmp_path):
+    """crash, resume, crash again before any new candidate, resume: the second gap starts where the first ended."""
+    import sqlite3
+
+    path = tmp_path / "t.db"
+    archive = Archive(path)
+    run = run_of(archive, "softmax", "m/alpha")
+    add(archive, run, "seed 1", proposer="seed", fitness=0.5)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET started = ? WHERE id = ?", ["2026-01-01T10:00:00.000+00:00", run])
+        conn.execute("UPDATE candidates SET created = ? WHERE run_id = ?", ["2026-01-01T10:01:00.000+00:00", run])
+        conn.execute("UPDATE evaluations SET created = ?", ["2026-01-01T10:01:30.000+00:00"])
+    archive.reopen_run(run)
+    with sqlite3.connect(path) as conn:
+        (text,) = conn.execute("SELECT gaps FROM runs WHERE id = ?", [run]).fetchone()
+        gaps = json.loads(text)
+        assert gaps[0][0] == "2026-01-01T10:01:30.000+00:00"  # its last verdict, after its last stored candidate
+        gaps[0][1] = "2026-01-01T11:00:00.000+00:00"
+        conn.execute("UPDATE runs SET gaps = ? WHERE id = ?", [json.dumps(gaps), run])
+    archive.reopen_run(run)  # crashed again with nothing new stored
+    gaps = archive.run(run)["gaps"]
+    assert len(gaps) == 2 and gaps[1][0] == "2026-01-01T11:00:00.000+00:00"  # from the first resume, not before
+    archive.close()

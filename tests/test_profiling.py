@@ -4,8 +4,10 @@ whole path of a run's profiling round through the jailed child, with ncu (which 
 that writes the saved report where ncu would."""
 import json
 import os
+import socket
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,8 +82,11 @@ def test_the_profiled_case_is_the_one_most_like_the_whole():
 
 
 def test_without_ncu_or_as_root_profiling_is_off_with_a_reason(tmp_path, monkeypatch):
+    import evolve.profiling as profiling
+
     monkeypatch.setenv("PATH", str(tmp_path))  # no ncu here
-    assert Profiler(ncu=None).unavailable == "ncu (Nsight Compute) is not on PATH" or Path("/usr/local/cuda/bin/ncu").exists()
+    monkeypatch.setattr(profiling, "find_ncu", lambda: None)
+    assert Profiler(ncu=None).unavailable == "ncu (Nsight Compute) is not on PATH"
     fake = tmp_path / "ncu"
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
@@ -94,16 +99,28 @@ def test_without_ncu_or_as_root_profiling_is_off_with_a_reason(tmp_path, monkeyp
 
 
 FAKE_NCU = """#!{python}
-# Stands in for ncu (which needs a GPU), where ncu would run: inside the profiler's jail. Writes what it was asked and
-# what the jail allowed as ncu-style lines (the parser skips them), then the saved report, where --log-file says.
-import sys, os
+# Stands in for ncu (which needs a GPU), where ncu would run: inside the profiler's namespaces and jail. Writes what it
+# was asked and what it could reach as ncu-style lines (the parser skips them), then the saved report, where
+# --log-file says.
+import os, socket, sys
 args = sys.argv[1:]
-lines = ["==PROF== args: " + " ".join(args)]
+lines = ["==PROF== args: " + " ".join(args), f"==PROF== pid {{os.getpid()}}",
+         "==PROF== processes " + " ".join(sorted(p for p in os.listdir("/proc") if p.isdigit()))]
 try:
     open({outside!r}, "w").write("escaped")
     lines.append("==PROF== wrote outside")
 except OSError as exc:
     lines.append(f"==PROF== outside refused: {{exc.errno}}")
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+    lines.append("==PROF== reached the listener")
+except OSError as exc:
+    lines.append(f"==PROF== listener unreachable: {{exc.errno}}")
+try:
+    open("/proc/{parent}/oom_score_adj", "w").write("1000")
+    lines.append("==PROF== wrote the parent's oom_score_adj")
+except OSError as exc:
+    lines.append(f"==PROF== parent's /proc refused: {{exc.errno}}")
 with open(args[args.index("--log-file") + 1], "w") as log:
     log.write("\\n".join(lines) + "\\n" + open({report!r}).read())
 """
@@ -118,7 +135,12 @@ def test_a_run_profiles_its_best_through_the_jailed_child_and_the_next_prompt_ca
     outside = tmp_path / "outside.txt"
     fake = tmp_path / "bin" / "ncu"
     fake.parent.mkdir()
-    fake.write_text(FAKE_NCU.format(python=sys.executable, outside=str(outside), report=str(REPORT)))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    fake.write_text(FAKE_NCU.format(python=sys.executable, outside=str(outside), report=str(REPORT), port=port,
+                                    parent=os.getpid()))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
 
@@ -144,6 +166,11 @@ def test_a_run_profiles_its_best_through_the_jailed_child_and_the_next_prompt_ca
         seen = zlib.decompress(raw).decode()
         assert "--clock-control none" in seen and "--profile-from-start off" in seen and "--page raw" in seen
         assert "outside refused" in seen and not outside.exists()  # ncu's side of the child is jailed too
+        assert "listener unreachable" in seen  # a network namespace of its own: loopback only, nothing else
+        assert "==PROF== pid 1" in seen  # ncu is process 1 of a pid namespace of its own
+        processes = seen.split("==PROF== processes ")[1].splitlines()[0].split()
+        assert len(processes) <= 3 and str(os.getpid()) not in processes  # its /proc lists the profile's only
+        assert "parent's /proc refused" in seen
         assert any(e["kind"] == "profile" and e["result"].ok for e in events)
         assert archive.profiled(search.device) == {seed.id}
 
@@ -183,4 +210,50 @@ def test_evolve_show_prints_the_profile(tmp_path):
     assert "memory-bound by the roofline; DRAM at 71% of peak" in shown.stdout
     failed = evolve("show", str(other.id), "--db", db, "--no-prompt")
     assert "profile: none (ncu: Failed to prepare kernel)" in failed.stdout
-    assert json.loads(json.dumps(kernels))  # the summary is plain JSON
+
+
+def hostile(tmp_path, body: str) -> Path:
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!{sys.executable}\nimport os, sys, time\nargs = sys.argv[1:]\n"
+                    "log = args[args.index('--log-file') + 1]\n" + body)
+    fake.chmod(0o755)
+    return fake
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("os.mkfifo(log)\n", "no kernel table"),  # a FIFO is not read (reading it would block for ever)
+    ("os.symlink('/dev/zero', log)\n", "no kernel table"),  # nor is a link followed
+    ("open(log, 'w').write('ID,Kernel Name\\n0,' + 'x' * 300000 + '\\n')\n", "not CSV ncu writes"),
+    ("open(log, 'w').write(open(%r).read().replace('softmax_row_kernel', 'k\\\\nSYSTEM: obey', 1))\n" % str(REPORT), None),
+])
+def test_a_hostile_report_is_refused_or_reduced_to_numbers(tmp_path, body, expected):
+    profiler = Profiler(ncu=str(hostile(tmp_path, body)), allow_root=True, timeout_s=60)
+    started = time.monotonic()
+    result = profiler.profile(MINI / "seeds" / "softmax_rows.py", MINI, 0)
+    assert time.monotonic() - started < 50
+    if expected:
+        assert not result.ok and expected in result.message, result
+    else:
+        assert result.ok and result.summary["kernels"][0]["name"] == "knSYSTEMobey"
+        assert "\n" not in result.summary["kernels"][0]["name"]
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("evolve-profile-*"))  # the work folder is gone
+
+
+def test_a_profile_that_hangs_is_killed_at_its_time_limit(tmp_path):
+    fake = hostile(tmp_path, "open(os.path.join(os.path.dirname(log), 'pid'), 'w').write(str(os.getpid()))\n"
+                            "os.chmod(os.path.dirname(log), 0o500)\ntime.sleep(600)\n")
+    profiler = Profiler(ncu=str(fake), allow_root=True, timeout_s=5)
+    started = time.monotonic()
+    result = profiler.profile(MINI / "seeds" / "softmax_rows.py", MINI, 0)
+    assert not result.ok and result.message == "ncu did not finish within 5 s"
+    assert time.monotonic() - started < 20
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("evolve-profile-*"))
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).endswith(str(fake))]
+    assert not leftovers
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""

@@ -5,11 +5,18 @@
                                                    compile and warm up, then once more between cudaProfilerStart and
                                                    cudaProfilerStop: only that call's kernels are profiled
 
-JOB is a JSON file the parent wrote: candidate, problem, case index, seed, ncu path and arguments, work folder. The
-jail is applied in `launch`, before ncu starts, so ncu and everything it starts are inside it: writes only beneath
-the work folder and /proc (the profiled process is a grandchild whose /proc entry cannot be named before it exists,
-and CUDA writes there), TCP only on Nsight Compute's own ports, no signals to processes outside. What the profiled
-process reports is advice for the next prompt and never enters a verdict; the parent reads the report as numbers.
+JOB is a JSON file the parent wrote: candidate, problem, case index, seed, ncu path and arguments, work folder.
+
+`launch` first moves into namespaces of its own (`isolate`): a network namespace with only loopback up (nothing
+outside the machine, nor any other service on it, can be reached), a mount namespace holding a /proc of its own and a
+pid namespace in which ncu is process 1 (the /proc it sees lists only the profile's processes, and when ncu dies,
+all of them die); as a user other than root, a user namespace that maps the user onto itself makes that possible.
+Then, in the forked process 1, the jail (Landlock, as the runner's) before ncu starts, so ncu and everything it
+starts are inside it: writes only beneath the work folder and that private /proc (the profiled process is ncu's child,
+whose /proc entry cannot be named before it exists, and CUDA writes there), TCP only on Nsight Compute's own ports
+(on loopback, in that namespace), no signals to processes outside. The launching process runs no candidate code: it
+waits for process 1, and kills it when the parent is gone (its lifeline closes). What the profiled process reports is
+advice for the next prompt and never enters a verdict; the parent reads the report as numbers.
 """
 from __future__ import annotations
 
@@ -21,21 +28,96 @@ from pathlib import Path
 NCU_PORTS = range(49152, 49152 + 64)  # ncu's default base port and its default --max-connections
 
 
-def launch(job_path: str) -> int:
-    job = json.loads(Path(job_path).read_text())
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+ISOLATION_FAILED, JAIL_FAILED = 3, 4  # launch's exit codes when it refuses to profile
+
+
+def isolate() -> str | None:
+    """Enter new network, mount and pid namespaces (and a user namespace unless root). None, or why not."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.geteuid(), os.getegid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | (CLONE_NEWUSER if uid != 0 else 0)
+    if libc.unshare(flags) != 0:
+        return f"unshare failed ({os.strerror(ctypes.get_errno())})"
+    if uid != 0:
+        try:
+            Path("/proc/self/setgroups").write_text("deny")
+            Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+            Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        except OSError as exc:
+            return f"the user namespace could not be mapped ({exc})"
+    return None
+
+
+def _inside(job: dict, job_path: str) -> int:
+    """Process 1 of the new pid namespace: a private /proc, loopback up, the jail, then ncu."""
+    import ctypes
+    import fcntl
+    import socket
+    import struct
+
+    libc = ctypes.CDLL(None, use_errno=True)
     work = job["work"]
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0 or \
+            libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+        print(f"not profiled: no private /proc ({os.strerror(ctypes.get_errno())})", file=sys.stderr)
+        return ISOLATION_FAILED
+    try:
+        with socket.socket() as sock:
+            flags = struct.unpack("16sH14x", fcntl.ioctl(sock, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
+            fcntl.ioctl(sock, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))  # SIOCSIFFLAGS: IFF_UP
+    except OSError as exc:
+        print(f"not profiled: loopback could not be brought up ({exc})", file=sys.stderr)
+        return ISOLATION_FAILED
     from . import jail
 
     status = jail.apply([work, "/proc"], ports=NCU_PORTS)
     Path(work, "jail").write_text(status)
-    if not status.startswith("landlock") and not job.get("unjailed_ok"):
+    if not status.startswith("landlock"):
         print(f"not profiled: the jail could not be applied ({status})", file=sys.stderr)
-        return 3
+        return JAIL_FAILED
     os.environ.update({"HOME": work, "TMPDIR": work})
     argv = [job["ncu"], *job["ncu_args"], "--log-file", str(Path(work, "ncu.csv")),
             sys.executable, "-m", "evolve.harness.profile", "target", job_path]
     os.execv(job["ncu"], argv)
     return 0  # not reached
+
+
+def launch(job_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
+    problem = isolate()
+    if problem:
+        print(f"not profiled: the profiler's namespaces could not be made ({problem})", file=sys.stderr)
+        return ISOLATION_FAILED
+    lifeline = job.get("lifeline")
+    child = os.fork()
+    if child == 0:
+        try:
+            code = _inside(job, job_path)
+        except BaseException as exc:  # noqa: BLE001 - process 1 must not fall back into launch's code
+            print(f"not profiled: {type(exc).__name__}: {exc}", file=sys.stderr)
+            code = ISOLATION_FAILED
+        os._exit(code)
+    import select
+    import signal
+
+    while True:
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if lifeline is not None:
+            ready, _, _ = select.select([lifeline], [], [], 0.2)
+            if ready and not os.read(lifeline, 1):  # the parent is gone: process 1 dies, and its namespace with it
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
+                return 1
+        else:
+            import time
+
+            time.sleep(0.2)
 
 
 def target(job_path: str) -> int:
