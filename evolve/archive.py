@@ -79,6 +79,15 @@ specialization each number is: architecture, warps, stages, argument types and c
     tokens_in, tokens_out, cost   of the model call that asked (on the round's first call; 0 on the others); the
                   candidate's own tokens and cost are the totals over every call
 
+``retimes``: the top candidates of a run re-timed against each other, interleaved, at its end (``evolve/retime.py``,
+``evolve retime``); evidence for the reader, never a candidate's own verdict.
+    run_id, candidate_id, round   which run, which candidate, which round (1, 2, ...)
+    ok            1 if the ladder passed again
+    figure        the re-measured fitness (GPU) or interpreter score (CPU); null when the ladder failed
+    shapes        JSON: the per-case rows of that verdict
+    device        where it ran
+    created       ISO time (UTC)
+
 ``profiles``: Nsight Compute profiles of the best candidates on one benchmark case (``evolve/profiling.py``); advice
 for prompts and ``evolve show``, never part of a verdict.
     id            integer primary key
@@ -254,6 +263,15 @@ def m008_tool_calls(db: sqlite_utils.Database) -> None:
         candidates(id), round INTEGER NOT NULL, name TEXT NOT NULL, arguments TEXT, result TEXT,
         result_chars INTEGER NOT NULL, tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL, cost REAL NOT NULL)""")
     db.execute("CREATE INDEX idx_tool_calls_candidate_id ON tool_calls (candidate_id)")
+
+
+@migration
+def m009_retimes(db: sqlite_utils.Database) -> None:
+    """The top candidates of a run re-timed against each other at its end (evolve/retime.py)."""
+    db.execute("""CREATE TABLE retimes (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
+        candidate_id INTEGER NOT NULL REFERENCES candidates(id), round INTEGER NOT NULL, ok INTEGER NOT NULL,
+        figure REAL, shapes TEXT, device TEXT, created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_retimes_run_id ON retimes (run_id)")
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -672,6 +690,15 @@ class Archive:
     def profiled(self, device: str) -> set[int]:
         """Candidates with a profile attempt on record on this device."""
         return {r[0] for r in self._query("SELECT DISTINCT candidate_id FROM profiles WHERE device = ?", [device])}
+
+    def store_retime(self, run_id: int, candidate_id: int, number: int, verdict: Verdict, figure) -> None:
+        row = [run_id, candidate_id, int(number), int(bool(verdict.ok)), figure,
+               json.dumps([dict(s) for s in verdict.shapes]), verdict.device, _now()]
+        self._write(lambda c: c.execute("INSERT INTO retimes (run_id, candidate_id, round, ok, figure, shapes, device, "
+                                        "created) VALUES (?,?,?,?,?,?,?,?)", row))
+
+    def retimes(self, run_id: int) -> list[dict]:
+        return self._dicts("SELECT * FROM retimes WHERE run_id = ? ORDER BY id", [run_id])
 
     def tool_calls(self, candidate_id: int) -> list[dict]:
         return self._dicts("SELECT * FROM tool_calls WHERE candidate_id = ? ORDER BY id", [candidate_id])

@@ -193,12 +193,18 @@ def _open_archive(db, must_exist=True):
                    "models litellm says call functions; the others get the best passages in the prompt.")
 @click.option("--tool-rounds", type=click.IntRange(min=0), default=4, show_default=True,
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
+@click.option("--retime", "retime_top", type=click.IntRange(min=0), default=3, show_default=True,
+              help="On a GPU, at the end of a run: re-time the best N correct candidates against each other, "
+                   "interleaved, and report each one's spread (0 or 1: not). Never changes a fitness.")
+@click.option("--retime-rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds of --retime.")
 @click.option("--profile-as-root", is_flag=True,
               help="Profile even when running as root (the profiler's child may write under /proc, which as root "
                    "reaches /proc/sys).")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
-                cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, profile_as_root):
+                cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
+                retime_rounds, profile_as_root):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -238,6 +244,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         default_budget=default_budget, artifacts=artifacts,
         profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
         context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
+        retime_top=retime_top, retime_rounds=retime_rounds,
         llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
                       tool_rounds=tool_rounds))
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
@@ -302,6 +309,12 @@ def _print_summary(summary, archive, problem):
         for line in shape_table(verdict) if verdict else ():
             click.echo(line)
         click.echo(f"export it with: evolve best {problem} --db {summary.db} --export best.py")
+    if summary.retimed:
+        from .retime import report
+
+        rounds = max(len(r.figures) for r in summary.retimed)
+        for line in report(list(summary.retimed), rounds, "fraction of roofline"):
+            click.echo(line)
     click.echo(f"archive: {summary.db}")
 
 
@@ -368,6 +381,8 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
                      search=SearchConfig(tune_share=tune_share, compose_share=compose_share),
                      eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True),
+                     # cells compare what models wrote within their budget: no re-timing rounds after each
+                     retime_top=0,
                      llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))
     todo = cells(loaded, models)
     for i, cell in enumerate(todo, 1):
@@ -605,6 +620,57 @@ def _target_run(archive, run_id):
         _fail(f"no runs in {archive.path}: start one with `evolve run PROBLEM`", 1)
     going = [r for r in runs if not r.get("ended")]
     return (going or runs)[-1]
+
+
+@cli.command("retime")
+@click.option("--run", "run_id", type=int, help="The run whose best candidates are re-timed [default: the newest].")
+@click.option("--top", type=click.IntRange(min=2), default=3, show_default=True, help="How many of its best.")
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="Interleaved rounds.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where they are re-timed (cpu: the interpreter's score, which only ranks work done).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0,
+              show_default=True, help="Wall-clock limit in seconds of each evaluation.")
+@_db_option
+def retime_command(run_id, top, rounds, device, timeout_s, db):
+    """Re-time a run's best correct candidates against each other, interleaved (A B C, B C A, ...), back to back on
+    one device, through the whole ladder, and print each one's figures, median and spread and the order they give.
+    The figures are stored apart (table retimes); no candidate's own fitness changes."""
+    import tempfile
+
+    from .harness import EvalOptions, ProblemError, evaluate, load_problem
+    from .retime import report, retime
+    from .search import score_of
+
+    archive = _open_archive(db)
+    run = _target_run(archive, run_id)
+    try:
+        problem = load_problem(run["problem_path"])
+    except ProblemError as exc:
+        _fail(f"run {run['id']}'s problem folder cannot be read: {exc}")
+    ranked = sorted((c for c in archive.candidates(run["id"]) if c.ok and c.source and c.score is not None),
+                    key=lambda c: -c.score)[:top]
+    if len(ranked) < 2:
+        _fail(f"run {run['id']} has {len(ranked)} correct candidate{'s' if len(ranked) != 1 else ''}: nothing to "
+              "re-time against", 1)
+    options = EvalOptions(device=device, timeout_s=timeout_s)
+    click.echo(f"re-timing {', '.join(f'#{c.id}' for c in ranked)} of run {run['id']} ({run['problem']}), "
+               f"{rounds} round{'s' if rounds != 1 else ''}, interleaved", err=True)
+
+    def figure(verdict):
+        return verdict.fitness if verdict.mode == "gpu" else score_of(verdict)
+
+    def progress(event):
+        value = f"{event['figure']:.4g}" if event["figure"] is not None else f"failed ({event['reason']})"
+        click.echo(f"  round {event['round']}: #{event['candidate_id']} {value}", err=True)
+
+    with tempfile.TemporaryDirectory(prefix="evolve-retime-") as work:
+        results = retime(archive, run["id"], ranked, evaluate, problem.path, options, Path(work), rounds, figure,
+                         progress)
+    mode = archive.retimes(run["id"])[-1]["device"]
+    label = "fraction of roofline" if mode and not mode.startswith("cpu") else \
+        "1 / interpreter ms: a ranking of work done, not GPU speed"
+    for line in report(results, rounds, label):
+        click.echo(line)
 
 
 @cli.command("hint")

@@ -87,6 +87,8 @@ class RunConfig:
     run_id: int | None = None  # with resume: this run rather than the problem's last one
     artifacts: bool = True  # keep each candidate's TTIR/TTGIR/LLIR/PTX/cubin/SASS in the archive
     profile: ProfileConfig = field(default_factory=lambda: ProfileConfig())
+    retime_top: int = 3  # on a GPU, at the end: the best this many re-timed against each other (0 or 1: not)
+    retime_rounds: int = 3
     context_dirs: tuple[str, ...] = ()  # --context DIR: folders added to the searchable context
 
     def public(self) -> dict:
@@ -97,6 +99,7 @@ class RunConfig:
             "max_cost": self.max_cost,
             "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,
             "profile": self.profile.__dict__, "context_dirs": list(self.context_dirs),
+            "retime": {"top": self.retime_top, "rounds": self.retime_rounds},
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
             **({"bench": self.bench, "isolated": True} if self.bench else {"isolated": True} if self.isolated else {}),
         }

@@ -90,6 +90,12 @@ class Progress:
             skipped = f", {event['skipped']} files left out (too large or not text)" if event["skipped"] else ""
             line = (f"context: {event['chunks']} passages from {event['files']} files in "
                     f"{', '.join(event['folders'])} indexed in {event['seconds']:.1f} s{skipped}")
+        elif kind == "retiming":
+            line = (f"re-timing {', '.join(f'#{i}' for i in event['ids'])} against each other, interleaved, "
+                    f"{event['rounds']} rounds")
+        elif kind == "retime":
+            figure = f"{event['figure']:.3f}" if event["figure"] is not None else f"failed ({event['reason']})"
+            line = f"  round {event['round']}: #{event['candidate_id']} {figure}"
         elif kind == "context_off":
             line = f"no searchable context for this run: {event['reason']}"
         elif kind == "profile_off":

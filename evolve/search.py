@@ -58,6 +58,7 @@ class Summary:
     db: str
     near_tie: Candidate | None = None  # measured above `best`, but by less than the timing noise
     interrupted: bool = False  # stopped by Ctrl-C (the command exits 130)
+    retimed: tuple = ()  # retime.Retimed: the best few re-timed against each other at the end (GPU runs)
     session_evaluated: int | None = None  # evaluated by this process, where the run was resumed (seconds count these)
 
 
@@ -144,6 +145,7 @@ class Search:
         self.index = None  # the context folders' full-text index (knowledge.ContextIndex), with a model only
         self.profiler = None  # made at the first profile step; False once profiling is off for the run
         self.profiled_at = 0  # evaluations when profiling last ran
+        self.retimed: list = []  # retime.Retimed of the end of the run, best first
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
@@ -269,6 +271,21 @@ class Search:
                 self.profiler = False
             if self.profiler is False:
                 return
+
+    def retime_step(self) -> list:
+        """On a GPU: the best few correct candidates of the population re-timed against each other, interleaved."""
+        from .retime import retime
+
+        top = self.config.retime_top
+        chosen = [c for c in self.population.ranked() if c.ok and c.source][:top] if top >= 2 else []
+        verdict = self.archive.verdict(chosen[0].id) if chosen else None
+        if len(chosen) < 2 or verdict is None or verdict.mode != "gpu":
+            return []
+        self.emit({"kind": "retiming", "ids": [c.id for c in chosen], "rounds": self.config.retime_rounds})
+        results = retime(self.archive, self.run_id, chosen, self._evaluate, self.problem.path, self.config.eval,
+                         self.work, self.config.retime_rounds, lambda v: v.fitness, self.emit)
+        self.retimed = results
+        return results
 
     def _profile_one(self, cand: Candidate) -> None:
         from .profiling import choose_case
@@ -559,6 +576,7 @@ class Search:
             spent = stop.startswith(("--budget", "--max-cost", "the default budget"))  # nothing left for advice
             if self.evaluated > self.evaluated_before and not spent:
                 self.profile_step()  # the run's best, where it has none yet: the next run's prompts read it
+                self.retime_step()
         except KeyboardInterrupt:
             stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
         self.keep_answered()
@@ -606,5 +624,5 @@ class Search:
             correct=sum(bool(c.ok) for c in everything), best=best,
             seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
             cost=self.archive.spend(self.run_id)["cost"], seconds=self.clock() - self.started,
-            db=str(self.archive.path), near_tie=near_tie,
+            db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.retimed),
         )
