@@ -566,6 +566,13 @@ def show_command(candidate_id, db, prompt, asm, kernel):
             h = archive.hint(hint_id)
             if h:
                 click.echo(f"saw hint #{h['id']} (given {h['created'][:19]}): {h['text']}")
+    calls = archive.tool_calls(c.id)
+    if calls:
+        click.echo(f"tool calls ({len(calls)}, over {max(t['round'] for t in calls)} round"
+                   f"{'s' if max(t['round'] for t in calls) > 1 else ''}; tokens and cost are in the totals above):")
+        for t in calls:
+            click.echo(f"  round {t['round']}: {t['name']}({' '.join(t['arguments'].split())[:120]}) -> "
+                       f"{t['result_chars']} characters")
     if c.proposer == "composer":
         drawn = [archive.get(p) for p in c.parent_ids]
         click.echo("composite (not written by a model): dispatches per shape regime between "

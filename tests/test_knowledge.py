@@ -257,6 +257,11 @@ def test_a_run_logs_tool_calls_and_gives_references_to_models_without_tools(tmp_
             assert made.tokens_in > sum(c["tokens_in"] for c in calls) > 0
             assert made.cost > sum(c["cost"] for c in calls) > 0  # the last call (the answer) costs too
             assert json.loads(calls[0]["arguments"]) == {"query": "zebra trick"}
+            from test_run import evolve
+
+            shown = evolve("show", str(made.id), "--db", db, "--no-prompt")
+            assert "tool calls (3, over 2 rounds; tokens and cost are in the totals above):" in shown.stdout
+            assert 'round 1: search_context({"query": "zebra trick"}) -> ' in shown.stdout
         finally:
             archive.close()
 
