@@ -599,11 +599,25 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         from .render import against_parent
 
         parent = archive.get(c.parent_ids[0])
-        lines = against_parent(verdict, archive.verdict(parent.id), c, parent)
+        parent_verdict = archive.verdict(parent.id)
+        lines = against_parent(verdict, parent_verdict, c, parent)
         if lines:
             click.echo("")
             for line in lines:
                 click.echo(line)
+        if parent_verdict is not None:
+            from .digest import digest_candidate, digest_diff
+
+            def kernels_of(v):
+                compiled = v.rung("compile")
+                return compiled.metrics.get("kernels", []) if compiled else []
+
+            changed = digest_diff(digest_candidate(archive, parent.id, kernels_of(parent_verdict)),
+                                  digest_candidate(archive, c.id, kernels_of(verdict)))
+            if changed:
+                click.echo(f"SASS digest against the parent (each kernel's specializations summed):")
+                for line in changed:
+                    click.echo(line)
     click.echo("\n--- source ---")
     click.echo(c.source or "(none)")
     if prompt:

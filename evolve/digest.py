@@ -162,3 +162,38 @@ def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDiges
     out.sort(key=lambda d: (-(d.spills or 0) - d.total.local_loads - d.total.local_stores,
                             -sum(d.total.global_loads.values()), d.name))
     return out
+
+
+def digest_diff(before: list[KernelDigest], after: list[KernelDigest]) -> list[str]:
+    """What changed in the SASS between two candidates, per kernel (its specializations summed): global loads and
+    stores by width, local memory traffic, shared memory traffic, barriers, shuffles, instructions, and the hot
+    loop's instructions. One line per kernel that changed."""
+    def per_kernel(digests):
+        out: dict[str, dict] = {}
+        for d in digests:
+            name = d.name.split("_", 1)[-1]
+            k = out.setdefault(name, {"specializations": 0})
+            k["specializations"] += 1
+            t = d.total
+            for width, n in t.global_loads.items():
+                k[f"{width}-bit loads"] = k.get(f"{width}-bit loads", 0) + n
+            for width, n in t.global_stores.items():
+                k[f"{width}-bit stores"] = k.get(f"{width}-bit stores", 0) + n
+            for key in ("local_loads", "local_stores", "shared_loads", "shared_stores", "barriers", "shuffles",
+                        "instructions"):
+                k[key.replace("_", " ")] = k.get(key.replace("_", " "), 0) + getattr(t, key)
+            k["hot loop instructions"] = k.get("hot loop instructions", 0) + (d.loop.instructions if d.loop else 0)
+        return out
+
+    old, new = per_kernel(before), per_kernel(after)
+    lines = []
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a is None or b is None:
+            lines.append(f"  {name}: {'new' if a is None else 'gone'}")
+            continue
+        keys = sorted(set(a) | set(b), key=lambda k: (not k.endswith(("loads", "stores")), k))
+        changes = [f"{key} {a.get(key, 0)} -> {b.get(key, 0)}" for key in keys if a.get(key, 0) != b.get(key, 0)]
+        if changes:
+            lines.append(f"  {name}: " + ", ".join(changes))
+    return lines

@@ -92,3 +92,34 @@ def test_each_specialization_gets_its_own_registers(tmp_path):
     older = {d.name: d.regs for d in digest_candidate(archive, cand.id, [{"name": "k", "regs": 40, "spills": 0}])}
     assert older == {"00_k": 40, "01_k": 40}  # a verdict that names no files: the kernel's figures
     archive.close()
+
+
+def test_show_gives_the_digest_against_the_parent(tmp_path):
+    """The child's loads went from 128-bit vectors to scalars and its loop grew: evolve show says so."""
+    from evolve.archive import Archive
+    from evolve.digest import digest_diff
+    from test_run import evolve
+    from verdicts import ladder
+
+    scalar = LOOP.replace("LDG.E.128 R8", "LDG.E R8").replace("LDG.E.128 R4", "LDG.E R4")
+    before, after = [digest_kernel("00_k", LOOP)], [digest_kernel("00_k", scalar), digest_kernel("01_q", LOOP)]
+    assert digest_diff(before, after) == ["  k: 128-bit loads 2 -> 0, 32-bit loads 1 -> 3", "  q: new"]
+    assert digest_diff(before, before) == []
+
+    archive = Archive(tmp_path / "s.db")
+    run = archive.start_run("p", "p", {}, "NVIDIA H200", {})
+    ids = []
+    for n, sass in enumerate((LOOP, scalar)):
+        dump = tmp_path / f"dump{n}"
+        dump.mkdir()
+        (dump / "00_k.sass").write_text(sass)
+        cand = archive.add_candidate(run, source=f"x = {n}\n", proposer="seed" if n == 0 else "llm",
+                                     parent_ids=ids[:1])
+        archive.store_artifacts(cand.id, dump)
+        archive.record_verdict(cand.id, ladder(fitness=0.5 - 0.1 * n), 0.5 - 0.1 * n)
+        ids.append(cand.id)
+    archive.close()
+    shown = evolve("show", str(ids[1]), "--db", tmp_path / "s.db", "--no-prompt")
+    assert shown.returncode == 0, shown.stderr
+    assert "SASS digest against the parent (each kernel's specializations summed):" in shown.stdout
+    assert "  k: 128-bit loads 2 -> 0, 32-bit loads 1 -> 3" in shown.stdout
