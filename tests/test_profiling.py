@@ -27,6 +27,30 @@ REPORT = ROOT / "tests" / "data" / "ncu" / "softmax_seed_4096x4096_raw.csv"
 MINI = ROOT / "tests" / "data" / "mini_softmax"
 
 
+def _isolation() -> str | None:
+    """Why the profiler's child cannot be made on this machine (namespaces, Landlock), or None where it can: the
+    tests that run it skip, saying so, where it cannot (the product then profiles nothing, and says why)."""
+    import subprocess
+
+    from evolve.harness import jail
+
+    if jail.abi_version() < 1:
+        return "this kernel has no Landlock"
+    probe = ("import os, sys\nfrom evolve.harness.profile import isolate\nwhy = isolate()\n"
+             "if why: print(why); sys.exit(0)\npid = os.fork()\n"
+             "if pid == 0:\n    import ctypes\n    libc = ctypes.CDLL(None, use_errno=True)\n"
+             "    ok = libc.mount(b'none', b'/', None, (1 << 14) | (1 << 18), None) == 0 and "
+             "libc.mount(b'proc', b'/proc', b'proc', 14, None) == 0\n    os._exit(0 if ok else 1)\n"
+             "print('ok' if os.waitpid(pid, 0)[1] == 0 else 'no private /proc')\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    answer = done.stdout.strip() or done.stderr.strip()[-200:]
+    return None if answer == "ok" else f"the profiler's namespaces cannot be made here: {answer}"
+
+
+ISOLATION = _isolation()
+needs_isolation = pytest.mark.skipif(ISOLATION is not None, reason=str(ISOLATION))
+
+
 def test_the_parser_reads_a_real_report():
     kernels = parse_raw(REPORT.read_text())
     assert len(kernels) == 1
@@ -131,6 +155,7 @@ def gpu_shapes(*fractions):
              "speedup_vs_torch": 1.5, "speedup_vs_compile": 1.2, "spread": 0.01} for f in fractions]
 
 
+@needs_isolation
 def test_a_run_profiles_its_best_through_the_jailed_child_and_the_next_prompt_carries_it(tmp_path, monkeypatch):
     outside = tmp_path / "outside.txt"
     fake = tmp_path / "bin" / "ncu"
@@ -220,6 +245,7 @@ def hostile(tmp_path, body: str) -> Path:
     return fake
 
 
+@needs_isolation
 @pytest.mark.parametrize("body, expected", [
     ("os.mkfifo(log)\n", "no kernel table"),  # a FIFO is not read (reading it would block for ever)
     ("os.symlink('/dev/zero', log)\n", "no kernel table"),  # nor is a link followed
@@ -242,6 +268,7 @@ def test_a_hostile_report_is_refused_or_reduced_to_numbers(tmp_path, body, expec
     assert not list(tmp_path.glob("evolve-profile-*"))  # the work folder is gone
 
 
+@needs_isolation
 def test_a_profile_that_hangs_is_killed_at_its_time_limit(tmp_path, monkeypatch):
     import tempfile
 
