@@ -606,16 +606,13 @@ def show_command(candidate_id, db, prompt, asm, kernel):
             for line in lines:
                 click.echo(line)
         if parent_verdict is not None:
-            from .digest import digest_candidate, digest_diff
+            from .digest import digest_candidate
+            from .render import digest_against
 
-            def kernels_of(v):
-                compiled = v.rung("compile")
-                return compiled.metrics.get("kernels", []) if compiled else []
-
-            changed = digest_diff(digest_candidate(archive, parent.id, kernels_of(parent_verdict)),
-                                  digest_candidate(archive, c.id, kernels_of(verdict)))
+            changed = digest_against(digest_candidate(archive, parent.id, parent_verdict.kernels),
+                                     digest_candidate(archive, c.id, verdict.kernels))
             if changed:
-                click.echo(f"SASS digest against the parent (each kernel's specializations summed):")
+                click.echo("SASS digest against the parent (each kernel's specializations summed):")
                 for line in changed:
                     click.echo(line)
     click.echo("\n--- source ---")

@@ -105,9 +105,8 @@ def shape_table(verdict: Verdict) -> list[str]:
 
 
 def _kernels(verdict: Verdict | None) -> dict:
-    compiled = verdict.rung("compile") if verdict else None
     out = {}
-    for k in (compiled.metrics.get("kernels", []) if compiled else []):
+    for k in (verdict.kernels if verdict else ()):
         if isinstance(k, dict) and k.get("name"):
             out.setdefault(k["name"], k)  # the first specialization of each kernel
     return out
@@ -137,18 +136,49 @@ def against_parent(verdict: Verdict, parent_verdict: Verdict | None, cand, paren
                     if s.get("roofline_fraction") is not None and p.get("roofline_fraction") is not None else "-")
             speed = f"{p['ms'] / s['ms']:.2f}x" if s.get("ms") and p.get("ms") else "-"
             lines.append(f"  {str(s.get('case'))[:21]:<22}{_time(p['ms']):>11}{_time(s['ms']):>11}{speed:>10}{frac:>17}")
-    mine, before = _kernels(verdict), _kernels(parent_verdict)
-    changed = []
-    for name in sorted(set(mine) | set(before)):
-        a, b = before.get(name), mine.get(name)
-        if a is None or b is None:
-            changed.append(f"  kernel {name}: {'new' if a is None else 'gone'}")
-            continue
-        diffs = [f"{key} {a.get(key)} -> {b.get(key)}" for key in ("regs", "spills", "smem", "num_warps")
-                 if a.get(key) != b.get(key)]
-        if diffs:
-            changed.append(f"  kernel {name}: " + ", ".join(diffs))
+    changed = changes(_kernels(parent_verdict), _kernels(verdict), ("regs", "spills", "smem", "num_warps"),
+                      label="kernel ")
     if changed:
         lines.append("compiled kernels that changed (first specialization of each):")
         lines += changed
     return lines
+
+
+def changes(before: dict, after: dict, keys=None, missing=None, label: str = "") -> list[str]:
+    """One line per name whose figures differ between two {name: {key: value}} tables ("new" or "gone" where only
+    one has it); `keys`: the keys compared, in order (default: every key of either, load and store widths first);
+    `missing`: the value of a key a table lacks."""
+    lines = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a is None or b is None:
+            lines.append(f"  {label}{name}: {'new' if a is None else 'gone'}")
+            continue
+        names = keys or sorted(set(a) | set(b), key=lambda k: (not k.endswith(("loads", "stores")), k))
+        diffs = [f"{key} {a.get(key, missing)} -> {b.get(key, missing)}" for key in names
+                 if a.get(key, missing) != b.get(key, missing)]
+        if diffs:
+            lines.append(f"  {label}{name}: " + ", ".join(diffs))
+    return lines
+
+
+def digest_against(before, after) -> list[str]:
+    """What changed in the SASS between two candidates (digest.KernelDigest lists), per kernel with its
+    specializations summed: global loads and stores by width, local and shared memory traffic, barriers, shuffles,
+    instructions, and the hot loop's instructions."""
+    def per_kernel(digests) -> dict:
+        out: dict[str, dict] = {}
+        for d in digests:
+            k = out.setdefault(d.name.split("_", 1)[-1], {"specializations": 0})
+            k["specializations"] += 1
+            t = d.total
+            for kind, widths in (("loads", t.global_loads), ("stores", t.global_stores)):
+                for width, n in widths.items():
+                    k[f"{width}-bit {kind}"] = k.get(f"{width}-bit {kind}", 0) + n
+            for key in ("local_loads", "local_stores", "shared_loads", "shared_stores", "barriers", "shuffles",
+                        "instructions"):
+                k[key.replace("_", " ")] = k.get(key.replace("_", " "), 0) + getattr(t, key)
+            k["hot loop instructions"] = k.get("hot loop instructions", 0) + (d.loop.instructions if d.loop else 0)
+        return out
+
+    return changes(per_kernel(before), per_kernel(after), missing=0)

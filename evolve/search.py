@@ -207,8 +207,7 @@ class Search:
 
     def _kernels(self, cand: Candidate) -> tuple:
         verdict = self.archive.verdict(cand.id)
-        compiled = verdict and verdict.rung("compile")
-        return tuple(compiled.metrics.get("kernels", [])) if compiled else ()
+        return verdict.kernels if verdict else ()
 
     def _parent_reader(self, cand: Candidate):
         """read_parent's answers for this parent: its digest, SASS, PTX, TTGIR or profile."""
@@ -306,7 +305,6 @@ class Search:
         path = self.work / f"profile_{cand.id}.py"
         path.write_text(cand.source)
         beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
-        self.emit({"kind": "profiling", "candidate": cand, "case": row["case"]})
         result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]), beside=beside,
                                        bound_kind=kind, case_label=row["case"])
         self.archive.store_profile(cand.id, self.device, result, row["case"])
@@ -315,9 +313,8 @@ class Search:
     def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
         def view(c: Candidate, digest: bool = False) -> ProgramView:
             verdict = self.archive.verdict(c.id)
-            compiled = verdict and verdict.rung("compile")
             correctness = verdict and verdict.rung("correctness")
-            kernels = tuple(compiled.metrics.get("kernels", [])) if compiled else ()
+            kernels = verdict.kernels if verdict else ()
             return ProgramView(source=c.source, fitness=c.fitness, score=c.score,
                                ladder=tuple(ladder_lines(verdict)) if verdict else (), failed_rung=c.failed_rung,
                                reason=c.reason, kernels=kernels,
@@ -383,7 +380,7 @@ class Search:
                 "template": proposal.template, "prompt": proposal.prompt, "reply": proposal.reply,
                 "tokens_in": proposal.tokens_in, "tokens_out": proposal.tokens_out, "cost": proposal.cost,
                 "latency_s": proposal.latency_s, "knobs": knobs, "error": proposal.error, "hint_ids": hint_ids,
-                "tool_log": getattr(proposal, "tool_log", ())}
+                "tool_log": proposal.tool_log}
 
     def tune_step(self, island: int) -> bool:
         """One knob setting for the best structure that still has untried settings; False when none has."""

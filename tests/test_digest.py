@@ -97,14 +97,14 @@ def test_each_specialization_gets_its_own_registers(tmp_path):
 def test_show_gives_the_digest_against_the_parent(tmp_path):
     """The child's loads went from 128-bit vectors to scalars and its loop grew: evolve show says so."""
     from evolve.archive import Archive
-    from evolve.digest import digest_diff
+    from evolve.render import digest_against
     from test_run import evolve
     from verdicts import ladder
 
     scalar = LOOP.replace("LDG.E.128 R8", "LDG.E R8").replace("LDG.E.128 R4", "LDG.E R4")
     before, after = [digest_kernel("00_k", LOOP)], [digest_kernel("00_k", scalar), digest_kernel("01_q", LOOP)]
-    assert digest_diff(before, after) == ["  k: 128-bit loads 2 -> 0, 32-bit loads 1 -> 3", "  q: new"]
-    assert digest_diff(before, before) == []
+    assert digest_against(before, after) == ["  k: 128-bit loads 2 -> 0, 32-bit loads 1 -> 3", "  q: new"]
+    assert digest_against(before, before) == []
 
     archive = Archive(tmp_path / "s.db")
     run = archive.start_run("p", "p", {}, "NVIDIA H200", {})

@@ -70,6 +70,13 @@ class Verdict:
         return next((r for r in self.rungs if r.name == name), None)
 
     @property
+    def kernels(self) -> tuple:
+        """The compile rung's kernel specializations (name, registers, spills, shared memory, warps, files)."""
+        compiled = self.rung("compile")
+        kernels = compiled.metrics.get("kernels", []) if compiled else []
+        return tuple(kernels) if isinstance(kernels, list) else ()
+
+    @property
     def failure(self) -> RungResult | None:
         """The rung that failed (a verdict has at most one: the rungs after it are skipped)."""
         return next((r for r in self.rungs if r.failed), None)
