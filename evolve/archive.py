@@ -525,12 +525,16 @@ class Archive:
                    status="invalid" if invalid else "pending", error=error, created=_now(),
                    hint_ids=json.dumps([int(h) for h in hint_ids]) if hint_ids else None)
 
-        def store_tools(c: sqlite3.Connection, candidate_id: int) -> None:
+        def put(c: sqlite3.Connection, fields: dict) -> int:
+            """The candidate row and its tool calls."""
+            new = c.execute(f"INSERT INTO candidates ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",
+                            list(fields.values())).lastrowid
             c.executemany("INSERT INTO tool_calls (candidate_id, round, name, arguments, result, result_chars, "
                           "tokens_in, tokens_out, cost) VALUES (?,?,?,?,?,?,?,?,?)",
-                          [[candidate_id, int(t["round"]), str(t["name"])[:100], str(t["arguments"])[:1000],
+                          [[new, int(t["round"]), str(t["name"])[:100], str(t["arguments"])[:1000],
                             str(t["result"])[:4000], int(t["result_chars"]), int(t["tokens_in"]),
                             int(t["tokens_out"]), float(t["cost"])] for t in tool_log])
+            return new
 
         def insert(c: sqlite3.Connection) -> int | None:
             problem = c.execute("SELECT problem, device FROM runs WHERE id = ?", [run_id]).fetchone()
@@ -546,15 +550,9 @@ class Archive:
                     "AND r.device IS ? AND c.status != 'invalid' LIMIT 1", [digest, *problem]).fetchone()
             if same is not None:
                 if row["cost"] or row["tokens_in"] or row["tokens_out"]:  # a model was paid for it: keep the record
-                    dup = {**row, "status": "invalid", "hash": "", "error": f"a duplicate of #{same[0]}"}
-                    kept = c.execute(f"INSERT INTO candidates ({', '.join(dup)}) VALUES "
-                                     f"({', '.join('?' * len(dup))})", list(dup.values())).lastrowid
-                    store_tools(c, kept)
+                    put(c, {**row, "status": "invalid", "hash": "", "error": f"a duplicate of #{same[0]}"})
                 return None
-            new = c.execute(f"INSERT INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                            list(row.values())).lastrowid
-            store_tools(c, new)
-            return new
+            return put(c, row)
 
         new_id = self._write(insert)
         return None if new_id is None else self.get(new_id)

@@ -674,15 +674,12 @@ def retime_command(run_id, top, rounds, device, timeout_s, db):
     click.echo(f"re-timing {', '.join(f'#{c.id}' for c in ranked)} of run {run['id']} ({run['problem']}), "
                f"{rounds} round{'s' if rounds != 1 else ''}, interleaved", err=True)
 
-    def figure(verdict):
-        return verdict.fitness if verdict.mode == "gpu" else score_of(verdict)
-
     def progress(event):
         value = f"{event['figure']:.4g}" if event["figure"] is not None else f"failed ({event['reason']})"
         click.echo(f"  round {event['round']}: #{event['candidate_id']} {value}", err=True)
 
     with tempfile.TemporaryDirectory(prefix="evolve-retime-") as work:
-        results = retime(archive, run["id"], ranked, evaluate, problem.path, options, Path(work), rounds, figure,
+        results = retime(archive, run["id"], ranked, evaluate, problem.path, options, Path(work), rounds, score_of,
                          progress)
     mode = archive.retimes(run["id"])[-1]["device"]
     label = "fraction of roofline" if mode and not mode.startswith("cpu") else \

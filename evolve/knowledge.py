@@ -256,7 +256,7 @@ class Toolbox:
 def references(index: ContextIndex, problem_name: str, description: str, digest=(), limit: int = 3) -> list[Hit]:
     """The passages for the prompt of a model without tools, taken in turn from three searches: the problem's name,
     what the parent's digest flags, the description's words."""
-    queries = [problem_name.replace("_", " "), retrieval_query("", "", digest), " ".join(description.split()[:30])]
+    queries = [problem_name.replace("_", " "), digest_words(digest), " ".join(description.split()[:30])]
     lists = [index.search(q, limit) if q.strip() else [] for q in queries]
     hits, seen = [], set()
     for rank in range(limit):
@@ -267,11 +267,10 @@ def references(index: ContextIndex, problem_name: str, description: str, digest=
     return hits
 
 
-def retrieval_query(problem_name: str, description: str, digest=()) -> str:
-    """Words for retrieval: the problem, and what the parent's digest flags (spills, narrow loads, barriers in the
-    loop)."""
-    words = [problem_name.replace("_", " "), " ".join(description.split()[:30])]
-    words = [w for w in words if w]
+def digest_words(digest=()) -> str:
+    """Search words for what a parent's SASS digest (KernelDigest.as_dict per specialization) flags: spills and
+    local memory, global loads narrower than 128 bits, barriers in the hot loop; each once."""
+    words = []
     for k in digest or ():
         total = k.get("total", {}) if isinstance(k, dict) else {}
         if k.get("spills") or total.get("local_loads") or total.get("local_stores"):
@@ -281,4 +280,4 @@ def retrieval_query(problem_name: str, description: str, digest=()) -> str:
             words.append("vectorized 128-bit loads contiguous")
         if (k.get("loop") or {}).get("barriers"):
             words.append("barriers reduction loop")
-    return " ".join(words)
+    return " ".join(dict.fromkeys(words))

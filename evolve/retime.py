@@ -46,7 +46,7 @@ def order(ids: list[int], rounds: int) -> list[tuple[int, int]]:
 def retime(archive, run_id: int, candidates, evaluate, problem_path, options, work: Path, rounds: int,
            figure, on_event=lambda event: None) -> list[Retimed]:
     """Re-evaluate `candidates` (archive Candidates, best first) `rounds` times, interleaved; store each verdict's
-    figures in `retimes`; `figure(verdict)` is the number compared (fitness on a GPU)."""
+    figures in `retimes`; `figure(verdict)` is the number compared (search.score_of: fitness on a GPU)."""
     results = {c.id: Retimed(c.id, c.fitness if c.fitness is not None else c.score) for c in candidates}
     sources = {c.id: c.source for c in candidates}
     for number, cid in order([c.id for c in candidates], rounds):

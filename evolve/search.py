@@ -282,7 +282,7 @@ class Search:
             return []
         self.emit({"kind": "retiming", "ids": [c.id for c in chosen], "rounds": self.config.retime_rounds})
         results = retime(self.archive, self.run_id, chosen, self._evaluate, self.problem.path, self.config.eval,
-                         self.work, self.config.retime_rounds, lambda v: v.fitness, self.emit)
+                         self.work, self.config.retime_rounds, score_of, self.emit)
         self.retimed = results
         return results
 

@@ -11,7 +11,7 @@ from llm_server import ScriptedLLM, ToolCalls
 from evolve.archive import Archive
 from evolve.config import LLMConfig, RunConfig
 from evolve.harness import EvalOptions
-from evolve.knowledge import READ_LINES, ContextIndex, Toolbox, project_context, references, retrieval_query
+from evolve.knowledge import READ_LINES, ContextIndex, Toolbox, project_context, digest_words, references
 from evolve.proposer import LLMProposer, ModelSpec
 from evolve.search import Search
 from test_proposer import CONTEXT, KERNEL, parent_context
@@ -191,12 +191,12 @@ def test_tool_rounds_are_bounded_and_a_model_without_tools_gets_none(folder):
         assert off.propose("full_rewrite", CONTEXT, None, box).error is None and "tools" not in llm.requests[-1]
 
 
-def test_retrieval_query_follows_the_parents_digest():
-    plain = retrieval_query("row_sum", "Sum each row.")
-    assert plain.startswith("row sum Sum each row.")
-    flagged = retrieval_query("row_sum", "Sum each row.", [{"spills": 4, "total": {"global_loads": {"32": 10}},
-                                                           "loop": {"barriers": 2}}])
-    assert "spills" in flagged and "128-bit" in flagged and "barriers" in flagged
+def test_the_digest_words_follow_the_parents_digest():
+    assert digest_words(()) == ""
+    flagged = {"spills": 4, "total": {"global_loads": {"32": 10}}, "loop": {"barriers": 2}}
+    words = digest_words([flagged, flagged])  # two specializations flag the same: each word once
+    assert words == "spills local memory registers vectorized 128-bit loads contiguous barriers reduction loop"
+    assert digest_words([{"spills": 0, "total": {"global_loads": {"128": 4, "32": 1}}}]) == ""
 
 
 def test_folders_that_share_a_name_keep_apart_and_hidden_ones_are_not_walked(tmp_path):
