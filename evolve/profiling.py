@@ -188,6 +188,7 @@ class Profiler:
         self.ncu = ncu or find_ncu()
         self.timeout_s = timeout_s
         self.unavailable: str | None = None
+        self.denied: set[str] = set()  # candidates whose profile said the counters cannot be read
         if self.ncu is None:
             self.unavailable = "ncu (Nsight Compute) is not on PATH"
         elif os.geteuid() == 0 and not allow_root:
@@ -250,14 +251,19 @@ class Profiler:
         if code is None:
             return Result(False, seconds, f"ncu did not finish within {self.timeout_s:g} s")
         report, stderr = _read(work / "ncu.csv"), _read(work / "stderr", 64 << 10)
-        if code in (ISOLATION_FAILED, JAIL_FAILED):  # the launcher refused: the same would happen every time
-            why = next((line for line in stderr.splitlines() if line.startswith("not profiled:")), stderr[-300:])
-            self.unavailable = why.removeprefix("not profiled: ")[:300]
+        if code in (ISOLATION_FAILED, JAIL_FAILED):  # the launcher refused (before any candidate code ran): the same
+            # would happen every time, and its reason is the last line of stderr
+            why = [line for line in stderr.splitlines() if line.startswith("not profiled:")][-1:] or [stderr[-300:]]
+            self.unavailable = why[0].removeprefix("not profiled: ")[:300]
             return Result(False, seconds, self.unavailable)
         problem = _ncu_problem(report)
         if problem:
+            # the log sits where the profiled process can write too: profiling stops for the run only when two
+            # different candidates' profiles say the counters cannot be read
             if "permission" in problem.lower():
-                self.unavailable = problem
+                self.denied.add(str(candidate))
+                if len(self.denied) >= 2:
+                    self.unavailable = problem
             return Result(False, seconds, problem)
         try:
             kernels = parse_raw(report)

@@ -25,6 +25,7 @@ from verdicts import ladder
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "tests" / "data" / "ncu" / "softmax_seed_4096x4096_raw.csv"
 MINI = ROOT / "tests" / "data" / "mini_softmax"
+MULTI_SOURCE = ROOT / "problems" / "softmax" / "solutions" / "correct" / "multi_row.py"
 
 
 def _isolation() -> str | None:
@@ -290,3 +291,38 @@ def _cmdline(proc: Path) -> str:
         return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+@needs_isolation
+def test_only_the_launcher_can_turn_profiling_off(tmp_path, monkeypatch):
+    """An exit code or an ncu-style error line from where the profiled process runs is not a refusal: profiling stays
+    on for the run until two different candidates' profiles say the counters cannot be read."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    refuses = hostile(tmp_path, "sys.exit(3)\n")  # the launcher's own code for "the namespaces cannot be made"
+    profiler = Profiler(ncu=str(refuses), allow_root=True, timeout_s=60)
+    result = profiler.profile(MINI / "seeds" / "softmax_rows.py", MINI, 0)
+    assert not result.ok and "exit code 1" in result.message and profiler.unavailable is None
+
+    denied = tmp_path / "bin"
+    denied.mkdir()
+    fake = hostile(denied, "open(log, 'w').write('==ERROR== ERR_NVGPUCTRPERM - no permission\\n')\n")
+    profiler = Profiler(ncu=str(fake), allow_root=True, timeout_s=60)
+    first, again = MINI / "seeds" / "softmax_rows.py", MULTI_SOURCE
+    assert "no permission" in profiler.profile(first, MINI, 0).message
+    assert "no permission" in profiler.profile(first, MINI, 0).message
+    assert profiler.unavailable is None  # one candidate, twice
+    profiler.profile(again, MINI, 0)
+    assert profiler.unavailable and "ERR_NVGPUCTRPERM" in profiler.unavailable
+
+
+@needs_isolation
+def test_a_refusal_before_ncu_starts_turns_profiling_off_with_its_reason(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    profiler = Profiler(ncu=str(tmp_path / "gone" / "ncu"), allow_root=True, timeout_s=60)  # nothing to exec
+    result = profiler.profile(MINI / "seeds" / "softmax_rows.py", MINI, 0)
+    assert not result.ok and result.message.startswith("FileNotFoundError")
+    assert profiler.unavailable == result.message

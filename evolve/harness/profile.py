@@ -1,6 +1,7 @@
 """The profiler's child: Nsight Compute around one call of a candidate on one benchmark case.
 
-    python -m evolve.harness.profile launch JOB    jail this process, then become `ncu ... python -m ... target JOB`
+    python -m evolve.harness.profile launch JOB    namespaces, then in their process 1 the jail and
+                                                   `ncu ... python -m evolve.harness.profile target JOB`
     python -m evolve.harness.profile target JOB    (under ncu) make the case's inputs, call the candidate once to
                                                    compile and warm up, then once more between cudaProfilerStart and
                                                    cudaProfilerStop: only that call's kernels are profiled
@@ -15,8 +16,10 @@ Then, in the forked process 1, the jail (Landlock, as the runner's) before ncu s
 starts are inside it: writes only beneath the work folder and that private /proc (the profiled process is ncu's child,
 whose /proc entry cannot be named before it exists, and CUDA writes there), TCP only on Nsight Compute's own ports
 (on loopback, in that namespace), no signals to processes outside. The launching process runs no candidate code: it
-waits for process 1, and kills it when the parent is gone (its lifeline closes). What the profiled process reports is
-advice for the next prompt and never enters a verdict; the parent reads the report as numbers.
+waits for process 1, and kills it when the parent is gone (its lifeline closes). Whether profiling was refused is
+said by the launcher alone, through a pipe process 1 writes only before ncu starts (it closes at the exec), so no exit
+code of ncu or of the candidate reads as a refusal. What the profiled process reports is advice for the next prompt
+and never enters a verdict; the parent reads the report as numbers.
 """
 from __future__ import annotations
 
@@ -52,8 +55,9 @@ def isolate() -> str | None:
     return None
 
 
-def _inside(job: dict, job_path: str) -> int:
-    """Process 1 of the new pid namespace: a private /proc, loopback up, the jail, then ncu."""
+def _inside(job: dict, job_path: str) -> tuple[int, str]:
+    """Process 1 of the new pid namespace: a private /proc, loopback up, the jail, then ncu (no return). Returns
+    (refusal code, why) where one of them cannot be made."""
     import ctypes
     import fcntl
     import socket
@@ -63,61 +67,65 @@ def _inside(job: dict, job_path: str) -> int:
     work = job["work"]
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0 or \
             libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
-        print(f"not profiled: no private /proc ({os.strerror(ctypes.get_errno())})", file=sys.stderr)
-        return ISOLATION_FAILED
+        return ISOLATION_FAILED, f"no private /proc ({os.strerror(ctypes.get_errno())})"
     try:
         with socket.socket() as sock:
             flags = struct.unpack("16sH14x", fcntl.ioctl(sock, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
             fcntl.ioctl(sock, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))  # SIOCSIFFLAGS: IFF_UP
     except OSError as exc:
-        print(f"not profiled: loopback could not be brought up ({exc})", file=sys.stderr)
-        return ISOLATION_FAILED
+        return ISOLATION_FAILED, f"loopback could not be brought up ({exc})"
     from . import jail
 
     status = jail.apply([work, "/proc"], ports=NCU_PORTS)
-    Path(work, "jail").write_text(status)
     if not status.startswith("landlock"):
-        print(f"not profiled: the jail could not be applied ({status})", file=sys.stderr)
-        return JAIL_FAILED
+        return JAIL_FAILED, f"the jail could not be applied ({status})"
     os.environ.update({"HOME": work, "TMPDIR": work})
     argv = [job["ncu"], *job["ncu_args"], "--log-file", str(Path(work, "ncu.csv")),
             sys.executable, "-m", "evolve.harness.profile", "target", job_path]
     os.execv(job["ncu"], argv)
-    return 0  # not reached
+    return ISOLATION_FAILED, "not reached"
 
 
 def launch(job_path: str) -> int:
+    """0 when ncu ran and exited 0, 1 when it (or the profiled process) failed, ISOLATION_FAILED or JAIL_FAILED
+    (with the reason on stderr) only when the launcher or its process 1 refused before ncu started."""
     job = json.loads(Path(job_path).read_text())
     problem = isolate()
     if problem:
         print(f"not profiled: the profiler's namespaces could not be made ({problem})", file=sys.stderr)
         return ISOLATION_FAILED
     lifeline = job.get("lifeline")
+    refusal_r, refusal_w = os.pipe()  # not inherited across exec: it closes, empty, when ncu starts
     child = os.fork()
     if child == 0:
+        os.close(refusal_r)
         try:
-            code = _inside(job, job_path)
+            code, why = _inside(job, job_path)
         except BaseException as exc:  # noqa: BLE001 - process 1 must not fall back into launch's code
-            print(f"not profiled: {type(exc).__name__}: {exc}", file=sys.stderr)
-            code = ISOLATION_FAILED
+            code, why = ISOLATION_FAILED, f"{type(exc).__name__}: {exc}"
+        os.write(refusal_w, bytes([code]) + why.encode()[:1000])
         os._exit(code)
+    os.close(refusal_w)
     import select
     import signal
+    import time
 
     while True:
         done, status = os.waitpid(child, os.WNOHANG)
         if done:
-            return os.waitstatus_to_exitcode(status)
-        if lifeline is not None:
-            ready, _, _ = select.select([lifeline], [], [], 0.2)
-            if ready and not os.read(lifeline, 1):  # the parent is gone: process 1 dies, and its namespace with it
-                os.kill(child, signal.SIGKILL)
-                os.waitpid(child, 0)
-                return 1
-        else:
-            import time
-
+            refusal = os.read(refusal_r, 2048)
+            if refusal:
+                print(f"not profiled: {refusal[1:].decode(errors='replace')}", file=sys.stderr)
+                return refusal[0]
+            return 0 if os.waitstatus_to_exitcode(status) == 0 else 1
+        if lifeline is None:
             time.sleep(0.2)
+            continue
+        ready, _, _ = select.select([lifeline], [], [], 0.2)
+        if ready and not os.read(lifeline, 1):  # the parent is gone: process 1 dies, and its namespace with it
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            return 1
 
 
 def target(job_path: str) -> int:
