@@ -90,6 +90,8 @@ class RunConfig:
     retime_top: int = 3  # on a GPU, at the end: the best this many re-timed against each other (0 or 1: not)
     retime_rounds: int = 3
     context_dirs: tuple[str, ...] = ()  # --context DIR: folders added to the searchable context
+    gpus: tuple[str, ...] | None = None  # --gpus: the cards with an evaluation lane each; None: every visible one
+    compile_workers: int | None = None  # processes compiling ahead on the CPU (GPU runs); None: a quarter of cores
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
@@ -100,6 +102,7 @@ class RunConfig:
             "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,
             "profile": self.profile.__dict__, "context_dirs": list(self.context_dirs),
             "retime": {"top": self.retime_top, "rounds": self.retime_rounds},
+            "gpus": list(self.gpus) if self.gpus else None, "compile_workers": self.compile_workers,
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
             **({"bench": self.bench, "isolated": True} if self.bench else {"isolated": True} if self.isolated else {}),
         }

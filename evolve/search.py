@@ -26,6 +26,7 @@ from . import compose
 from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
+from .harness.ladder import precompile as harness_precompile
 from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .knowledge import ContextIndex, Toolbox, project_context
@@ -107,13 +108,32 @@ def noise_of(verdict: Verdict) -> float:
     return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
 
 
+def _default_compile_workers() -> int:
+    """Processes compiling ahead on the CPU: a quarter of the cores, 1 to 4."""
+    import os
+
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+def _precompile_useful() -> bool:
+    """Compiling ahead targets sm_90 (Hopper) and keeps its kernels only where the jail is."""
+    from .harness import jail
+
+    try:
+        import torch
+
+        return jail.abi_version() > 0 and torch.cuda.get_device_capability(0) == (9, 0)
+    except Exception:  # noqa: BLE001 - no CUDA: nothing to compile ahead for
+        return False
+
+
 class Search:
     """The loop: ask for proposals (a model, or the knob tuner), evaluate each, archive it, admit it to the
     population, stop when a limit is reached. `evaluate` (the harness by default) and `clock` are injected, so the
     loop can run against another evaluator (a pool, a cluster) and be tested without one."""
 
     def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
-                 clock=time.monotonic):
+                 clock=time.monotonic, precompile=None):
         self.config = config
         self.archive = archive
         self.proposer = proposer
@@ -127,6 +147,13 @@ class Search:
         self.population = Population(Policy(islands=config.search.islands, exploit=config.search.exploit,
                                             inspirations=config.search.inspirations), self.rng)
         self._evaluate, self.clock = evaluate, clock
+        # compiling ahead goes with the harness's own evaluation (a test's evaluator has nothing to compile)
+        self._precompile = precompile if precompile is not None else \
+            harness_precompile if evaluate is harness_evaluate else None
+        self.pipeline = None  # made when the run starts (make_pipeline)
+        self._waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
+        self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
+        self.lost: list[int] = []  # candidates no lane could evaluate (left pending)
         self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
         self.run_id = 0
         self.evaluated = 0
@@ -158,41 +185,110 @@ class Search:
             self.since_improvement = 0
 
     # -- evaluation -------------------------------------------------------------------------------------------------
-    def evaluate(self, cand: Candidate) -> Candidate:
+    def make_pipeline(self):
+        """Lanes (one per GPU in --gpus, or every visible one; one CPU lane without a GPU) and, on Hopper cards with
+        the jail, a pool compiling candidates ahead on the CPU."""
+        from .harness.ladder import gpu_available
+        from .pipeline import Pipeline, ThreadLane, probe_gpu, visible_gpus
+
+        c = self.config
+        gpu = c.eval.device == "cuda" or (c.eval.device == "auto" and gpu_available())
+        cards = list(c.gpus) if c.gpus else visible_gpus() if gpu else []
+        lanes = [ThreadLane(f"gpu{card}", card, self._evaluate, self.problem.path, self._options,
+                            probe_gpu if self._evaluate is harness_evaluate else None) for card in cards] \
+            or [ThreadLane("cpu" if not gpu else "gpu", None, self._evaluate, self.problem.path, self._options)]
+        workers = c.compile_workers if gpu else 0
+        if workers is None:
+            workers = _default_compile_workers() if gpu else 0
+        precompile = self._precompile if workers and gpu and self._precompile and (
+            self._precompile is not harness_precompile or _precompile_useful()) else None
+        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes],
+                   "compile_workers": workers if precompile else 0})
+        return Pipeline(lanes, precompile_fn=precompile and (lambda path: precompile(path, self.problem.path,
+                                                                                       self.config.eval)),
+                        compile_workers=workers if precompile else 0, on_event=self.emit)
+
+    def _options(self, job, gpu):
+        """The harness options of one candidate on one lane: its card, and where its compiler artifacts go."""
+        options = replace(self.config.eval, gpu=gpu)
+        if self.config.artifacts and options.dump_dir is None:
+            options = replace(options, dump_dir=str(self.work / f"artifacts_{job.cand_id}"))
+        return options
+
+    def _launch(self, cand: Candidate, then=None) -> None:
+        """Hand an archived candidate to the pipeline; `then(evaluated candidate)` runs when its verdict is in. Returns
+        once the pipeline has room again, so with a depth of one the verdict is in when this returns."""
         path = self.work / f"candidate_{cand.id}.py"
         path.write_text(cand.source)
-        started = self.clock()
-        options = self.config.eval
+        self._waiting[cand.id] = (cand, then)
+        try:
+            self.pipeline.submit(cand.id, path)
+        except RuntimeError as exc:  # every lane retired meanwhile: it stays pending for --resume
+            self._waiting.pop(cand.id)
+            self.lost.append(cand.id)
+            self.emit({"kind": "unevaluated", "candidate": cand, "reason": str(exc)})
+            return
+        while self._waiting and not self.pipeline.room():  # full (with one lane and no compile pool: at once)
+            self._collect()
+
+    def _collect(self, timeout: float | None = None) -> bool:
+        """Take one finished evaluation from the pipeline and archive it; False when none came."""
+        done = self.pipeline.collect(timeout)
+        if done is None:
+            return False
+        cand, then = self._waiting.pop(done.cand_id)
+        if done.verdict is None:  # no lane could evaluate it: it stays pending in the archive for --resume
+            self.emit({"kind": "unevaluated", "candidate": cand, "reason": done.error})
+            self.lost.append(cand.id)
+            return True
+        self.eval_seconds.append(done.seconds)
         dump = self.work / f"artifacts_{cand.id}"
-        if self.config.artifacts and options.dump_dir is None:
-            options = replace(options, dump_dir=str(dump))
-        verdict = self._evaluate(path, self.problem.path, options)
-        self.eval_seconds.append(self.clock() - started)
         if dump.is_dir():
             self.archive.store_artifacts(cand.id, dump)
             shutil.rmtree(dump, ignore_errors=True)
-        done = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
+        (self.work / f"candidate_{cand.id}.py").unlink(missing_ok=True)
+        verdict = done.verdict
+        evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
         self.evaluated += 1
         self.since_improvement += 1
-        self._admit(done, noise_of(verdict))
-        self.emit({"kind": "candidate", "candidate": done, "seconds": self.clock() - started, "best": self.best})
-        return done
+        self._admit(evaluated, noise_of(verdict))
+        self.emit({"kind": "candidate", "candidate": evaluated, "seconds": done.seconds, "best": self.best,
+                   "lane": done.lane})
+        if then is not None:
+            then(evaluated)
+        return True
 
-    def submit(self, **fields) -> Candidate | None:
-        """Archive a proposal (committed), then evaluate it unless it is invalid or a duplicate."""
+    def drain(self) -> None:
+        """Wait for every evaluation in the pipeline (before work that needs the cards to itself)."""
+        while self._waiting:
+            self._collect()
+
+    def evaluate(self, cand: Candidate) -> Candidate:
+        """One candidate through the pipeline, waiting for it (and for any ahead of it)."""
+        self._launch(cand)
+        while cand.id in self._waiting:
+            self._collect()
+        return self.archive.get(cand.id)
+
+    def submit(self, then=None, **fields) -> Candidate | None:
+        """Archive a proposal (committed), then hand it to the pipeline unless it is invalid or a duplicate; `then`
+        gets the evaluated candidate (the invalid one, or None for a duplicate, at once)."""
         cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
         if cand is None:
             self.unusable += 1
             self.last_unusable = "a duplicate of an archived kernel"
             self.emit({"kind": "duplicate"})
-            return None
-        if cand.status == "invalid":
+        elif cand.status == "invalid":
             self.unusable += 1
             self.last_unusable = cand.error or "no usable source"
             self.emit({"kind": "invalid", "candidate": cand})
+        else:
+            self.unusable = 0
+            self._launch(cand, then)
             return cand
-        self.unusable = 0
-        return self.evaluate(cand)
+        if then is not None:
+            then(cand)
+        return cand
 
     # -- proposals --------------------------------------------------------------------------------------------------
     def _digest(self, cand: Candidate, kernels) -> tuple[dict, ...]:
@@ -350,27 +446,34 @@ class Search:
         self.inflight.append(Pending(island, parent, future, tuple(h["id"] for h in context.hints)))
 
     def llm_step(self, island: int) -> None:
-        """Evaluate the oldest proposal in flight, keeping up to --concurrency model calls running meanwhile."""
+        """Submit the oldest proposal in flight, keeping up to --concurrency model calls running meanwhile."""
         while len(self.inflight) < self.concurrency:
             self._ask(island)
             island = (island + 1) % len(self.population.islands)
         pending = self.inflight.popleft()
         proposal = pending.future.result()  # a broken user template raises here, on the main thread
         parent, island = pending.parent, pending.island
-        cand = self.submit(**self._fields(proposal, (parent.id,) if parent else (), island, parent,
-                                          pending.hint_ids))
-        for _ in range(self.config.search.repairs):
-            if cand is None or cand.status != "evaluated" or cand.failed_rung not in ("load", "compile"):
-                break
-            error = cand.reason or ""
-            verdict = self.archive.verdict(cand.id)
-            failure = verdict and verdict.failure
-            log = failure.metrics.get("log") if failure else None
-            context = self.context(cand, error=log or error)
-            toolbox = Toolbox(self.index, self._parent_reader(cand)) if self.index else None
-            proposal = self.proposer.propose("repair", context, cand.source, toolbox)
-            cand = self.submit(**self._fields(proposal, (cand.id,), island, cand,
-                                              tuple(h["id"] for h in context.hints)))
+        self.submit(then=self._repairer(island, self.config.search.repairs),
+                    **self._fields(proposal, (parent.id,) if parent else (), island, parent, pending.hint_ids))
+
+    def _repairer(self, island: int, left: int):
+        """What follows a model's candidate: a load or compile failure goes back to the model (up to `left` times),
+        as the loop's next step once its verdict is in."""
+        def then(cand: Candidate | None) -> None:
+            if left > 0 and cand is not None and cand.status == "evaluated" and cand.failed_rung in ("load", "compile"):
+                self.followups.append(lambda: self._repair(cand, island, left))
+        return then
+
+    def _repair(self, cand: Candidate, island: int, left: int) -> None:
+        error = cand.reason or ""
+        verdict = self.archive.verdict(cand.id)
+        failure = verdict and verdict.failure
+        log = failure.metrics.get("log") if failure else None
+        context = self.context(cand, error=log or error)
+        toolbox = Toolbox(self.index, self._parent_reader(cand)) if self.index else None
+        proposal = self.proposer.propose("repair", context, cand.source, toolbox)
+        self.submit(then=self._repairer(island, left - 1),
+                    **self._fields(proposal, (cand.id,), island, cand, tuple(h["id"] for h in context.hints)))
 
     def _fields(self, proposal, parent_ids, island, parent, hint_ids=()) -> dict:
         source = proposal.source
@@ -391,9 +494,10 @@ class Search:
             if suggestion is None:
                 continue
             source, values, trial = suggestion
-            cand = self.submit(source=source, parent_ids=(base.id,), island=island, generation=base.generation + 1,
-                               proposer="tuner", knobs=values)
-            self.tuner.tell(base.source, trial, cand.score if cand is not None else None)
+            self.submit(then=lambda cand, base=base, trial=trial: self.tuner.tell(
+                            base.source, trial, cand.score if cand is not None else None),
+                        source=source, parent_ids=(base.id,), island=island, generation=base.generation + 1,
+                        proposer="tuner", knobs=values)
             return True
         return False
 
@@ -403,9 +507,12 @@ class Search:
             path, proposer = self.material.popleft()
             source = path.read_text()
             knobs = read_knobs(source)[0]
-            cand = self.submit(source=source, island=island, proposer=proposer, knobs=knobs, template=path.name)
-            if cand is not None and knobs:
-                self.tuner.remember(source, knobs, cand.score)
+            def then(done, source=source, knobs=knobs):
+                if knobs and done is not None:
+                    self.tuner.remember(source, knobs, done.score)
+
+            cand = self.submit(then=then, source=source, island=island, proposer=proposer, knobs=knobs,
+                               template=path.name)
             if cand is not None:
                 return True
         return False
@@ -465,11 +572,13 @@ class Search:
         return True
 
     # -- the loop ---------------------------------------------------------------------------------------------------
-    def stop_reason(self) -> str | None:
+    def stop_reason(self, ahead: int = 0) -> str | None:
+        """Why the run stops, or None; ahead: candidates in the pipeline, which count toward --max-candidates (no new
+        one starts while they would reach it)."""
         c = self.config
         if self.best is not None and self.best.fitness is not None and self.best.fitness >= c.target:
             return f"target reached: fitness {self.best.fitness:.3f} >= {c.target}"
-        if c.max_candidates is not None and self.evaluated >= c.max_candidates:
+        if c.max_candidates is not None and self.evaluated + ahead >= c.max_candidates:
             return f"--max-candidates {c.max_candidates} evaluated"
         if c.budget_s is not None:
             elapsed = self.clock() - self.started - self.paused_s
@@ -537,6 +646,7 @@ class Search:
             except (OSError, UnicodeDecodeError):
                 continue  # an unreadable file is skipped here and reported by `evolve check-problem`
         self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
+        self.pipeline = self.make_pipeline()
 
     def run(self) -> Summary:
         self.start()
@@ -544,12 +654,26 @@ class Search:
         try:
             for cand in self.archive.pending(self.run_id):  # what a crash left in flight
                 self.emit({"kind": "resume", "candidate": cand})
-                self.evaluate(cand)
+                self._launch(cand)
             step = 0
-            while (stop := self.stop_reason()) is None:
+            while True:
                 if self.archive.paused(self.run_id):
                     self.hold()
                     continue  # the limits are looked at again before the next step
+                if self.pipeline.dead:
+                    stop = f"no evaluation lane is left ({self.pipeline.dead}); check the GPUs, then --resume"
+                    break
+                reason = self.stop_reason(ahead=len(self._waiting))
+                if reason is not None or not self.pipeline.room():
+                    if self._waiting:  # a limit is near, or the pipeline is full: let a verdict in first
+                        self._collect()
+                        continue
+                    if (stop := self.stop_reason()) is not None:
+                        break
+                    continue
+                if self.followups:  # a repair asked for by a verdict that came in
+                    self.followups.popleft()()
+                    continue
                 island = step % len(self.population.islands)
                 step += 1
                 if self.material_step(island):
@@ -557,6 +681,9 @@ class Search:
                 elif self.proposer is None:
                     if not self.compose_step(island) and not self.tune_step(island) \
                             and not any(self.tune_step(i) for i in range(len(self.population.islands))):
+                        if self._waiting:  # their verdicts may open new settings to try
+                            self._collect()
+                            continue
                         stop = "every knob setting the tuner would try has been evaluated"
                         break
                 elif self.rng.random() < self.config.search.compose_share and self.compose_step(island):
@@ -569,13 +696,16 @@ class Search:
                     self.emit({"kind": "migrate", "islands": self.population.migrate()})
                 if self.evaluated - self.profiled_at >= self.config.profile.every:
                     self.profiled_at = self.evaluated
+                    self.drain()  # the profiler needs the card to itself
                     self.profile_step()
             spent = stop.startswith(("--budget", "--max-cost", "the default budget"))  # nothing left for advice
             if self.evaluated > self.evaluated_before and not spent:
+                self.drain()
                 self.profile_step()  # the run's best, where it has none yet: the next run's prompts read it
                 self.retime_step()
         except KeyboardInterrupt:
             stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
+        self.pipeline.close()  # candidates still in it stay pending in the archive: --resume evaluates them
         self.keep_answered()
         self.archive.finish_run(self.run_id, stop)
         shutil.rmtree(self.work, ignore_errors=True)

@@ -63,12 +63,16 @@ def abi_version() -> int:
     return max(int(version), 0)
 
 
-def apply(writable: list[str], ports: range | tuple = ()) -> str:
+def apply(writable: list[str], ports: range | tuple = (), devices: bool = True) -> str:
     """Jail this process. Returns 'landlock ABI N' when applied, else 'none: <why>'.
 
     ports: TCP ports the jailed processes may still bind and connect to (Landlock ABI 4 and up; every other port stays
     closed). Only the profiler's child asks for any: Nsight Compute's front end and the process it profiles talk over
     a local TCP port.
+
+    devices: whether the GPU's device files (/dev/nvidia*, /dev/dri/*) may be opened for writing, which the CUDA driver
+    needs; a process jailed without them cannot reach a GPU whatever it does to its environment (the compile-only
+    runner, which may run beside another candidate's timing).
 
     Landlock binds the thread that applies it and the threads it starts afterwards, so it must be applied while the
     process has one thread: a thread started earlier would stay outside the jail."""
@@ -93,8 +97,8 @@ def apply(writable: list[str], ports: range | tuple = ()) -> str:
         return f"none: landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
     try:
         file_rights = WRITE_FILE | (TRUNCATE if abi >= 3 else 0)
-        paths = [(p, fs) for p in writable] + [(p, file_rights) for pattern in DEVICE_FILES
-                                                for p in glob.glob(pattern)]
+        allowed = DEVICE_FILES if devices else DEVICE_FILES[:3]  # /dev/null, /dev/zero, /dev/full
+        paths = [(p, fs) for p in writable] + [(p, file_rights) for pattern in allowed for p in glob.glob(pattern)]
         for path, rights in paths:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)

@@ -36,6 +36,7 @@ COMPILE_SEED = 1 << 42  # the compile rung's calls
 TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
 MAX_CALLS_PER_WINDOW = 256
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
+PRECOMPILE_MAX_BYTES = 1 << 31  # a benchmark case moving more is not compiled ahead (its inputs are made on the CPU)
 
 
 def _mix(secret: int, seed: int, case_seed: int | None = None) -> int:
@@ -62,6 +63,14 @@ def _build_triton_driver() -> None:
         triton.runtime.driver.active.utils  # noqa: B018 - building it is the point
     except Exception:  # noqa: BLE001 - a runner then builds its own, only slower
         pass
+
+
+def _uuid() -> str:
+    """The card's UUID as nvidia-smi prints it (GPU-...), which names it across processes, lanes and hosts."""
+    try:
+        return f"GPU-{torch.cuda.get_device_properties(0).uuid}"
+    except Exception:  # noqa: BLE001 - a torch without the field: the name alone then
+        return ""
 
 
 def _short(exc: BaseException) -> str:
@@ -116,9 +125,10 @@ class Measurer:
         for name, caller in self.callers.items():
             self.ready[name] = caller.recv("ready")
         first = next(iter(self.ready.values()))
-        device = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu (Triton interpreter)"
+        device = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu (Triton interpreter)" \
+            if self.mode == "cpu" else "cpu (compile for sm_90)"
         self.ch.send({"kind": "device", "mode": self.mode, "device": device, "torch": torch.__version__,
-                      "triton": _triton_version(), "jail": first["jail"]})
+                      "triton": _triton_version(), "jail": first["jail"], "uuid": _uuid() if self.mode == "gpu" else ""})
 
     @property
     def device_key(self) -> str:
@@ -224,11 +234,11 @@ class Measurer:
             self.ch.rung("load", True, None, time.perf_counter() - started)
         return True
 
-    def compile(self, runner: str) -> bool:
+    def compile(self, runner: str, cases=None) -> bool:
         started = time.perf_counter()
         device = self.device if runner == "gpu" else torch.device("cpu")
         sets = []
-        for case in self.problem.tests:
+        for case in self.problem.tests if cases is None else cases:
             inputs = self.inputs(case, COMPILE_SEED, device)
             sets.append(CallSet(inputs.leaves, [], inputs.tree))
         staged = time.perf_counter()
@@ -441,9 +451,19 @@ class Measurer:
                      clock="cuda-window" if gpu else "cpu-interpreter", **extra)
         return True
 
+    def precompile_cases(self) -> list:
+        """The cases a GPU evaluation will call the candidate on (tests, then benchmarks), for compiling ahead on the
+        CPU; a benchmark case whose traffic is over PRECOMPILE_MAX_BYTES is left to compile on the GPU (its inputs
+        would cost more to make here than its compile)."""
+        big = [c for c in self.problem.benchmarks if self.reference.profile(c)["bytes"] > PRECOMPILE_MAX_BYTES]
+        return list(self.problem.tests) + [c for c in self.problem.benchmarks if c not in big]
+
     # -- the ladder ---------------------------------------------------------------------------------------------------
     def ladder(self) -> None:
-        if self.mode == "gpu":
+        if self.mode == "precompile":  # load and compile only: the cache the runner fills is the product
+            steps = [("load", lambda: self.load("compile", "load")),
+                     ("compile", lambda: self.compile("compile", self.precompile_cases()))]
+        elif self.mode == "gpu":
             steps = [("load", lambda: self.load("gpu", "load")), ("compile", lambda: self.compile("gpu")),
                      ("run", lambda: self.run_rung("gpu")), ("correctness", lambda: self.correctness_rung("gpu")),
                      ("benchmark", self.benchmark_rung)]

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 
@@ -65,14 +67,18 @@ def _read_rows(src, dst, chunk: int) -> None:
     _READ_KERNEL[0][(src.numel() // chunk,)](src, dst, CHUNK=chunk, BLOCK=1024, num_warps=4)
 
 
+_STORING = threading.Lock()  # evaluation lanes on several GPUs store from threads of one process
+
+
 def store(cache_dir: Path, key: str, value: dict, name: str = "peaks.json") -> None:
     path = Path(cache_dir) / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        data = {}
-    data[key] = value
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(path)
+    with _STORING:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        data[key] = value
+        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")  # one writer per process at a time, under the lock
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)

@@ -326,7 +326,8 @@ def main(argv) -> int:
     in_fd, out_fd, mode, work, shm = int(argv[1]), int(argv[2]), argv[3], Path(argv[4]), argv[5]
     from . import jail
 
-    status = jail.apply([str(work), shm, "/proc/self"])
+    # The compile-only runner gets no GPU device files: it may run while another candidate is being timed.
+    status = jail.apply([str(work), shm, "/proc/self"], devices=mode != "compile")
     from . import lifeline
 
     # After the jail, never before: a thread started earlier would stay outside it (jail.apply refuses to jail a

@@ -34,7 +34,9 @@ from .wire import Malformed, parse
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
 # another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
-RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret")}
+# "precompile" fills a Triton cache for a GPU evaluation to come, compiling for sm_90 on the CPU: no process of it
+# can reach a GPU (harness/jail.py), so it may run while another candidate is timed.
+RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret"), "precompile": ("compile",)}
 
 
 @dataclass
@@ -74,7 +76,7 @@ def _hint(stderr_tail: str) -> str:
     return f"; stderr: {chosen[:200]}" if chosen else ""
 
 
-def _env(token: str, work: Path, extra: dict) -> dict:
+def _env(token: str, work: Path, extra: dict, gpu: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}
     env["EVOLVE_EVAL_TOKEN"] = token
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
@@ -85,7 +87,8 @@ def _env(token: str, work: Path, extra: dict) -> dict:
     if "expandable" in env.get("PYTORCH_CUDA_ALLOC_CONF", ""):
         env.pop("PYTORCH_CUDA_ALLOC_CONF")  # CUDA IPC cannot export memory mapped that way
     visible = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    env["CUDA_VISIBLE_DEVICES"] = visible[0] if visible else "0"  # one device: the window times all work on it
+    # one device: the window times all work on it (gpu: the lane's card, as the parent names it; "" for none)
+    env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else visible[0] if visible else "0"
     env.update(extra)
     return env
 
@@ -140,8 +143,8 @@ class Crew:
     """One evaluation's processes, started ahead of the job: imports, CUDA contexts and the runner's jail are paid
     while the evaluation before runs. The wall-clock limit counts from the moment the job is sent."""
 
-    def __init__(self, mode: str, trusted_cache: str):
-        self.mode = mode
+    def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None):
+        self.mode, self.gpu = mode, ("" if mode == "precompile" else gpu)
         self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
         self.shm = _shm_folder()
         self.key = secrets.token_bytes(32)
@@ -168,7 +171,7 @@ class Crew:
                     [sys.executable, "-m", "evolve.harness.runner", str(to_runner_r), str(from_runner_w), name,
                      str(folder), self.shm],
                     pass_fds=(to_runner_r, from_runner_w, life_r), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    cwd=folder, env=_env(self.token, folder, extra), start_new_session=True,
+                    cwd=folder, env=_env(self.token, folder, extra, self.gpu), start_new_session=True,
                     preexec_fn=_limits(1 << 30))
             os.close(to_runner_r)
             os.close(from_runner_w)
@@ -185,7 +188,7 @@ class Crew:
             self.procs["measurer"] = subprocess.Popen(
                 [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, *links],
                 pass_fds=(job_r, msg_w, life_r, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                cwd=self.work, env=_env(self.token, self.work, extra), start_new_session=True)
+                cwd=self.work, env=_env(self.token, self.work, extra, self.gpu), start_new_session=True)
         for fd in (job_r, msg_w, life_r, *close_after):
             os.close(fd)
 
@@ -280,28 +283,45 @@ class Crew:
 
 
 class Spares:
-    """Crews started ahead of need, one per (mode, trusted cache folder); all killed at interpreter exit."""
+    """Crews started ahead of need, one per (mode, trusted cache folder, GPU); all killed at interpreter exit. Lanes
+    on several GPUs take and prepare their own from threads of their own."""
 
     def __init__(self):
         self._ready: dict[tuple, Crew] = {}
+        self._lock = threading.Lock()
         atexit.register(self.clear)
 
-    def take(self, mode: str, trusted_cache: str) -> Crew:
-        crew = self._ready.pop((mode, trusted_cache), None)
+    def take(self, mode: str, trusted_cache: str, gpu: str | None = None) -> Crew:
+        with self._lock:
+            crew = self._ready.pop((mode, trusted_cache, gpu), None)
         if crew is not None and crew.alive():
             return crew
         if crew is not None:
             crew.discard()
-        return Crew(mode, trusted_cache)
+        return Crew(mode, trusted_cache, gpu)
 
-    def prepare(self, mode: str, trusted_cache: str) -> None:
-        if (mode, trusted_cache) not in self._ready:
-            self._ready[(mode, trusted_cache)] = Crew(mode, trusted_cache)
+    def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None) -> None:
+        with self._lock:
+            if (mode, trusted_cache, gpu) in self._ready:
+                return
+            self._ready[(mode, trusted_cache, gpu)] = None  # claimed: start it outside the lock
+        crew = Crew(mode, trusted_cache, gpu)
+        with self._lock:
+            self._ready[(mode, trusted_cache, gpu)] = crew
+
+    def drop(self, gpu: str | None = None) -> None:
+        """Discard the crews started ahead for one card (after it faulted, they may hold a broken context)."""
+        with self._lock:
+            keys = [k for k, crew in self._ready.items() if k[2] == gpu and crew is not None]
+            crews = [self._ready.pop(k) for k in keys]
+        for crew in crews:
+            crew.discard()
 
     def clear(self) -> None:
-        for crew in self._ready.values():
+        with self._lock:
+            crews, self._ready = [c for c in self._ready.values() if c is not None], {}
+        for crew in crews:
             crew.discard()
-        self._ready.clear()
 
 
 SPARES = Spares()

@@ -61,6 +61,7 @@ class Verdict:
     setup: tuple[Mapping[str, Any], ...] = ()  # how the processes were started and waited for
     jail: str | None = None
     work: tuple[str, ...] = ()  # evaluation folders kept for inspection (EvalOptions.keep_work)
+    gpu: str | None = None  # the card that measured it (its UUID, GPU-...), where the measurer reported one
 
     @property
     def ok(self) -> bool:
@@ -88,6 +89,8 @@ class Verdict:
                "setup": [dict(s) for s in self.setup], "jail": self.jail}
         if self.work:
             out["work"] = list(self.work)
+        if self.gpu:
+            out["gpu"] = self.gpu
         return out
 
     @classmethod
@@ -97,4 +100,4 @@ class Verdict:
                    rungs=tuple(RungResult.from_json(r) for r in d.get("rungs") or ()),
                    fitness=d.get("fitness"), shapes=tuple(d.get("shapes") or ()), secret=d.get("secret"),
                    versions=dict(d.get("versions") or {}), setup=tuple(d.get("setup") or ()), jail=d.get("jail"),
-                   work=tuple(d.get("work") or ()))
+                   work=tuple(d.get("work") or ()), gpu=d.get("gpu") or None)

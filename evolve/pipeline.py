@@ -1,0 +1,305 @@
+"""The evaluation pipeline: candidates compiled ahead in a pool of CPU processes, then evaluated on lanes, one per GPU.
+
+A lane is one card and runs one evaluation at a time: the whole ladder of a candidate (its compile rung loading what
+was compiled ahead, run, correctness, benchmark) holds the card alone, so a benchmark never shares its card with other
+work. What runs beside it: the pool's compiles, whose processes cannot open a GPU (harness/jail.py), the model calls,
+and the next evaluation's processes starting up (imports and a CUDA context, no candidate code). The pipeline keeps at
+most `depth` candidates between submit and collect, so proposals are not asked for far ahead of the lanes.
+
+A lane whose evaluation fails for the harness's reasons (the evaluation raised, or the device could not be prepared
+before the candidate was loaded: a card that fell off the bus, a broken driver) is a faulted lane: its candidate goes
+back to the front of the queue for another lane (or this one once it is healthy again), and the lane checks its card
+(`probe`) before it takes work again, retiring after repeated failed checks. A candidate's own crash (an illegal
+address that poisons its CUDA context) is its verdict, not a lane fault: every evaluation starts processes of its own.
+
+Lanes are threads of this process by default; a lane is anything with `name`, `evaluate(job)` and `probe()`, so other
+kinds of lanes (actors on a cluster) fit the same queue.
+"""
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+FAULT_PREFIXES = ("the harness could not prepare the device", "the runner failed to start")
+MAX_ATTEMPTS = 3  # lanes a candidate may fault before it is reported as not evaluated
+PROBE_BACKOFF_S = (1.0, 5.0, 20.0)  # waits before a faulted lane's checks; after the last fails the lane retires
+
+
+class LaneFault(Exception):
+    """An evaluation that failed for the lane's reasons, not the candidate's."""
+
+
+def harness_fault(verdict) -> str | None:
+    """Why a verdict is the harness's failure rather than the candidate's (None when it is the candidate's)."""
+    failure = verdict.failure if verdict is not None else None
+    if failure is not None and failure.name == "load" and (failure.reason or "").startswith(FAULT_PREFIXES):
+        return failure.reason
+    return None
+
+
+@dataclass
+class Job:
+    cand_id: int
+    path: Path
+    seq: int
+    submitted: float
+    attempts: int = 0
+    precompile: dict | None = None  # what the compile pool reported
+    ready: threading.Event = field(default_factory=threading.Event)
+    faults: list = field(default_factory=list)  # lane fault reasons so far
+
+
+@dataclass(frozen=True)
+class Done:
+    cand_id: int
+    verdict: object | None  # harness Verdict; None when no lane could evaluate it
+    seconds: float  # the lane's time for it
+    lane: str
+    waited_s: float  # from submit to the lane taking it
+    precompile: dict | None = None
+    error: str | None = None  # why there is no verdict
+
+
+class ThreadLane:
+    """A GPU (or the CPU) of this host: the harness's evaluate with the lane's card, in a thread of this process."""
+
+    def __init__(self, name: str, gpu: str | None, evaluate_fn, problem_path, options, probe_fn=None):
+        """options: the harness's EvalOptions, or a function (job, gpu) -> EvalOptions for options per candidate."""
+        self.name, self.gpu = name, gpu
+        self._evaluate, self.problem_path, self._probe = evaluate_fn, problem_path, probe_fn
+        self._options = options if callable(options) else (lambda job, gpu: replace(options, gpu=gpu))
+
+    def evaluate(self, job: Job):
+        verdict = self._evaluate(job.path, self.problem_path, self._options(job, self.gpu))
+        reason = harness_fault(verdict)
+        if reason:
+            raise LaneFault(reason)
+        return verdict
+
+    def probe(self) -> bool:
+        return self._probe(self.gpu) if self._probe else True
+
+    def reset(self) -> None:
+        """After a fault: processes started ahead for this card may hold a broken context."""
+        from .harness.sandbox import SPARES
+
+        SPARES.drop(gpu=self.gpu)
+
+
+class Pipeline:
+    """submit() candidates while room(); collect() their results as lanes finish them."""
+
+    def __init__(self, lanes: list, precompile_fn=None, compile_workers: int = 0, depth: int | None = None,
+                 on_event=None, sleep=time.sleep, clock=time.monotonic):
+        if not lanes:
+            raise ValueError("a pipeline needs at least one lane")
+        self.lanes = list(lanes)
+        self.depth = depth or (len(self.lanes) + (compile_workers if precompile_fn else 0))
+        self.emit = on_event or (lambda event: None)
+        self._precompile = precompile_fn if compile_workers > 0 else None
+        self._pool = ThreadPoolExecutor(max_workers=compile_workers, thread_name_prefix="evolve-compile") \
+            if self._precompile else None
+        self._sleep, self.clock = sleep, clock
+        self._seq = itertools.count()
+        self._queue: list[Job] = []  # waiting for a lane, oldest first
+        self._cond = threading.Condition()
+        self._done: queue.Queue[Done] = queue.Queue()
+        self._inside: dict[int, Job] = {}  # submitted, not yet collected
+        self._retired: dict[str, str] = {}
+        self._closed = False
+        self.busy: dict[str, list[tuple[float, float]]] = {lane.name: [] for lane in self.lanes}  # lease intervals
+        self._threads = [threading.Thread(target=self._lane_loop, args=(lane,), daemon=True,
+                                          name=f"evolve-lane-{lane.name}") for lane in self.lanes]
+        for thread in self._threads:
+            thread.start()
+
+    # -- the caller's side ------------------------------------------------------------------------------------------
+    def room(self) -> bool:
+        with self._cond:
+            return len(self._inside) < self.depth and len(self._retired) < len(self.lanes)
+
+    @property
+    def dead(self) -> str | None:
+        """Why no lane is left to evaluate anything, or None."""
+        with self._cond:
+            if len(self._retired) < len(self.lanes):
+                return None
+            return "; ".join(f"{name}: {why}" for name, why in self._retired.items())
+
+    @property
+    def inside(self) -> list[int]:
+        """Candidates submitted and not yet collected, in submission order."""
+        with self._cond:
+            return [job.cand_id for job in sorted(self._inside.values(), key=lambda j: j.seq)]
+
+    def submit(self, cand_id: int, path: Path) -> None:
+        job = Job(cand_id, Path(path), next(self._seq), self.clock())
+        with self._cond:
+            if self._closed or len(self._retired) == len(self.lanes):
+                raise RuntimeError("the pipeline is closed" if self._closed else "no evaluation lane is left")
+            if len(self._inside) >= self.depth:
+                raise RuntimeError(f"the pipeline is full ({self.depth} candidates): collect first")
+            self._inside[cand_id] = job
+            self._queue.append(job)
+        if self._pool is not None:
+            self._pool.submit(self._compile, job)
+        else:
+            job.ready.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def collect(self, timeout: float | None = None) -> Done | None:
+        """The next finished candidate (in the order lanes finish them); None after timeout, or when nothing is in."""
+        with self._cond:
+            if not self._inside:
+                return None
+        try:
+            done = self._done.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        with self._cond:
+            self._inside.pop(done.cand_id, None)
+        return done
+
+    def close(self) -> None:
+        """Stop taking work; evaluations running finish in their threads (their processes die with this one)."""
+        with self._cond:
+            self._closed = True
+            self._queue.clear()
+            self._cond.notify_all()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- the pool ---------------------------------------------------------------------------------------------------
+    def _compile(self, job: Job) -> None:
+        try:
+            if not self._closed:
+                job.precompile = self._precompile(job.path)
+        except Exception as exc:  # noqa: BLE001 - compiling ahead is an optimisation: the lane compiles instead
+            job.precompile = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"[:300], "seconds": 0.0}
+        finally:
+            job.ready.set()
+            with self._cond:
+                self._cond.notify_all()
+
+    # -- the lanes --------------------------------------------------------------------------------------------------
+    def _take(self, lane) -> Job | None:
+        """The oldest job whose compile ahead is done (the lane waits for one); None once closed."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                for job in self._queue:
+                    if job.ready.is_set():
+                        self._queue.remove(job)
+                        return job
+                self._cond.wait(timeout=0.5)
+
+    def _lane_loop(self, lane) -> None:
+        while (job := self._take(lane)) is not None:
+            began = self.clock()
+            try:
+                verdict = lane.evaluate(job)
+            except Exception as exc:  # noqa: BLE001 - LaneFault, or the harness itself raising
+                self.busy[lane.name].append((began, self.clock()))
+                reason = str(exc) if isinstance(exc, LaneFault) else f"{type(exc).__name__}: {exc}"
+                self._fault(lane, job, reason[:500])
+                if not self._recover(lane):
+                    return
+                continue
+            ended = self.clock()
+            self.busy[lane.name].append((began, ended))
+            self._done.put(Done(job.cand_id, verdict, ended - began, lane.name, began - job.submitted,
+                                job.precompile))
+
+    def _fault(self, lane, job: Job, reason: str) -> None:
+        job.attempts += 1
+        job.faults.append(f"{lane.name}: {reason}")
+        self.emit({"kind": "lane_fault", "lane": lane.name, "candidate": job.cand_id, "reason": reason,
+                   "requeued": job.attempts < MAX_ATTEMPTS})
+        if job.attempts >= MAX_ATTEMPTS:
+            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted, job.precompile,
+                                error=f"not evaluated: {job.attempts} lanes failed it ({'; '.join(job.faults)})"))
+            return
+        with self._cond:
+            if not self._closed:
+                self._queue.insert(0, job)  # first in line again: it was taken first
+            self._cond.notify_all()
+
+    def _recover(self, lane) -> bool:
+        """Check a faulted lane's card before it takes work again; False when the lane retires."""
+        try:
+            lane.reset()
+        except Exception:  # noqa: BLE001 - nothing to reset
+            pass
+        for wait in PROBE_BACKOFF_S:
+            self._sleep(wait)
+            if self._closed:
+                return False
+            try:
+                if lane.probe():
+                    self.emit({"kind": "lane_back", "lane": lane.name})
+                    return True
+            except Exception:  # noqa: BLE001 - a probe that raises is a failed check
+                pass
+        with self._cond:
+            self._retired[lane.name] = "its card failed every check"
+            retired_all = len(self._retired) == len(self.lanes)
+            stranded = list(self._queue) if retired_all else []
+            if retired_all:
+                self._queue.clear()
+        self.emit({"kind": "lane_retired", "lane": lane.name})
+        for job in stranded:  # no lane is left to take them
+            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted, job.precompile,
+                                error="not evaluated: every lane's card failed its checks"))
+        return False
+
+
+def probe_gpu(gpu: str | None, timeout_s: float = 60.0) -> bool:
+    """A fresh process makes a CUDA context on the card and runs one kernel: whether the card works."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    code = "import torch; x = torch.ones(1024, device='cuda'); assert float(x.sum()) == 1024.0"
+    try:
+        return subprocess.run([sys.executable, "-c", code], env=env, timeout=timeout_s,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def visible_gpus() -> list[str]:
+    """The cards this process may use, as CUDA_VISIBLE_DEVICES would name them to a child."""
+    import os
+
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if visible:
+        return visible
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # noqa: BLE001 - no torch CUDA: no cards
+        return []
+
+
+def parse_gpus(text: str | None) -> list[str] | None:
+    """'0,1' -> ['0', '1']; 'all' or None -> None (every visible card)."""
+    if text is None or text.strip().lower() in ("", "all"):
+        return None
+    gpus = [part.strip() for part in text.split(",") if part.strip()]
+    for gpu in gpus:
+        if not (gpu.isdigit() or gpu.startswith(("GPU-", "MIG-"))):
+            raise ValueError(f"--gpus {text!r}: give card indices or UUIDs separated by commas, e.g. --gpus 0,1")
+    if len(set(gpus)) != len(gpus):
+        raise ValueError(f"--gpus {text!r} names a card twice")
+    return gpus
