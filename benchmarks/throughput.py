@@ -1,14 +1,17 @@
 """Search throughput: full evaluations per GPU-hour with a proposer that answers instantly, where the time goes, and
 how busy the GPU was. Prints a table.
 
-    python benchmarks/throughput.py [--problem problems/softmax] [--candidates 30] [--device auto]
+    python benchmarks/throughput.py [--problem problems/softmax] [--candidates 30] [--device auto] [--gpus 0,1]
+                                    [--compile-workers N]
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
 proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed; no knob tuner
-and no composites. Time per evaluation is split by rung from the verdicts: compile (load and compile), correctness
-(run and correctness), timing (benchmark), and the rest of the evaluation (process start-up waits, inputs, teardown);
-"outside" is the loop's own time between evaluations. The GPU's busy fraction is read from the driver (`nvidia-smi
---query-gpu=utilization.gpu` every 200 ms): the share of samples above 0%, and their mean. The seed's fitness is
+and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated over
+the run's wall time times the lanes (cards) used. A lane's time per evaluation is split by rung from the verdicts:
+compile (load and compile; kernels compiled ahead on the CPU are loaded here), correctness (run and correctness),
+timing (benchmark), and the rest (process start-up waits, inputs, teardown); "lane idle" is the share of the lanes'
+wall time with no evaluation on them. The cards' busy fraction is read from the driver (`nvidia-smi
+--query-gpu=index,utilization.gpu` every 200 ms): the share of samples above 0%, and their mean. The seed's fitness is
 reported from the first candidate (the seed itself), so before/after figures can be compared with the same script.
 """
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, evaluate, load_problem
+from evolve.harness.ladder import precompile
+from evolve.pipeline import parse_gpus, visible_gpus
 from evolve.proposer import Proposal
 from evolve.search import Search
 
@@ -46,12 +51,13 @@ class Instant:
 
 
 class GpuSampler:
-    def __init__(self, period_ms: int = 200):
+    def __init__(self, cards: list[str], period_ms: int = 200):
         self.samples: list[float] = []
         self.proc = None
-        if shutil.which("nvidia-smi"):
+        if shutil.which("nvidia-smi") and cards:
             self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                                          "-i", "0", "-lms", str(period_ms)], stdout=subprocess.PIPE, text=True)
+                                          "-i", ",".join(cards), "-lms", str(period_ms)],
+                                         stdout=subprocess.PIPE, text=True)
             threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -72,16 +78,23 @@ def main():
     parser.add_argument("--problem", default=str(ROOT / "problems" / "softmax"))
     parser.add_argument("--candidates", type=int, default=30)
     parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    parser.add_argument("--gpus", default=None, help="cards, one lane each (e.g. 0,1); default: every visible one")
+    parser.add_argument("--compile-workers", type=int, default=None,
+                        help="processes compiling ahead on the CPU (0: none); default: evolve run's")
+    parser.add_argument("--progress", action="store_true", help="print each verdict and lane event as it comes")
     args = parser.parse_args()
     problem = load_problem(args.problem)
     seed = problem.seed_files()[0].read_text()
+    gpus = parse_gpus(args.gpus)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "throughput.db"
         config = RunConfig(problem_dir=args.problem, db=str(db), max_candidates=args.candidates, seed=1,
                            search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
-                           eval=EvalOptions(device=args.device, prewarm=True), profile=ProfileConfig(top=0))
+                           eval=EvalOptions(device=args.device, prewarm=True), profile=ProfileConfig(top=0),
+                           retime_top=0, gpus=tuple(gpus) if gpus else None, compile_workers=args.compile_workers)
         archive = Archive(db)
-        sampler = GpuSampler()
+        lanes_seen: list = []
+        sampler = GpuSampler(list(gpus) if gpus else (visible_gpus() if args.device != "cpu" else []))
         started = time.monotonic()
         walls: dict[str, float] = {}
 
@@ -91,7 +104,17 @@ def main():
             walls[Path(path).name] = time.monotonic() - began
             return verdict
 
-        summary = Search(config, archive, Instant(seed), evaluate=timed).run()
+        def note(event):
+            if event["kind"] == "lanes":
+                lanes_seen.append(event)
+            if args.progress and event["kind"] in ("lanes", "candidate", "lane_fault", "lane_retired", "unevaluated"):
+                c = event.get("candidate")
+                print(f"{time.monotonic() - started:7.1f} s  {event['kind']}  "
+                      f"{c.id if hasattr(c, 'id') else c or ''} {getattr(c, 'reason', '') or ''} "
+                      f"{event.get('reason') or ''} {event.get('lanes') or ''}", flush=True)
+
+        summary = Search(config, archive, Instant(seed), evaluate=timed, precompile=precompile,
+                         on_event=note).run()
         wall = time.monotonic() - started
         sampler.stop()
         cands = [c for c in archive.candidates(summary.run_id) if c.status == "evaluated"]
@@ -112,16 +135,19 @@ def main():
         device = archive.run(summary.run_id)["device"]
         archive.close()
     n = len(cands)
-    print(f"throughput: {problem.name}, {n} candidates on {device}, instant proposer, {time.strftime('%Y-%m-%d')}")
-    print(f"| wall | evaluations per GPU-hour | per evaluation | {' | '.join(split)} | outside | GPU busy | GPU util mean "
-          f"| seed fitness |")
-    print("| --- " * (7 + len(split)) + "|")
+    lanes = lanes_seen[0]["lanes"] if lanes_seen else ["?"]
+    workers = lanes_seen[0]["compile_workers"] if lanes_seen else 0
+    print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)}, {workers} compiling ahead,"
+          f" instant proposer, {time.strftime('%Y-%m-%d')}")
+    print(f"| wall | evaluations per GPU-hour | wall per evaluation | lane time: {' | '.join(split)} | lane idle | "
+          f"GPU busy | GPU util mean | seed fitness |")
+    print("| --- " * (8 + len(split)) + "|")
     per = wall / n if n else float("nan")
-    outside = (wall - sum(eval_wall)) / n if n else float("nan")
+    idle = 1 - sum(eval_wall) / (wall * len(lanes)) if n else float("nan")
     busy = (sum(s > 0 for s in sampler.samples) / len(sampler.samples)) if sampler.samples else None
     util = statistics.mean(sampler.samples) if sampler.samples else None
     cells = [f"{statistics.mean(v):.2f} s" if v else "-" for v in split.values()]
-    print(f"| {wall:.0f} s | {3600 / per:.0f} | {per:.2f} s | {' | '.join(cells)} | {outside:.2f} s | "
+    print(f"| {wall:.0f} s | {3600 / (per * len(lanes)):.0f} | {per:.2f} s | {' | '.join(cells)} | {idle:.0%} | "
           f"{'-' if busy is None else f'{busy:.0%}'} | {'-' if util is None else f'{util:.0f}%'} | "
           f"{'-' if seed_fitness is None else f'{seed_fitness:.3f}'} |")
 

@@ -91,7 +91,7 @@ class RunConfig:
     retime_rounds: int = 3
     context_dirs: tuple[str, ...] = ()  # --context DIR: folders added to the searchable context
     gpus: tuple[str, ...] | None = None  # --gpus: the cards with an evaluation lane each; None: every visible one
-    compile_workers: int | None = None  # processes compiling ahead on the CPU (GPU runs); None: a quarter of cores
+    compile_workers: int | None = None  # processes compiling ahead on the CPU (GPU runs); None or 0: none
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""

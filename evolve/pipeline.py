@@ -100,7 +100,8 @@ class Pipeline:
             raise ValueError("a pipeline needs at least one lane")
         self.lanes = list(lanes)
         self.depth = depth or (len(self.lanes) + (compile_workers if precompile_fn else 0))
-        self.emit = on_event or (lambda event: None)
+        self._on_event = on_event or (lambda event: None)
+        self._events: queue.SimpleQueue = queue.SimpleQueue()  # from lane threads, handed over in collect()
         self._precompile = precompile_fn if compile_workers > 0 else None
         self._pool = ThreadPoolExecutor(max_workers=compile_workers, thread_name_prefix="evolve-compile") \
             if self._precompile else None
@@ -154,7 +155,8 @@ class Pipeline:
             self._cond.notify_all()
 
     def collect(self, timeout: float | None = None) -> Done | None:
-        """The next finished candidate (in the order lanes finish them); None after timeout, or when nothing is in."""
+        """The next finished candidate (in the order lanes finish them); None after timeout, or when nothing is in.
+        The lanes' events (faults, checks) reach on_event here, in the caller's thread."""
         with self._cond:
             if not self._inside:
                 return None
@@ -162,9 +164,22 @@ class Pipeline:
             done = self._done.get(timeout=timeout)
         except queue.Empty:
             return None
+        finally:
+            self._flush()
         with self._cond:
             self._inside.pop(done.cand_id, None)
         return done
+
+    def emit(self, event: dict) -> None:
+        self._events.put(event)
+
+    def _flush(self) -> None:
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return
+            self._on_event(event)
 
     def close(self) -> None:
         """Stop taking work; evaluations running finish in their threads (their processes die with this one)."""

@@ -96,6 +96,19 @@ class Progress:
         elif kind == "retime":
             figure = f"{event['figure']:.3f}" if event["figure"] is not None else f"failed ({event['reason']})"
             line = f"  round {event['round']}: #{event['candidate_id']} {figure}"
+        elif kind == "lanes":
+            ahead = f", {event['compile_workers']} compiling ahead on the CPU" if event["compile_workers"] else ""
+            line = f"evaluating on {', '.join(event['lanes'])} (one evaluation per card at a time{ahead})"
+        elif kind == "lane_fault":
+            then = "queued again" if event["requeued"] else "left pending for --resume"
+            line = (f"lane {event['lane']} failed #{event['candidate']} for the harness's reasons ({event['reason']}); "
+                    f"the candidate is {then}; checking the card")
+        elif kind == "lane_back":
+            line = f"lane {event['lane']} passed its check and takes work again"
+        elif kind == "lane_retired":
+            line = f"lane {event['lane']} retired: its card failed every check"
+        elif kind == "unevaluated":
+            line = f"#{event['candidate'].id} was not evaluated ({event['reason']}); --resume evaluates it"
         elif kind == "context_off":
             line = f"no searchable context for this run: {event['reason']}"
         elif kind == "profile_off":

@@ -108,11 +108,7 @@ def noise_of(verdict: Verdict) -> float:
     return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
 
 
-def _default_compile_workers() -> int:
-    """Processes compiling ahead on the CPU: a quarter of the cores, 1 to 4."""
-    import os
-
-    return max(1, min(4, (os.cpu_count() or 1) // 4))
+UNEVALUATED_STOP = 3  # candidates in a row that no lane could evaluate before the run stops
 
 
 def _precompile_useful() -> bool:
@@ -154,6 +150,7 @@ class Search:
         self._waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
         self.lost: list[int] = []  # candidates no lane could evaluate (left pending)
+        self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
         self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
         self.run_id = 0
         self.evaluated = 0
@@ -197,9 +194,7 @@ class Search:
         lanes = [ThreadLane(f"gpu{card}", card, self._evaluate, self.problem.path, self._options,
                             probe_gpu if self._evaluate is harness_evaluate else None) for card in cards] \
             or [ThreadLane("cpu" if not gpu else "gpu", None, self._evaluate, self.problem.path, self._options)]
-        workers = c.compile_workers if gpu else 0
-        if workers is None:
-            workers = _default_compile_workers() if gpu else 0
+        workers = (c.compile_workers or 0) if gpu else 0
         precompile = self._precompile if workers and gpu and self._precompile and (
             self._precompile is not harness_precompile or _precompile_useful()) else None
         self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes],
@@ -240,7 +235,10 @@ class Search:
         if done.verdict is None:  # no lane could evaluate it: it stays pending in the archive for --resume
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": done.error})
             self.lost.append(cand.id)
+            self.unevaluated_run += 1
+            self.last_unevaluated = done.error or ""
             return True
+        self.unevaluated_run = 0
         self.eval_seconds.append(done.seconds)
         dump = self.work / f"artifacts_{cand.id}"
         if dump.is_dir():
@@ -591,6 +589,9 @@ class Search:
             return f"--max-cost ${c.max_cost:g} spent"
         if self.since_improvement >= c.search.stagnation:
             return f"no improvement in {c.search.stagnation} evaluated candidates"
+        if self.unevaluated_run >= UNEVALUATED_STOP:
+            return (f"the harness could not evaluate {self.unevaluated_run} candidates in a row (the last: "
+                    f"{self.last_unevaluated[:300]}); they stay pending: check the GPUs, then --resume")
         if self.unusable >= c.search.unusable:
             # without this a broken provider (or a model that only repeats itself) would be asked forever, since
             # the other limits count evaluated candidates

@@ -82,3 +82,35 @@ def test_a_process_with_threads_is_not_called_jailed():
             "threading.Thread(target=time.sleep, args=(5,), daemon=True).start(); print(jail.apply([]))")
     status = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert status.startswith("none: 2 threads were running"), status
+
+
+DEVICES = textwrap.dedent('''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    from evolve.harness import jail
+    work, card, devices = sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+    jail.DEVICE_FILES = jail.DEVICE_FILES[:3] + (card,)  # a stand-in for /dev/nvidia0 where none is
+    seen = {"status": jail.apply([work], devices=devices)}
+    try:
+        open(card, "r+b").close()  # the CUDA driver opens its device files for reading and writing
+        seen["open_card"] = "allowed"
+    except OSError as exc:
+        seen["open_card"] = f"refused ({exc.errno})"
+    print(json.dumps(seen))
+''')
+
+
+@needs_landlock
+@pytest.mark.parametrize("devices", [True, False])
+def test_a_process_jailed_without_devices_cannot_open_a_gpu(tmp_path, devices):
+    """The compile-only runner (which may run while another candidate is timed) is jailed without the GPU's device
+    files: whatever it does to CUDA_VISIBLE_DEVICES, the driver cannot open the card."""
+    work = tmp_path / "work"
+    work.mkdir()
+    card = tmp_path / "nvidia0"
+    card.write_bytes(b"")
+    out = subprocess.run([sys.executable, "-c", DEVICES, str(ROOT), str(work), str(card), "1" if devices else "0"],
+                         capture_output=True, text=True, timeout=60)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["status"].startswith("landlock ABI")
+    assert seen["open_card"] == ("allowed" if devices else "refused (13)")

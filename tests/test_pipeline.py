@@ -1,0 +1,308 @@
+"""The evaluation pipeline with fake lanes (threads standing in for GPUs), the compiled-kernel store, and the search
+over several lanes: order, one evaluation per card at a time, a faulted lane's candidate queued again, bounded
+depth, and a run that stops when no lane can evaluate anything."""
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evolve import pipeline as pl
+from evolve.archive import Archive
+from evolve.config import ProfileConfig, RunConfig, SearchConfig
+from evolve.harness import EvalOptions, load_problem
+from evolve.harness.compiled import Store, key
+from evolve.proposer import Proposal
+from evolve.search import Search
+from verdicts import ladder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FakeLane:
+    """A card: evaluations take `seconds`; `faults` of them (by candidate id) fail for the lane's reasons."""
+
+    def __init__(self, name, seconds=0.05, faults=(), probe=True, log=None):
+        self.name, self.seconds, self.faults, self._probe = name, seconds, set(faults), probe
+        self.log = log if log is not None else []
+        self.running = 0
+        self.most = 0
+        self.lock = threading.Lock()
+
+    def evaluate(self, job):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            self.log.append((self.name, job.cand_id, "start", time.monotonic()))
+            time.sleep(self.seconds)
+            if job.cand_id in self.faults:
+                self.faults.discard(job.cand_id)
+                raise pl.LaneFault("the harness could not prepare the device before loading the candidate: Xid 79")
+            self.log.append((self.name, job.cand_id, "end", time.monotonic()))
+            return ladder(fitness=0.5)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def probe(self):
+        return self._probe
+
+    def reset(self):
+        pass
+
+
+def drain(pipe, n, timeout=20):
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n and time.monotonic() < deadline:
+        done = pipe.collect(timeout=0.2)
+        if done is not None:
+            out.append(done)
+    return out
+
+
+def test_one_lane_evaluates_in_submission_order_one_at_a_time(tmp_path):
+    lane = FakeLane("gpu0")
+    pipe = pl.Pipeline([lane], depth=3, sleep=lambda s: None)
+    for i in (1, 2, 3):
+        pipe.submit(i, tmp_path / f"{i}.py")
+    assert not pipe.room()  # bounded: a fourth waits until one is collected
+    with pytest.raises(RuntimeError, match="full"):
+        pipe.submit(4, tmp_path / "4.py")
+    done = drain(pipe, 3)
+    assert [d.cand_id for d in done] == [1, 2, 3]
+    assert all(d.verdict is not None and d.lane == "gpu0" for d in done)
+    assert lane.most == 1  # the card's one timing lease
+    intervals = pipe.busy["gpu0"]
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(intervals, intervals[1:]))
+    assert pipe.room() and pipe.inside == []
+    pipe.close()
+
+
+def test_two_lanes_share_the_work_and_never_run_two_on_one_card(tmp_path):
+    lanes = [FakeLane("gpu0", 0.1), FakeLane("gpu1", 0.1)]
+    pipe = pl.Pipeline(lanes, sleep=lambda s: None)
+    assert pipe.depth == 2
+    began = time.monotonic()
+    submitted, collected = 0, []
+    while len(collected) < 8:
+        while submitted < 8 and pipe.room():
+            submitted += 1
+            pipe.submit(submitted, tmp_path / f"{submitted}.py")
+        done = pipe.collect(timeout=5)
+        assert done is not None
+        collected.append(done)
+    wall = time.monotonic() - began
+    assert sorted(d.cand_id for d in collected) == list(range(1, 9))
+    assert {d.lane for d in collected} == {"gpu0", "gpu1"}
+    assert all(lane.most == 1 for lane in lanes)
+    assert wall < 8 * 0.1 * 0.8  # both cards worked at once (8 x 0.1 s one after another would be 0.8 s)
+    pipe.close()
+
+
+def test_a_compile_ahead_runs_beside_the_lane_and_a_lane_takes_only_compiled_candidates(tmp_path):
+    lane = FakeLane("gpu0", 0.15)
+    compiled_at = {}
+
+    def precompile(path):
+        time.sleep(0.1)
+        compiled_at[Path(path).stem] = time.monotonic()
+        return {"ok": True, "seconds": 0.1}
+
+    pipe = pl.Pipeline([lane], precompile_fn=precompile, compile_workers=2, sleep=lambda s: None)
+    assert pipe.depth == 3
+    for i in (1, 2, 3):
+        pipe.submit(i, tmp_path / f"{i}.py")
+    done = drain(pipe, 3)
+    assert [d.cand_id for d in done] == [1, 2, 3]
+    starts = {cid: t for name, cid, what, t in lane.log if what == "start"}
+    ends = {cid: t for name, cid, what, t in lane.log if what == "end"}
+    for cid in (1, 2, 3):
+        assert starts[cid] >= compiled_at[str(cid)]  # never evaluated before its compile ahead finished
+    assert compiled_at["2"] < ends[1]  # the second compiled while the first was on the card
+    assert all(d.precompile == {"ok": True, "seconds": 0.1} for d in done)
+    pipe.close()
+
+
+def test_a_faulted_lane_requeues_its_candidate_and_comes_back_after_its_check(tmp_path):
+    events = []
+    lane = FakeLane("gpu0", 0.05, faults={1})
+    waits = []
+    pipe = pl.Pipeline([lane], depth=2, on_event=events.append, sleep=waits.append)
+    pipe.submit(1, tmp_path / "1.py")
+    pipe.submit(2, tmp_path / "2.py")
+    done = drain(pipe, 2)
+    assert [d.cand_id for d in done] == [1, 2]  # first in line again after the fault
+    assert all(d.verdict is not None for d in done)  # not lost: evaluated on its second try
+    kinds = [e["kind"] for e in events]
+    assert "lane_fault" in kinds and "lane_back" in kinds
+    fault = next(e for e in events if e["kind"] == "lane_fault")
+    assert fault["candidate"] == 1 and fault["lane"] == "gpu0" and fault["requeued"] and "Xid" in fault["reason"]
+    assert waits == [pl.PROBE_BACKOFF_S[0]]  # one check, passed
+    assert pipe.dead is None
+    pipe.close()
+
+
+def test_a_lane_whose_card_fails_its_checks_retires_and_the_others_go_on(tmp_path):
+    events = []
+    bad = FakeLane("gpu0", 0.01, faults={1, 2, 3}, probe=False)
+    good = FakeLane("gpu1", 0.2)
+    pipe = pl.Pipeline([bad, good], on_event=events.append, sleep=lambda s: None)
+    pipe.submit(1, tmp_path / "1.py")
+    pipe.submit(2, tmp_path / "2.py")
+    done = drain(pipe, 2)
+    assert sorted(d.cand_id for d in done) == [1, 2] and all(d.verdict is not None for d in done)
+    assert {d.lane for d in done} == {"gpu1"}
+    assert any(e["kind"] == "lane_retired" and e["lane"] == "gpu0" for e in events)
+    assert pipe.dead is None  # one lane is left
+    pipe.close()
+
+
+def test_when_every_lane_retires_the_candidates_come_back_without_verdicts(tmp_path):
+    lane = FakeLane("gpu0", 0.01, faults={1, 2}, probe=False)
+    pipe = pl.Pipeline([lane], depth=2, sleep=lambda s: None)
+    pipe.submit(1, tmp_path / "1.py")
+    pipe.submit(2, tmp_path / "2.py")
+    done = drain(pipe, 2)
+    assert sorted(d.cand_id for d in done) == [1, 2]
+    assert all(d.verdict is None and d.error.startswith("not evaluated") for d in done)
+    assert pipe.dead and "gpu0" in pipe.dead
+    assert not pipe.room()
+    with pytest.raises(RuntimeError, match="no evaluation lane"):
+        pipe.submit(3, tmp_path / "3.py")
+    pipe.close()
+
+
+def test_harness_fault_tells_the_lanes_reasons_from_the_candidates():
+    assert pl.harness_fault(ladder(fitness=0.5)) is None
+    assert pl.harness_fault(ladder(failed="compile")) is None  # the candidate's own failure
+    from dataclasses import replace
+
+    from evolve.harness import RungResult
+
+    broken = ladder(failed="load")
+    rungs = (RungResult("load", "failed", "the harness could not prepare the device before loading the candidate: "
+                                          "CUDA error: unknown error"),) + broken.rungs[1:]
+    assert pl.harness_fault(replace(broken, rungs=rungs)).startswith("the harness could not prepare")
+    rungs = (RungResult("load", "failed", "import failed: SyntaxError"),) + broken.rungs[1:]
+    assert pl.harness_fault(replace(broken, rungs=rungs)) is None
+
+
+def test_parse_gpus():
+    assert pl.parse_gpus("0,1") == ["0", "1"]
+    assert pl.parse_gpus(" 1 , 3 ") == ["1", "3"]
+    assert pl.parse_gpus("all") is None and pl.parse_gpus(None) is None
+    assert pl.parse_gpus("GPU-09d7f587-4d62-30c3-c2ab-3c037631954a") == ["GPU-09d7f587-4d62-30c3-c2ab-3c037631954a"]
+    with pytest.raises(ValueError, match="twice"):
+        pl.parse_gpus("0,0")
+    with pytest.raises(ValueError, match="indices or UUIDs"):
+        pl.parse_gpus("first")
+
+
+# -- the compiled-kernel store --------------------------------------------------------------------------------------
+def test_the_store_keeps_kernels_per_source_and_reads_only_plain_files(tmp_path):
+    runner = tmp_path / "runner_cache"
+    (runner / "ABC").mkdir(parents=True)
+    (runner / "ABC" / "kernel.cubin").write_bytes(b"\x7fELF" + b"x" * 100)
+    (runner / "ABC" / "kernel.json").write_text("{}")
+    (tmp_path / "secret").write_text("outside the runner's folder")
+    os.symlink(tmp_path / "secret", runner / "ABC" / "linked.json")  # a link out: not followed
+    os.mkfifo(runner / "ABC" / "pipe.json")  # would block a plain open: skipped
+    os.symlink(tmp_path, runner / "LINKDIR")  # a linked folder: skipped
+    (runner / "bad name!").mkdir()
+    (runner / "bad name!" / "x.json").write_text("{}")
+    store = Store(tmp_path / "cache")
+    versions = {"torch": "2.13.0", "triton": "3.9.0"}
+    mine, other = key(b"source A", versions), key(b"source B", versions)
+    assert mine != other and key(b"source A", {**versions, "triton": "3.6.0"}) != mine
+    assert store.save(mine, runner) == 2
+    dest = tmp_path / "new_runner"
+    assert store.restore(mine, dest) == 2
+    assert sorted(p.name for p in (dest / "ABC").iterdir()) == ["kernel.cubin", "kernel.json"]
+    assert store.restore(other, tmp_path / "other_runner") == 0  # another source gets nothing of it
+    assert not (tmp_path / "other_runner").exists()
+    assert store.save(mine, runner) == 0  # files already kept are not written again
+
+
+def test_the_store_is_trimmed_least_recently_used_first(tmp_path):
+    store = Store(tmp_path / "cache", limit=250)
+    versions = {"torch": "2.13.0", "triton": "3.9.0"}
+    for name in ("old", "new"):
+        runner = tmp_path / name / "K"
+        runner.mkdir(parents=True)
+        (runner / "k.cubin").write_bytes(b"x" * 200)
+        store.save(key(name.encode(), versions), runner.parent)
+        time.sleep(0.02)
+    assert not store.entry(key(b"old", versions)).exists()
+    assert store.entry(key(b"new", versions)).exists()
+
+
+# -- the search over several lanes ----------------------------------------------------------------------------------
+class Instant:
+    concurrency = 1
+
+    def __init__(self, source):
+        self.source, self.n = source, 0
+
+    def propose(self, template, context, parent_source=None, toolbox=None):
+        self.n += 1
+        return Proposal(self.source + f"\n_VARIANT = {self.n}\n", None, template, "instant", "", "", 0, 0, 0.0, 0.0, 1)
+
+
+def _config(tmp_path, **kw):
+    base = dict(problem_dir=str(ROOT / "problems" / "softmax"), db=str(tmp_path / "a.db"), max_candidates=8,
+                search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
+                eval=EvalOptions(device="cpu"), profile=ProfileConfig(top=0), retime_top=0, artifacts=False,
+                gpus=("0", "1"))
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def test_a_search_on_two_lanes_evaluates_each_candidate_once_on_its_lanes_card(tmp_path):
+    seen, lock = [], threading.Lock()
+
+    def evaluate(path, problem, options):
+        with lock:
+            seen.append((options.gpu, Path(path).name))
+        time.sleep(0.1)
+        return ladder(fitness=0.5)
+
+    seed = load_problem(ROOT / "problems" / "softmax").seed_files()[0].read_text()
+    events = []
+    archive = Archive(tmp_path / "a.db")
+    summary = Search(_config(tmp_path), archive, Instant(seed), evaluate=evaluate, on_event=events.append).run()
+    assert summary.evaluated == 8 and summary.stop_reason == "--max-candidates 8 evaluated"
+    names = [name for _, name in seen]
+    assert len(names) == len(set(names)) == 8  # each once: none lost, none twice
+    assert {gpu for gpu, _ in seen} == {"0", "1"}
+    lanes = next(e for e in events if e["kind"] == "lanes")
+    assert lanes["lanes"] == ["gpu0", "gpu1"]
+    assert {e["lane"] for e in events if e["kind"] == "candidate"} == {"gpu0", "gpu1"}
+    assert all(c.status == "evaluated" for c in archive.candidates(summary.run_id))
+
+
+def test_a_run_whose_harness_cannot_evaluate_stops_and_keeps_the_candidates_pending(tmp_path):
+    def evaluate(path, problem, options):
+        broken = ladder(failed="load")
+        from dataclasses import replace
+
+        from evolve.harness import RungResult
+
+        return replace(broken, rungs=(RungResult("load", "failed", "the harness could not prepare the device before "
+                                                                   "loading the candidate: no CUDA GPUs"),)
+                       + broken.rungs[1:])
+
+    seed = load_problem(ROOT / "problems" / "softmax").seed_files()[0].read_text()
+    original = pl.PROBE_BACKOFF_S
+    pl.PROBE_BACKOFF_S = (0.0,)
+    try:
+        archive = Archive(tmp_path / "a.db")
+        summary = Search(_config(tmp_path, gpus=("0",)), archive, Instant(seed), evaluate=evaluate).run()
+    finally:
+        pl.PROBE_BACKOFF_S = original
+    assert "no evaluation lane is left" in summary.stop_reason or "could not evaluate" in summary.stop_reason
+    cands = archive.candidates(summary.run_id)
+    assert cands and all(c.status == "pending" for c in cands)  # nothing judged the candidates' fault
+    assert summary.evaluated == 0
