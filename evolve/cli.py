@@ -209,10 +209,16 @@ def _open_archive(db, must_exist=True):
               help="Processes compiling candidates ahead on the CPU for sm_90 while the cards measure others (Hopper "
                    "cards, where the jail is). Off by default: on an H200 it took 0.6 s off a 4.8 s compile rung, "
                    "most of which is loading modules and first calls, not compiling.")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Evaluate on a Ray cluster: 'auto' (the cluster this machine belongs to) or its address "
+                   "(ray://host:10001, host:6379). One lane per GPU, each a Ray actor; this process keeps the loop and "
+                   "the archive. Every node needs evolve installed and the problem folder at the same path.")
+@click.option("--cluster-lanes", type=click.IntRange(min=1), default=None,
+              help="Lanes on the cluster [default: one per GPU in it; with --device cpu, 1].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
-                retime_rounds, profile_as_root, gpus, compile_workers):
+                retime_rounds, profile_as_root, gpus, compile_workers, cluster, cluster_lanes):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -238,7 +244,11 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         _fail("\n".join(problems))
     from .harness.ladder import gpu_available
 
-    on_cpu = device == "cpu" or (device == "auto" and not gpu_available())
+    on_cpu = device == "cpu" or (device == "auto" and not gpu_available() and not cluster)
+    if cluster and gpus is not None:
+        _fail("--gpus picks cards of this machine; on a cluster use --cluster-lanes N")
+    if cluster_lanes and not cluster:
+        _fail("--cluster-lanes needs --cluster")
     cards = None
     if gpus is not None:
         from .pipeline import parse_gpus, visible_gpus
@@ -269,6 +279,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
         context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
         retime_top=retime_top, retime_rounds=retime_rounds, gpus=cards, compile_workers=compile_workers,
+        cluster=cluster, cluster_lanes=cluster_lanes,
         llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
                       tool_rounds=tool_rounds))
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
@@ -295,10 +306,12 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                   f"archive no correct kernel for it, so the "
                   f"embedded default has nothing to tune: give a model (--model ...), which writes the first "
                   f"kernels itself, or add a seed")
+    from .cluster import ClusterError
+
     try:
         with Progress(config, archive) as progress:
             summary = Search(config, archive, proposer, on_event=progress).run()
-    except (ProblemError, LookupError, ArchiveError) as exc:
+    except (ProblemError, LookupError, ArchiveError, ClusterError) as exc:
         _fail(str(exc.args[0]) if exc.args else str(exc))  # args[0]: a KeyError's str() adds quotes
     _print_summary(summary, archive, problem)
     if summary.interrupted:

@@ -189,6 +189,8 @@ class Search:
         from .pipeline import Pipeline, ThreadLane, probe_gpu, visible_gpus
 
         c = self.config
+        if c.cluster:
+            return self._cluster_pipeline()
         gpu = c.eval.device == "cuda" or (c.eval.device == "auto" and gpu_available())
         cards = list(c.gpus) if c.gpus else visible_gpus() if gpu else []
         lanes = [ThreadLane(f"gpu{card}", card, self._evaluate, self.problem.path, self._options,
@@ -202,6 +204,23 @@ class Search:
         return Pipeline(lanes, precompile_fn=precompile and (lambda path: precompile(path, self.problem.path,
                                                                                        self.config.eval)),
                         compile_workers=workers if precompile else 0, on_event=self.emit)
+
+    def _cluster_pipeline(self):
+        """Lanes that are Ray actors, one per GPU of the cluster (--cluster)."""
+        from . import cluster
+        from .pipeline import Pipeline
+
+        c = self.config
+        spec = f"{self._evaluate.__module__}:{self._evaluate.__qualname__}"
+        if "<" in spec:  # a lambda or a nested function cannot be found by name on another node
+            raise ValueError(f"an evaluator for a cluster must be a module-level function, not {spec}")
+        lanes = cluster.make_lanes(c.cluster, self.problem.path, self._options,
+                                   timeout_s=c.eval.timeout_s * (1 + cluster.MAX_TASK_RETRIES) + 300,
+                                   gpus=c.cluster_lanes if c.eval.device != "cpu" else None,
+                                   cpu_lanes=(c.cluster_lanes or 1) if c.eval.device == "cpu" else 0,
+                                   evaluate_spec=spec)
+        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes], "compile_workers": 0})
+        return Pipeline(lanes, on_event=self.emit)
 
     def _options(self, job, gpu):
         """The harness options of one candidate on one lane: its card, and where its compiler artifacts go."""
@@ -609,8 +628,13 @@ class Search:
             self.run_id = last["id"]
             self.archive.reopen_run(self.run_id)
         else:
-            self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(),
-                                                 device_name(c.eval.device), package_versions())
+            if c.cluster:  # the driver may have no GPU: the run's device is its lanes'
+                self.pipeline = self.make_pipeline()
+                device = self.pipeline.lanes[0].device(c.eval.device)
+            else:
+                device = device_name(c.eval.device)
+            self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(), device,
+                                                 package_versions())
         self.device = self.archive.run(self.run_id)["device"]
         scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device}
         for cand in self.archive.candidates(**scope):
@@ -647,7 +671,8 @@ class Search:
             except (OSError, UnicodeDecodeError):
                 continue  # an unreadable file is skipped here and reported by `evolve check-problem`
         self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
-        self.pipeline = self.make_pipeline()
+        if self.pipeline is None:
+            self.pipeline = self.make_pipeline()
 
     def run(self) -> Summary:
         self.start()
