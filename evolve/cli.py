@@ -209,6 +209,9 @@ def _open_archive(db, must_exist=True):
               help="Processes compiling candidates ahead on the CPU for sm_90 while the cards measure others (Hopper "
                    "cards, where the jail is). Off by default: on an H200 it took 0.6 s off a 4.8 s compile rung, "
                    "most of which is loading modules and first calls, not compiling.")
+@click.option("--fair-window", default="15m", show_default=True, metavar="DURATION",
+              help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "
+                   "within this long; otherwise the best is timed again on that card first (0: never).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Evaluate on a Ray cluster: 'auto' (the cluster this machine belongs to) or its address "
                    "(ray://host:10001, host:6379). One lane per GPU, each a Ray actor; this process keeps the loop and "
@@ -218,7 +221,7 @@ def _open_archive(db, must_exist=True):
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
-                retime_rounds, profile_as_root, gpus, compile_workers, cluster, cluster_lanes):
+                retime_rounds, profile_as_root, gpus, compile_workers, fair_window, cluster, cluster_lanes):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -249,6 +252,12 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         _fail("--gpus picks cards of this machine; on a cluster use --cluster-lanes N")
     if cluster_lanes and not cluster:
         _fail("--cluster-lanes needs --cluster")
+    from .config import parse_duration
+
+    try:
+        fair_window_s = 0.0 if fair_window.strip() in ("0", "0s", "off") else parse_duration(fair_window)
+    except ValueError as exc:
+        _fail(f"--fair-window: {exc}")
     cards = None
     if gpus is not None:
         from .pipeline import parse_gpus, visible_gpus
@@ -279,7 +288,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
         context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
         retime_top=retime_top, retime_rounds=retime_rounds, gpus=cards, compile_workers=compile_workers,
-        cluster=cluster, cluster_lanes=cluster_lanes,
+        cluster=cluster, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s,
         llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
                       tool_rounds=tool_rounds))
     limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"

@@ -44,10 +44,11 @@ def harness_fault(verdict) -> str | None:
 
 @dataclass
 class Job:
-    cand_id: int
+    cand_id: object  # the caller's key: a candidate id, or any other hashable for work of its own
     path: Path
     seq: int
     submitted: float
+    lane: str | None = None  # only this lane may take it (a re-timing that must share a card with another)
     attempts: int = 0
     precompile: dict | None = None  # what the compile pool reported
     ready: threading.Event = field(default_factory=threading.Event)
@@ -138,8 +139,9 @@ class Pipeline:
         with self._cond:
             return [job.cand_id for job in sorted(self._inside.values(), key=lambda j: j.seq)]
 
-    def submit(self, cand_id: int, path: Path) -> None:
-        job = Job(cand_id, Path(path), next(self._seq), self.clock())
+    def submit(self, cand_id, path: Path, lane: str | None = None) -> None:
+        """Queue a candidate file; lane: only that lane takes it (after what it is evaluating now)."""
+        job = Job(cand_id, Path(path), next(self._seq), self.clock(), lane)
         with self._cond:
             if self._closed or len(self._retired) == len(self.lanes):
                 raise RuntimeError("the pipeline is closed" if self._closed else "no evaluation lane is left")
@@ -210,7 +212,7 @@ class Pipeline:
                 if self._closed:
                     return None
                 for job in self._queue:
-                    if job.ready.is_set():
+                    if job.ready.is_set() and job.lane in (None, lane.name):
                         self._queue.remove(job)
                         return job
                 self._cond.wait(timeout=0.5)
@@ -264,6 +266,9 @@ class Pipeline:
                 pass
         with self._cond:
             self._retired[lane.name] = "its card failed every check"
+            for job in self._queue:
+                if job.lane == lane.name:
+                    job.lane = None  # its card is gone: any lane may take it
             retired_all = len(self._retired) == len(self.lanes)
             stranded = list(self._queue) if retired_all else []
             if retired_all:

@@ -30,8 +30,9 @@ class Population:
         self.noise: dict[int, float] = {}  # relative timing noise measured for each member
         self.best: Candidate | None = None
 
-    def admit(self, cand: Candidate, noise: float = NOISE_FLOOR) -> bool:
-        """Add an evaluated, correct candidate to its island; True when it is the new best (by more than the noise)."""
+    def admit(self, cand: Candidate, noise: float = NOISE_FLOOR, contend: bool = True) -> bool:
+        """Add an evaluated, correct candidate to its island; True when it is the new best (by more than the noise).
+        contend=False: a member, a parent and an inspiration, but not the best (its win was not confirmed)."""
         if cand.status != "evaluated" or cand.score is None:
             return False
         self.members[cand.id] = cand
@@ -39,7 +40,7 @@ class Population:
         island = self.islands[cand.island % len(self.islands)]
         if cand.id not in island:
             island.append(cand.id)
-        if self.best is None or self.better(cand, self.best):
+        if contend and (self.best is None or self.better(cand, self.best)):
             self.best = cand
             return True
         return False

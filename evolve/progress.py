@@ -109,6 +109,15 @@ class Progress:
             line = f"lane {event['lane']} retired: its card failed every check"
         elif kind == "unevaluated":
             line = f"#{event['candidate'].id} was not evaluated ({event['reason']}); --resume evaluates it"
+        elif kind == "duel":
+            c, inc = event["candidate"], event["incumbent"]
+            line = (f"#{c.id} ({_score(c)}) beats the best #{inc.id} ({_score(inc)}), which was timed on another card or "
+                    f"long ago: timing #{inc.id} again on {event['lane']} before the win counts")
+        elif kind == "duel_result":
+            c, inc = event["candidate"], event["incumbent"]
+            now = f"{event['figure']:.3f}" if event["figure"] is not None else "no figure"
+            line = (f"#{inc.id} timed again: {now}; #{c.id}'s win " +
+                    ("holds" if event["holds"] else "does not hold (it stays a parent, not the best)"))
         elif kind == "context_off":
             line = f"no searchable context for this run: {event['reason']}"
         elif kind == "profile_off":

@@ -151,6 +151,8 @@ class Search:
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
         self.lost: list[int] = []  # candidates no lane could evaluate (left pending)
         self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
+        self._measured: dict[int, tuple] = {}  # candidate id -> (clock, card UUID) of its evaluation in this process
+        self._duels: dict[tuple, tuple] = {}  # ("duel", challenger id) -> (challenger, incumbent, noise)
         self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
         self.run_id = 0
         self.evaluated = 0
@@ -225,7 +227,7 @@ class Search:
     def _options(self, job, gpu):
         """The harness options of one candidate on one lane: its card, and where its compiler artifacts go."""
         options = replace(self.config.eval, gpu=gpu)
-        if self.config.artifacts and options.dump_dir is None:
+        if self.config.artifacts and options.dump_dir is None and isinstance(job.cand_id, int):
             options = replace(options, dump_dir=str(self.work / f"artifacts_{job.cand_id}"))
         return options
 
@@ -250,6 +252,9 @@ class Search:
         done = self.pipeline.collect(timeout)
         if done is None:
             return False
+        if isinstance(done.cand_id, tuple):  # ("duel", child id): an incumbent re-timed beside its challenger
+            self._settle(done)
+            return True
         cand, then = self._waiting.pop(done.cand_id)
         if done.verdict is None:  # no lane could evaluate it: it stays pending in the archive for --resume
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": done.error})
@@ -268,12 +273,64 @@ class Search:
         evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
         self.evaluated += 1
         self.since_improvement += 1
-        self._admit(evaluated, noise_of(verdict))
+        incumbent = self._unfair_win(evaluated, verdict)
+        if incumbent is not None:
+            self._duel(evaluated, incumbent, verdict, done.lane)
+        else:
+            self._admit(evaluated, noise_of(verdict))
+        self._measured[evaluated.id] = (self.clock(), verdict.gpu)
         self.emit({"kind": "candidate", "candidate": evaluated, "seconds": done.seconds, "best": self.best,
                    "lane": done.lane})
         if then is not None:
             then(evaluated)
         return True
+
+    # -- fair promotion ---------------------------------------------------------------------------------------------
+    def _unfair_win(self, cand: Candidate, verdict: Verdict) -> Candidate | None:
+        """The incumbent a GPU candidate beats by more than the noise when the two were not timed on the same card
+        close in time (within --fair-window): that win counts only once the incumbent is timed again beside it."""
+        incumbent = self.best
+        window = self.config.fair_window_s
+        if not window or verdict.mode != "gpu" or cand.score is None or incumbent is None \
+                or incumbent.score is None or not self.population.better(cand, incumbent):
+            return None
+        seen = self._measured.get(incumbent.id)
+        if seen is not None and seen[1] == verdict.gpu and self.clock() - seen[0] <= window:
+            return None
+        return incumbent
+
+    def _duel(self, cand: Candidate, incumbent: Candidate, verdict: Verdict, lane: str) -> None:
+        """Time the incumbent again on the lane that just measured the challenger, next on that card; the
+        challenger joins the population when the figure is in (_settle)."""
+        key = ("duel", cand.id)
+        path = self.work / f"duel_{cand.id}_{incumbent.id}.py"
+        path.write_text(incumbent.source)
+        self._duels[key] = (cand, incumbent, noise_of(verdict))
+        self.emit({"kind": "duel", "candidate": cand, "incumbent": incumbent, "lane": lane})
+        try:
+            self.pipeline.submit(key, path, lane=lane)
+        except RuntimeError:  # no lane left: the win stands unconfirmed, as a member only
+            self._duels.pop(key)
+            self.population.admit(cand, noise_of(verdict), contend=False)
+            return
+        self._waiting[key] = (None, None)
+
+    def _settle(self, done) -> None:
+        self._waiting.pop(done.cand_id, None)
+        cand, incumbent, noise = self._duels.pop(done.cand_id)
+        verdict = done.verdict
+        figure = score_of(verdict) if verdict is not None and verdict.ok else None
+        if verdict is not None:
+            self.archive.store_retime(self.run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
+        # the challenger's figure is one evaluation old, from this card: the win holds against the incumbent's new one
+        judged = max(noise, self.population.noise.get(incumbent.id, NOISE_FLOOR))
+        holds = figure is None or cand.score > figure * (1 + judged)
+        if holds:
+            self._admit(cand, noise)
+        else:
+            self.population.admit(cand, noise, contend=False)
+        self.emit({"kind": "duel_result", "candidate": cand, "incumbent": incumbent, "figure": figure,
+                   "holds": holds, "best": self.best})
 
     def drain(self) -> None:
         """Wait for every evaluation in the pipeline (before work that needs the cards to itself)."""

@@ -18,6 +18,7 @@ from evolve.search import Search
 from verdicts import ladder
 
 ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "tests" / "data" / "mini_softmax"  # one seed, no solutions
 
 
 class FakeLane:
@@ -306,3 +307,130 @@ def test_a_run_whose_harness_cannot_evaluate_stops_and_keeps_the_candidates_pend
     cands = archive.candidates(summary.run_id)
     assert cands and all(c.status == "pending" for c in cands)  # nothing judged the candidates' fault
     assert summary.evaluated == 0
+
+
+DRIVER = """
+import sys, time
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
+from pathlib import Path
+from evolve.archive import Archive
+from evolve.config import ProfileConfig, RunConfig, SearchConfig
+from evolve.harness import EvalOptions, load_problem
+from evolve.search import Search
+from test_pipeline import Instant, slow_evaluate
+root = Path(sys.argv[1])
+config = RunConfig(problem_dir=str(root / "problems" / "softmax"), db=sys.argv[2], max_candidates=8,
+                   search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
+                   eval=EvalOptions(device="cpu"), profile=ProfileConfig(top=0), retime_top=0, artifacts=False,
+                   gpus=("0", "1"), resume=sys.argv[3] == "resume")
+seed = load_problem(root / "problems" / "softmax").seed_files()[0].read_text()
+Search(config, Archive(sys.argv[2]), Instant(seed), evaluate=slow_evaluate).run()
+"""
+
+
+def slow_evaluate(path, problem, options):
+    time.sleep(0.5)
+    return ladder(fitness=0.5, mode="cpu")
+
+
+def test_kill_9_of_the_driver_with_two_lanes_busy_then_resume_loses_nothing(tmp_path):
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+
+    db = tmp_path / "a.db"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(ROOT), str(db), "new"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    evaluated = 0
+    while time.monotonic() < deadline and driver.poll() is None:
+        try:
+            with sqlite3.connect(db) as con:
+                evaluated = con.execute("SELECT count(*) FROM candidates WHERE status = 'evaluated'").fetchone()[0]
+        except sqlite3.Error:
+            evaluated = 0
+        if evaluated >= 3:
+            break
+        time.sleep(0.05)
+    assert driver.poll() is None, driver.stderr.read().decode()[-2000:]
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    archive = Archive(db)
+    before = {c.id: c.status for c in archive.candidates()}
+    pending = [i for i, status in before.items() if status == "pending"]
+    assert pending, "the kill was meant to land with evaluations in flight on both lanes"
+    archive.close()
+    resumed = subprocess.run([sys.executable, "-c", DRIVER, str(ROOT), str(db), "resume"], capture_output=True,
+                             text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    archive = Archive(db)
+    after = {c.id: c.status for c in archive.candidates()}
+    assert set(before) <= set(after)  # every candidate archived before the kill is still there
+    assert all(after[i] == "evaluated" for i in before)  # the ones in flight were evaluated on resume
+    assert sum(status == "evaluated" for status in after.values()) == 8
+
+
+class Drifting:
+    """A GPU whose figures drift: the seed measures `first` the first time and `later` afterwards; other sources read
+    their fitness from a `_FIT = x` line. Each verdict names the card it was measured on."""
+
+    def __init__(self, first, later):
+        self.first, self.later, self.calls = first, later, []
+
+    def __call__(self, path, problem, options):
+        from dataclasses import replace
+
+        source = Path(path).read_text()
+        fit = next((float(line.split("=")[1]) for line in source.splitlines() if line.startswith("_FIT =")), None)
+        if fit is None:
+            fit = self.first if not any(c[1] is None for c in self.calls) else self.later
+        self.calls.append((Path(path).name, None if "_FIT =" not in source else fit, options.gpu))
+        return replace(ladder(fitness=fit), gpu=f"GPU-{options.gpu or 0}")
+
+
+class Child:
+    concurrency = 1
+
+    def __init__(self, source, fit):
+        self.source, self.fit = source, fit
+
+    def propose(self, template, context, parent_source=None, toolbox=None):
+        return Proposal(self.source + f"\n_FIT = {self.fit}\n", None, template, "model", "", "", 0, 0, 0.0, 0.0, 1)
+
+
+@pytest.mark.parametrize("later, holds", [(0.7, False), (0.5, True)])
+def test_a_win_over_a_best_timed_in_another_run_counts_only_against_its_new_figure(tmp_path, later, holds):
+    seed = load_problem(MINI).seed_files()[0].read_text()
+    gpu = Drifting(first=0.5, later=later)
+    archive = Archive(tmp_path / "a.db")
+    first = Search(_config(tmp_path, max_candidates=1, gpus=("0",), problem_dir=str(MINI)), archive, None,
+                   evaluate=gpu).run()
+    assert first.best.fitness == 0.5
+    events = []
+    search = Search(_config(tmp_path, max_candidates=1, gpus=("0",), problem_dir=str(MINI)), archive,
+                    Child(seed, 0.6), evaluate=gpu, on_event=events.append)
+    summary = search.run()
+    duel = next(e for e in events if e["kind"] == "duel")
+    assert duel["incumbent"].id == first.best.id and duel["candidate"].score == 0.6
+    result = next(e for e in events if e["kind"] == "duel_result")
+    assert result["figure"] == later and result["holds"] is holds
+    # the incumbent was timed again on the challenger's card, after it (the seed's second evaluation)
+    assert [c for c in gpu.calls if c[1] is None][1:] == [(f"duel_{duel['candidate'].id}_{first.best.id}.py", None,
+                                                           "0")]
+    retimed = archive.retimes(summary.run_id)
+    assert [(r["candidate_id"], r["round"], r["figure"]) for r in retimed] == [(first.best.id, 0, later)]
+    assert (search.best.id == duel["candidate"].id) is holds  # a win that did not hold leaves the best in place
+    assert duel["candidate"].id in search.population.members  # a parent either way
+    assert archive.get(first.best.id).fitness == 0.5  # the incumbent's own verdict is untouched
+
+
+def test_a_win_over_a_best_timed_on_the_same_card_moments_ago_needs_no_duel(tmp_path):
+    seed = load_problem(MINI).seed_files()[0].read_text()
+    gpu = Drifting(first=0.5, later=0.9)
+    events = []
+    search = Search(_config(tmp_path, max_candidates=2, gpus=("0",), problem_dir=str(MINI)),
+                    Archive(tmp_path / "a.db"), Child(seed, 0.6), evaluate=gpu, on_event=events.append)
+    search.run()
+    assert not [e for e in events if e["kind"] in ("duel", "duel_result")]
+    assert search.best.score == 0.6 and len(gpu.calls) == 2  # the seed, then the child: nothing timed again
