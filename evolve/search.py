@@ -108,6 +108,9 @@ def noise_of(verdict: Verdict) -> float:
     return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
 
 
+# candidates waiting for a lane beyond one per lane (and one per compile worker): none, so a repair follows its
+# failure and a hint reaches the very next prompt (this process archives a verdict in a fraction of a second)
+QUEUE_AHEAD = 0
 UNEVALUATED_STOP = 3  # candidates in a row that no lane could evaluate before the run stops
 
 
@@ -205,7 +208,8 @@ class Search:
                    "compile_workers": workers if precompile else 0})
         return Pipeline(lanes, precompile_fn=precompile and (lambda path: precompile(path, self.problem.path,
                                                                                        self.config.eval)),
-                        compile_workers=workers if precompile else 0, on_event=self.emit)
+                        compile_workers=workers if precompile else 0, on_event=self.emit,
+                        depth=len(lanes) + (workers if precompile else 0) + QUEUE_AHEAD)
 
     def _cluster_pipeline(self):
         """Lanes that are Ray actors, one per GPU of the cluster (--cluster)."""
@@ -222,11 +226,12 @@ class Search:
                                    cpu_lanes=(c.cluster_lanes or 1) if c.eval.device == "cpu" else 0,
                                    evaluate_spec=spec)
         self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes], "compile_workers": 0})
-        return Pipeline(lanes, on_event=self.emit)
+        return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
 
     def _options(self, job, gpu):
         """The harness options of one candidate on one lane: its card, and where its compiler artifacts go."""
-        options = replace(self.config.eval, gpu=gpu)
+        # no SASS in the lane: the archive keeps the cubins, which the digest and `evolve show` disassemble when read
+        options = replace(self.config.eval, gpu=gpu, sass=False)
         if self.config.artifacts and options.dump_dir is None and isinstance(job.cand_id, int):
             options = replace(options, dump_dir=str(self.work / f"artifacts_{job.cand_id}"))
         return options
@@ -633,7 +638,10 @@ class Search:
         return found
 
     def compose_step(self, island: int) -> bool:
-        """Propose and evaluate a composite when one is worth it; False when none is."""
+        """Propose and evaluate a composite when one is worth it; False when none is. Planned from settled verdicts
+        only: with candidates still in the pipeline the plan could be one verdict stale, so none is made."""
+        if any(isinstance(key, int) for key in self._waiting):
+            return False
         found = self.composition()
         if found is None:
             return False

@@ -300,6 +300,7 @@ def test_compose_step_evaluates_a_real_composite_and_records_its_lineage(tmp_pat
             ids.append(done.id)
 
         assert search.compose_step(0) is True
+        search.drain()
         composites = [c for c in search.archive.candidates(search.run_id) if c.proposer == compose.COMPOSER]
         assert len(composites) == 1
         comp = composites[0]
@@ -416,6 +417,7 @@ def test_kernels_archived_on_another_device_are_not_material_nor_duplicates(tmp_
         assert gpu.hash not in archive.known_hashes("two_regimes", search.device)
 
         assert search.material_step(0) is True
+        search.drain()
         cpu = archive.candidates(search.run_id)
         assert len(cpu) == 1 and cpu[0].proposer == "seed" and cpu[0].hash == gpu.hash
         assert cpu[0].status == "evaluated" and cpu[0].ok is True

@@ -44,6 +44,7 @@ class EvalOptions:
     prewarm: bool = False  # start the next evaluation's child while this one runs (for loops over many candidates)
     gpu: str | None = None  # the card to use, as CUDA_VISIBLE_DEVICES names it; None: the first visible
     compile_cache: bool = True  # load kernels compiled before for the same source (harness/compiled.py)
+    sass: bool = True  # with dump_dir: the SASS too (cuobjdump, ~0.3 s a kernel, in the evaluation's own time)
 
 
 def gpu_available() -> bool:
@@ -139,7 +140,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
                 shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
-                   "secret": secret, "dump": bool(options.dump_dir), "bench_budget_s": options.bench_budget_s,
+                   "secret": secret, "bench_budget_s": options.bench_budget_s,
+                   "dump": (True if options.sass else "files") if options.dump_dir else False,
                    "peaks": _load(cache, trusted, "peaks.json"),
                    "baselines": _load(cache, trusted, "baselines.json")}
             state["spawned"] = time.time()

@@ -243,7 +243,8 @@ class Measurer:
             sets.append(CallSet(inputs.leaves, [], inputs.tree))
         staged = time.perf_counter()
         try:
-            report = self.callers[runner].call(sets, "compile", dump=bool(self.job.get("dump")))
+            dump = self.job.get("dump")
+            report = self.callers[runner].call(sets, "compile", dump=dump if dump in (True, "files") else False)
         except Fail as exc:
             self.ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
             return False
