@@ -176,8 +176,8 @@ def _open_archive(db, must_exist=True):
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 @click.option("--artifacts/--no-artifacts", default=True, show_default=True,
-              help="Keep each candidate's TTIR, TTGIR, LLIR, PTX, cubin and SASS in the archive (evolve show --asm); "
-                   "about 0.3 s of cuobjdump per kernel specialization.")
+              help="Keep each candidate's TTIR, TTGIR, LLIR, PTX and cubin in the archive (evolve show --asm; its SASS "
+                   "is disassembled from the cubin when read, outside the evaluation).")
 @click.option("--profile", "profile_top", type=click.IntRange(min=0), default=2, show_default=True,
               help="On a GPU with Nsight Compute (ncu): profile the best N correct candidates not yet profiled, "
                    "every --profile-every evaluations and at the end, on one benchmark case; the summary goes to the "
