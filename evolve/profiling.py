@@ -23,7 +23,6 @@ import math
 import os
 import re
 import secrets
-import stat
 import shutil
 import subprocess
 import sys
@@ -278,25 +277,10 @@ class Profiler:
 def _read(path: Path, limit: int = 2_000_000) -> str:
     """At most `limit` bytes of a regular file the profiled process could have replaced: no link is followed, and a
     FIFO or device is not read (opening does not block either)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return ""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks).decode(errors="replace")
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
+    from .harness.compiled import read_plain
+
+    data = read_plain(path, limit, whole=False)
+    return data.decode(errors="replace") if data else ""
 
 
 def _remove(folder: Path) -> None:

@@ -13,8 +13,8 @@ ray = pytest.importorskip("ray")
 from evolve.archive import Archive  # noqa: E402
 from evolve.config import ProfileConfig, RunConfig, SearchConfig  # noqa: E402
 from evolve.harness import EvalOptions, load_problem  # noqa: E402
-from evolve.proposer import Proposal  # noqa: E402
 from evolve.search import Search  # noqa: E402
+from test_pipeline import Instant  # noqa: E402 - the proposer that answers at once
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKS = "EVOLVE_TEST_MARKS"
@@ -29,17 +29,6 @@ def slow_evaluate(path, problem, options):
     time.sleep(1.0)
     (marks / f"{os.getpid()}-{Path(path).stem}.end").write_text("")
     return ladder(fitness=0.5, mode="cpu")
-
-
-class Instant:
-    concurrency = 1
-
-    def __init__(self, source):
-        self.source, self.n = source, 0
-
-    def propose(self, template, context, parent_source=None, toolbox=None):
-        self.n += 1
-        return Proposal(self.source + f"\n_VARIANT = {self.n}\n", None, template, "instant", "", "", 0, 0, 0.0, 0.0, 1)
 
 
 @pytest.fixture(scope="module")

@@ -107,17 +107,18 @@ def _size(folder: Path) -> int:
     return total
 
 
-def _read_plain(path: Path) -> bytes | None:
-    """A regular file's bytes, opened without following a link or waiting on a FIFO; None for anything else."""
+def read_plain(path, limit: int, whole: bool = True) -> bytes | None:
+    """A regular file's bytes, opened without following a link and without waiting on a FIFO (nor reading a device);
+    None for anything else or when it cannot be read. A file longer than limit gives None (whole) or its first limit
+    bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, left = [], MAX_FILE + 1
+        chunks, left = [], limit + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
             if not chunk:
@@ -125,7 +126,9 @@ def _read_plain(path: Path) -> bytes | None:
             chunks.append(chunk)
             left -= len(chunk)
         data = b"".join(chunks)
-        return data if len(data) <= MAX_FILE else None
+        return data if len(data) <= limit else None if whole else data[:limit]
+    except OSError:
+        return None
     finally:
         os.close(fd)
 
@@ -146,7 +149,7 @@ def _plain_tree(src: Path):
             continue
         for f in inner:
             if _NAME.match(f.name) and not f.name.startswith(".") and f.is_file(follow_symlinks=False):
-                data = _read_plain(Path(f.path))
+                data = read_plain(f.path, MAX_FILE)
                 if data is not None:
                     files.append((f.name, data))
         yield sub.name, files
