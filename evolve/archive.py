@@ -80,8 +80,9 @@ specialization each number is: architecture, warps, stages, argument types and c
                   candidate's own tokens and cost are the totals over every call
 
 ``retimes``: the top candidates of a run re-timed against each other, interleaved, at its end (``evolve/retime.py``,
-``evolve retime``); evidence for the reader, never a candidate's own verdict.
-    run_id, candidate_id, round   which run, which candidate, which round (1, 2, ...)
+``evolve retime``), and, as round 0, a best timed again beside a challenger during the run (fair promotion,
+``search.py``); evidence for the reader, never a candidate's own verdict.
+    run_id, candidate_id, round   which run, which candidate, which round (1, 2, ...; 0: in the run, beside a challenger)
     ok            1 if the ladder passed again
     figure        the re-measured fitness (GPU) or interpreter score (CPU); null when the ladder failed
     shapes        JSON: the per-case rows of that verdict

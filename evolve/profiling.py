@@ -195,21 +195,22 @@ class Profiler:
                                 "/proc/sys; run as a user with counter access, or pass --profile-as-root")
 
     def profile(self, candidate: Path, problem_dir: Path, case: int, *, beside=(), bound_kind: str | None = None,
-                case_label: str = "") -> Result:
+                case_label: str = "", gpu: str | None = None) -> Result:
+        """gpu: the card, as CUDA_VISIBLE_DEVICES names it (None: the first visible)."""
         started = time.monotonic()
         if self.unavailable:
             return Result(False, 0.0, self.unavailable)
         work = None
         try:
             work = Path(tempfile.mkdtemp(prefix="evolve-profile-"))
-            return self._profile(work, started, candidate, problem_dir, case, beside, bound_kind, case_label)
+            return self._profile(work, started, candidate, problem_dir, case, beside, bound_kind, case_label, gpu)
         except Exception as exc:  # noqa: BLE001 - a profile is advice: whatever goes wrong, the run goes on
             return Result(False, time.monotonic() - started, f"profiling failed: {type(exc).__name__}: {exc}"[:300])
         finally:
             if work is not None:
                 _remove(work)
 
-    def _profile(self, work, started, candidate, problem_dir, case, beside, bound_kind, case_label) -> Result:
+    def _profile(self, work, started, candidate, problem_dir, case, beside, bound_kind, case_label, gpu) -> Result:
         from .harness.lifeline import kill_everything
         from .harness.profile import ISOLATION_FAILED, JAIL_FAILED
         from .harness.sandbox import _env, _limits
@@ -229,7 +230,7 @@ class Profiler:
                "lifeline": life_r}
         (work / "job.json").write_text(json.dumps(job))
         token = secrets.token_hex(16)
-        env = _env(token, work, {"HOME": str(work)})
+        env = _env(token, work, {"HOME": str(work)}, gpu)
         try:
             with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
                 proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",

@@ -120,6 +120,8 @@ class Progress:
                     ("holds" if event["holds"] else "does not hold (it stays a parent, not the best)"))
         elif kind == "context_off":
             line = f"no searchable context for this run: {event['reason']}"
+        elif kind == "retime_off":
+            line = f"re-timing stopped: {event['reason']}"
         elif kind == "profile_off":
             line = f"profiling off for this run: {event['reason']}"
         elif kind == "profile":

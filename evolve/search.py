@@ -1,11 +1,14 @@
-"""The unattended loop: ask for code, hand it to the harness, write the verdict to the archive. Nothing flows back.
+"""The unattended loop: ask for code, hand it to the evaluation pipeline (pipeline.py: a lane per GPU, each running the
+harness), write each verdict to the archive as it comes. Nothing flows back.
 
 The population policy (islands, admission, parents, inspirations, migration) is population.py; this module is the
 loop and its I/O. Proposals come from the problem's own material (seeds and solutions/correct, evaluated first), the
 LLM proposer (full rewrites, SEARCH/REPLACE edits, repairs of load/compile failures), the knob tuner, and the composer
 (compose.py: one file that dispatches per shape regime between verified kernels). Every correct kernel archived for
-the problem on the same device joins the population at the start, as a parent and as a tuner starting point. Every proposal and every verdict is committed before the next step, so a crash loses at most the evaluation in
-flight, which --resume runs again.
+the problem on the same device joins the population at the start, as a parent and as a tuner starting point. Every
+proposal is committed before it is handed to a lane and every verdict as it comes, so a crash loses at most the
+evaluations in flight, which --resume runs again. On a GPU a win over the best counts only against a figure of the
+best from the same card, close in time (fair promotion: the best is timed again beside the challenger otherwise).
 """
 from __future__ import annotations
 
@@ -325,6 +328,7 @@ class Search:
         cand, incumbent, noise = self._duels.pop(done.cand_id)
         verdict = done.verdict
         figure = score_of(verdict) if verdict is not None and verdict.ok else None
+        (self.work / f"duel_{cand.id}_{incumbent.id}.py").unlink(missing_ok=True)
         if verdict is not None:
             self.archive.store_retime(self.run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
         # the challenger's figure is one evaluation old, from this card: the win holds against the incumbent's new one
@@ -341,13 +345,6 @@ class Search:
         """Wait for every evaluation in the pipeline (before work that needs the cards to itself)."""
         while self._waiting:
             self._collect()
-
-    def evaluate(self, cand: Candidate) -> Candidate:
-        """One candidate through the pipeline, waiting for it (and for any ahead of it)."""
-        self._launch(cand)
-        while cand.id in self._waiting:
-            self._collect()
-        return self.archive.get(cand.id)
 
     def submit(self, then=None, **fields) -> Candidate | None:
         """Archive a proposal (committed), then hand it to the pipeline unless it is invalid or a duplicate; `then`
@@ -456,8 +453,21 @@ class Search:
         if len(chosen) < 2 or verdict is None or verdict.mode != "gpu":
             return []
         self.emit({"kind": "retiming", "ids": [c.id for c in chosen], "rounds": self.config.retime_rounds})
-        results = retime(self.archive, self.run_id, chosen, self._evaluate, self.problem.path, self.config.eval,
-                         self.work, self.config.retime_rounds, score_of, self.emit)
+        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
+        if lane is not None and not hasattr(lane, "gpu"):  # a cluster's lane: on its node, through the lane
+            from .pipeline import Job
+
+            def evaluate(path, problem, options):
+                return lane.evaluate(Job(("retime", Path(path).name), Path(path), 0, 0.0))
+        else:
+            evaluate = self._evaluate
+        options = replace(self.config.eval, gpu=getattr(lane, "gpu", None), sass=False)  # the first lane's card
+        try:
+            results = retime(self.archive, self.run_id, chosen, evaluate, self.problem.path, options, self.work,
+                             self.config.retime_rounds, score_of, self.emit)
+        except Exception as exc:  # noqa: BLE001 - a lane fault: the re-timing is evidence, the run is done
+            self.emit({"kind": "retime_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+            return []
         self.retimed = results
         return results
 
@@ -480,8 +490,9 @@ class Search:
         path = self.work / f"profile_{cand.id}.py"
         path.write_text(cand.source)
         beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
+        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
         result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]), beside=beside,
-                                       bound_kind=kind, case_label=row["case"])
+                                       bound_kind=kind, case_label=row["case"], gpu=getattr(lane, "gpu", None))
         self.archive.store_profile(cand.id, self.device, result, row["case"])
         self.emit({"kind": "profile", "candidate": cand, "result": result})
 
