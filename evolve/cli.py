@@ -208,7 +208,7 @@ def _open_archive(db, must_exist=True):
 @click.option("--compile-workers", type=click.IntRange(min=0), default=0, show_default=True,
               help="Processes compiling candidates ahead on the CPU for sm_90 while the cards measure others (Hopper "
                    "cards, where the jail is). Off by default: on an H200 it took 0.6 s off a 4.8 s compile rung, "
-                   "most of which is loading modules and first calls, not compiling.")
+                   "most of which is loading modules and first calls.")
 @click.option("--fair-window", default="15m", show_default=True, metavar="DURATION",
               help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "
                    "within this long; otherwise the best is timed again on that card first (0: never).")
