@@ -29,6 +29,7 @@ from . import compose
 from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
+from .harness.ladder import device_name
 from .harness.ladder import precompile as harness_precompile
 from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
@@ -64,16 +65,6 @@ class Summary:
     interrupted: bool = False  # stopped by Ctrl-C (the command exits 130)
     retimed: tuple = ()  # retime.Retimed: the best few re-timed against each other at the end (GPU runs)
     session_evaluated: int | None = None  # evaluated by this process, where the run was resumed (seconds count these)
-
-
-def device_name(device: str) -> str:
-    from .harness.ladder import gpu_available
-
-    if device == "cpu" or (device == "auto" and not gpu_available()):
-        return "cpu (Triton interpreter)"
-    import torch
-
-    return torch.cuda.get_device_name()
 
 
 def package_versions() -> dict:

@@ -56,6 +56,15 @@ def gpu_available() -> bool:
         return False
 
 
+def device_name(device: str) -> str:
+    """The name a run records for where it evaluates: the card's, or the interpreter's."""
+    if device == "cpu" or (device == "auto" and not gpu_available()):
+        return "cpu (Triton interpreter)"
+    import torch
+
+    return torch.cuda.get_device_name()
+
+
 def _versions() -> dict:
     import torch
     import triton
