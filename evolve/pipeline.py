@@ -127,7 +127,8 @@ class Pipeline:
 
     @property
     def dead(self) -> str | None:
-        """Why no lane is left to evaluate anything, or None."""
+        """Why no lane is left to evaluate anything, or None (the lanes' last events are handed over here too)."""
+        self._flush()
         with self._cond:
             if len(self._retired) < len(self.lanes):
                 return None
@@ -139,13 +140,14 @@ class Pipeline:
         with self._cond:
             return [job.cand_id for job in sorted(self._inside.values(), key=lambda j: j.seq)]
 
-    def submit(self, cand_id, path: Path, lane: str | None = None) -> None:
-        """Queue a candidate file; lane: only that lane takes it (after what it is evaluating now)."""
+    def submit(self, cand_id, path: Path, lane: str | None = None, beyond_depth: bool = False) -> None:
+        """Queue a candidate file; lane: only that lane takes it (after what it is evaluating now); beyond_depth: work
+        a verdict asked for (a re-timing), which may take one place more than the depth."""
         job = Job(cand_id, Path(path), next(self._seq), self.clock(), lane)
         with self._cond:
             if self._closed or len(self._retired) == len(self.lanes):
                 raise RuntimeError("the pipeline is closed" if self._closed else "no evaluation lane is left")
-            if len(self._inside) >= self.depth:
+            if len(self._inside) >= self.depth and not beyond_depth:
                 raise RuntimeError(f"the pipeline is full ({self.depth} candidates): collect first")
             self._inside[cand_id] = job
             self._queue.append(job)

@@ -307,7 +307,7 @@ class Search:
         self._duels[key] = (cand, incumbent, noise_of(verdict))
         self.emit({"kind": "duel", "candidate": cand, "incumbent": incumbent, "lane": lane})
         try:
-            self.pipeline.submit(key, path, lane=lane)
+            self.pipeline.submit(key, path, lane=lane, beyond_depth=True)
         except RuntimeError:  # no lane left: the win stands unconfirmed, as a member only
             self._duels.pop(key)
             self.population.admit(cand, noise_of(verdict), contend=False)
