@@ -34,6 +34,7 @@ def slow_evaluate(path, problem, options):
 @pytest.fixture(scope="module")
 def local_ray(tmp_path_factory):
     marks = tmp_path_factory.mktemp("marks")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
     ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
                                        MARKS: str(marks), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}})
