@@ -629,6 +629,7 @@ def show_command(candidate_id, db, prompt, asm, kernel):
     verdict = archive.verdict(c.id)
     if verdict:
         click.echo("")
+        click.echo(f"measured on {verdict.device}" + (f" ({verdict.gpu})" if verdict.gpu else ""))
         for line in ladder_lines(verdict) + shape_table(verdict):
             click.echo(line)
     profiled = archive.profile(c.id)

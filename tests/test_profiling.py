@@ -8,6 +8,7 @@ import socket
 import stat
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -219,7 +220,8 @@ def test_evolve_show_prints_the_profile(tmp_path):
     archive = Archive(db)
     run = archive.start_run("mini_softmax", str(MINI), {}, "NVIDIA H200", {})
     cand = archive.add_candidate(run, source="x = 1\n", proposer="seed")
-    archive.record_verdict(cand.id, ladder(fitness=0.7, shapes=gpu_shapes(0.7)), 0.7)
+    card = "GPU-09d7f587-4d62-30c3-c2ab-3c037631954a"
+    archive.record_verdict(cand.id, replace(ladder(fitness=0.7, shapes=gpu_shapes(0.7)), gpu=card), 0.7)
     from evolve.profiling import Result
 
     kernels = parse_raw(REPORT.read_text())
@@ -232,6 +234,7 @@ def test_evolve_show_prints_the_profile(tmp_path):
     archive.close()
     shown = evolve("show", str(cand.id), "--db", db, "--no-prompt")
     assert shown.returncode == 0, shown.stderr
+    assert f"measured on NVIDIA H200 ({card})" in shown.stdout  # the card, as its verdict recorded it
     assert "profile (NVIDIA H200, 7.5 s; advice, not part of the verdict):" in shown.stdout
     assert "memory-bound by the roofline; DRAM at 71% of peak" in shown.stdout
     failed = evolve("show", str(other.id), "--db", db, "--no-prompt")
