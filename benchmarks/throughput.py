@@ -2,13 +2,12 @@
 how busy the GPU was. Prints a table.
 
     python benchmarks/throughput.py [--problem problems/softmax] [--candidates 30] [--device auto] [--gpus 0,1]
-                                    [--compile-workers N]
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
 proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed; no knob tuner
 and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated over
 the run's wall time times the lanes (cards) used. A lane's time per evaluation is split by rung from the verdicts:
-compile (load and compile; kernels compiled ahead on the CPU are loaded here), correctness (run and correctness),
+compile (load and compile), correctness (run and correctness),
 timing (benchmark), and the rest (process start-up waits, inputs, teardown); "lane idle" is the share of the lanes'
 wall time with no evaluation on them. The cards' busy fraction is read from the driver (`nvidia-smi
 --query-gpu=index,utilization.gpu` every 200 ms): the share of samples above 0%, and their mean. The seed's fitness is
@@ -28,7 +27,6 @@ from pathlib import Path
 from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, evaluate, load_problem
-from evolve.harness.ladder import precompile
 from evolve.pipeline import parse_gpus, visible_gpus
 from evolve.proposer import Proposal
 from evolve.search import Search
@@ -79,8 +77,6 @@ def main():
     parser.add_argument("--candidates", type=int, default=30)
     parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     parser.add_argument("--gpus", default=None, help="cards, one lane each (e.g. 0,1); default: every visible one")
-    parser.add_argument("--compile-workers", type=int, default=None,
-                        help="processes compiling ahead on the CPU (0: none); default: evolve run's")
     parser.add_argument("--progress", action="store_true", help="print each verdict and lane event as it comes")
     args = parser.parse_args()
     problem = load_problem(args.problem)
@@ -91,7 +87,7 @@ def main():
         config = RunConfig(problem_dir=args.problem, db=str(db), max_candidates=args.candidates, seed=1,
                            search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
                            eval=EvalOptions(device=args.device, prewarm=True), profile=ProfileConfig(top=0),
-                           retime_top=0, gpus=tuple(gpus) if gpus else None, compile_workers=args.compile_workers)
+                           retime_top=0, gpus=tuple(gpus) if gpus else None)
         archive = Archive(db)
         lanes_seen: list = []
         sampler = GpuSampler(list(gpus) if gpus else (visible_gpus() if args.device != "cpu" else []))
@@ -117,7 +113,7 @@ def main():
                       f"{c.id if hasattr(c, 'id') else c or ''} {getattr(c, 'reason', '') or ''} "
                       f"{event.get('reason') or ''} {event.get('lanes') or ''}", flush=True)
 
-        summary = Search(config, archive, Instant(seed), evaluate=timed, precompile=precompile,
+        summary = Search(config, archive, Instant(seed), evaluate=timed,
                          on_event=note).run()
         wall = time.monotonic() - started
         sampler.stop()
@@ -140,8 +136,7 @@ def main():
         archive.close()
     n = len(cands)
     lanes = lanes_seen[0]["lanes"] if lanes_seen else ["?"]
-    workers = lanes_seen[0]["compile_workers"] if lanes_seen else 0
-    print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)}, {workers} compiling ahead,"
+    print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)},"
           f" instant proposer, {time.strftime('%Y-%m-%d')}")
     print(f"| wall | evaluations per GPU-hour | wall per evaluation | lane time: {' | '.join(split)} | lane idle | "
           f"GPU busy | GPU util mean | seed fitness |")

@@ -205,10 +205,6 @@ def _open_archive(db, must_exist=True):
               help="The cards to evaluate on, one lane each, as indices of the visible cards or UUIDs: --gpus 0,1 "
                    "[default: every visible card]. A lane runs one evaluation at a time, so no benchmark shares its "
                    "card.")
-@click.option("--compile-workers", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Processes compiling candidates ahead on the CPU for sm_90 while the cards measure others (Hopper "
-                   "cards, where the jail is). Off by default: on an H200 it took 0.6 s off a 4.8 s compile rung, "
-                   "most of which is loading modules and first calls.")
 @click.option("--fair-window", default="15m", show_default=True, metavar="DURATION",
               help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "
                    "within this long; otherwise the best is timed again on that card first (0: never).")
@@ -221,7 +217,7 @@ def _open_archive(db, must_exist=True):
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
-                retime_rounds, profile_as_root, gpus, compile_workers, fair_window, cluster, cluster_lanes):
+                retime_rounds, profile_as_root, gpus, fair_window, cluster, cluster_lanes):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -287,7 +283,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         default_budget=default_budget, artifacts=artifacts,
         profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
         context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
-        retime_top=retime_top, retime_rounds=retime_rounds, gpus=cards, compile_workers=compile_workers,
+        retime_top=retime_top, retime_rounds=retime_rounds, gpus=cards,
         cluster=cluster, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s,
         llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
                       tool_rounds=tool_rounds))

@@ -91,7 +91,6 @@ class RunConfig:
     retime_rounds: int = 3
     context_dirs: tuple[str, ...] = ()  # --context DIR: folders added to the searchable context
     gpus: tuple[str, ...] | None = None  # --gpus: the cards with an evaluation lane each; None: every visible one
-    compile_workers: int | None = None  # processes compiling ahead on the CPU (GPU runs); None or 0: none
     fair_window_s: float = 900.0  # a win over a best timed longer ago or on another card is confirmed by re-timing
     cluster: str | None = None  # --cluster: a Ray cluster's address ("auto": the one this machine is in)
     cluster_lanes: int | None = None  # lanes (actors) on the cluster; None: one per GPU (1 without a GPU)
@@ -105,7 +104,7 @@ class RunConfig:
             "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,
             "profile": self.profile.__dict__, "context_dirs": list(self.context_dirs),
             "retime": {"top": self.retime_top, "rounds": self.retime_rounds},
-            "gpus": list(self.gpus) if self.gpus else None, "compile_workers": self.compile_workers,
+            "gpus": list(self.gpus) if self.gpus else None,
             "cluster": self.cluster, "cluster_lanes": self.cluster_lanes, "fair_window_s": self.fair_window_s,
             "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
             **({"bench": self.bench, "isolated": True} if self.bench else {"isolated": True} if self.isolated else {}),

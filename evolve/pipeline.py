@@ -1,10 +1,10 @@
-"""The evaluation pipeline: candidates compiled ahead in a pool of CPU processes, then evaluated on lanes, one per GPU.
+"""The evaluation pipeline: candidates evaluated on lanes, one per GPU.
 
-A lane is one card and runs one evaluation at a time: the whole ladder of a candidate (its compile rung loading what
-was compiled ahead, run, correctness, benchmark) holds the card alone, so a benchmark never shares its card with other
-work. What runs beside it: the pool's compiles, whose processes cannot open a GPU (harness/jail.py), the model calls,
-and the next evaluation's processes starting up (imports and a CUDA context, no candidate code). The pipeline keeps at
-most `depth` candidates between submit and collect, so proposals are not asked for far ahead of the lanes.
+A lane is one card and runs one evaluation at a time: the whole ladder of a candidate (compile, run, correctness,
+benchmark) holds the card alone, so a benchmark never shares its card with another candidate's work. What runs beside
+it: the model calls, and the next evaluation's processes starting up (imports and a CUDA context, no candidate code).
+The pipeline keeps at most `depth` candidates between submit and collect, so proposals are not asked for far ahead of
+the lanes.
 
 A lane whose evaluation fails for the harness's reasons (the evaluation raised, or the device could not be prepared
 before the candidate was loaded: a card that fell off the bus, a broken driver) is a faulted lane: its candidate goes
@@ -21,7 +21,6 @@ import itertools
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -50,8 +49,6 @@ class Job:
     submitted: float
     lane: str | None = None  # only this lane may take it (a re-timing that must share a card with another)
     attempts: int = 0
-    precompile: dict | None = None  # what the compile pool reported
-    ready: threading.Event = field(default_factory=threading.Event)
     faults: list = field(default_factory=list)  # lane fault reasons so far
 
 
@@ -62,7 +59,6 @@ class Done:
     seconds: float  # the lane's time for it
     lane: str
     waited_s: float  # from submit to the lane taking it
-    precompile: dict | None = None
     error: str | None = None  # why there is no verdict
 
 
@@ -95,17 +91,13 @@ class ThreadLane:
 class Pipeline:
     """submit() candidates while room(); collect() their results as lanes finish them."""
 
-    def __init__(self, lanes: list, precompile_fn=None, compile_workers: int = 0, depth: int | None = None,
-                 on_event=None, sleep=time.sleep, clock=time.monotonic):
+    def __init__(self, lanes: list, depth: int | None = None, on_event=None, sleep=time.sleep, clock=time.monotonic):
         if not lanes:
             raise ValueError("a pipeline needs at least one lane")
         self.lanes = list(lanes)
-        self.depth = depth or (len(self.lanes) + (compile_workers if precompile_fn else 0))
+        self.depth = depth or len(self.lanes)
         self._on_event = on_event or (lambda event: None)
         self._events: queue.SimpleQueue = queue.SimpleQueue()  # from lane threads, handed over in collect()
-        self._precompile = precompile_fn if compile_workers > 0 else None
-        self._pool = ThreadPoolExecutor(max_workers=compile_workers, thread_name_prefix="evolve-compile") \
-            if self._precompile else None
         self._sleep, self.clock = sleep, clock
         self._seq = itertools.count()
         self._queue: list[Job] = []  # waiting for a lane, oldest first
@@ -151,11 +143,6 @@ class Pipeline:
                 raise RuntimeError(f"the pipeline is full ({self.depth} candidates): collect first")
             self._inside[cand_id] = job
             self._queue.append(job)
-        if self._pool is not None:
-            self._pool.submit(self._compile, job)
-        else:
-            job.ready.set()
-        with self._cond:
             self._cond.notify_all()
 
     def collect(self, timeout: float | None = None) -> Done | None:
@@ -191,30 +178,16 @@ class Pipeline:
             self._closed = True
             self._queue.clear()
             self._cond.notify_all()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-
-    # -- the pool ---------------------------------------------------------------------------------------------------
-    def _compile(self, job: Job) -> None:
-        try:
-            if not self._closed:
-                job.precompile = self._precompile(job.path)
-        except Exception as exc:  # noqa: BLE001 - compiling ahead is an optimisation: the lane compiles instead
-            job.precompile = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"[:300], "seconds": 0.0}
-        finally:
-            job.ready.set()
-            with self._cond:
-                self._cond.notify_all()
 
     # -- the lanes --------------------------------------------------------------------------------------------------
     def _take(self, lane) -> Job | None:
-        """The oldest job whose compile ahead is done (the lane waits for one); None once closed."""
+        """The oldest job this lane may take (it waits for one); None once closed."""
         with self._cond:
             while True:
                 if self._closed:
                     return None
                 for job in self._queue:
-                    if job.ready.is_set() and job.lane in (None, lane.name):
+                    if job.lane in (None, lane.name):
                         self._queue.remove(job)
                         return job
                 self._cond.wait(timeout=0.5)
@@ -233,8 +206,7 @@ class Pipeline:
                 continue
             ended = self.clock()
             self.busy[lane.name].append((began, ended))
-            self._done.put(Done(job.cand_id, verdict, ended - began, lane.name, began - job.submitted,
-                                job.precompile))
+            self._done.put(Done(job.cand_id, verdict, ended - began, lane.name, began - job.submitted))
 
     def _fault(self, lane, job: Job, reason: str) -> None:
         job.attempts += 1
@@ -242,7 +214,7 @@ class Pipeline:
         self.emit({"kind": "lane_fault", "lane": lane.name, "candidate": job.cand_id, "reason": reason,
                    "requeued": job.attempts < MAX_ATTEMPTS})
         if job.attempts >= MAX_ATTEMPTS:
-            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted, job.precompile,
+            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted,
                                 error=f"not evaluated: {job.attempts} lanes failed it ({'; '.join(job.faults)})"))
             return
         with self._cond:
@@ -277,7 +249,7 @@ class Pipeline:
                 self._queue.clear()
         self.emit({"kind": "lane_retired", "lane": lane.name})
         for job in stranded:  # no lane is left to take them
-            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted, job.precompile,
+            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted,
                                 error="not evaluated: every lane's card failed its checks"))
         return False
 

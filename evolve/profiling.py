@@ -24,6 +24,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -278,10 +279,25 @@ class Profiler:
 def _read(path: Path, limit: int = 2_000_000) -> str:
     """At most `limit` bytes of a regular file the profiled process could have replaced: no link is followed, and a
     FIFO or device is not read (opening does not block either)."""
-    from .harness.compiled import read_plain
-
-    data = read_plain(path, limit, whole=False)
-    return data.decode(errors="replace") if data else ""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _remove(folder: Path) -> None:

@@ -97,8 +97,7 @@ class Progress:
             figure = f"{event['figure']:.3f}" if event["figure"] is not None else f"failed ({event['reason']})"
             line = f"  round {event['round']}: #{event['candidate_id']} {figure}"
         elif kind == "lanes":
-            ahead = f", {event['compile_workers']} compiling ahead on the CPU" if event["compile_workers"] else ""
-            line = f"evaluating on {', '.join(event['lanes'])} (one evaluation per card at a time{ahead})"
+            line = f"evaluating on {', '.join(event['lanes'])} (one evaluation per card at a time)"
         elif kind == "lane_fault":
             then = "queued again" if event["requeued"] else "left pending for --resume"
             line = (f"lane {event['lane']} failed #{event['candidate']} for the harness's reasons ({event['reason']}); "

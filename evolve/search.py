@@ -30,7 +30,6 @@ from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
 from .harness.ladder import device_name
-from .harness.ladder import precompile as harness_precompile
 from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .knowledge import ContextIndex, Toolbox, project_context
@@ -102,22 +101,10 @@ def noise_of(verdict: Verdict) -> float:
     return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
 
 
-# candidates waiting for a lane beyond one per lane (and one per compile worker): none, so a repair follows its
+# candidates waiting for a lane beyond one per lane: none, so a repair follows its
 # failure and a hint reaches the very next prompt (this process archives a verdict in a fraction of a second)
 QUEUE_AHEAD = 0
 UNEVALUATED_STOP = 3  # candidates in a row that no lane could evaluate before the run stops
-
-
-def _precompile_useful() -> bool:
-    """Compiling ahead targets sm_90 (Hopper) and keeps its kernels only where the jail is."""
-    from .harness import jail
-
-    try:
-        import torch
-
-        return jail.abi_version() > 0 and torch.cuda.get_device_capability(0) == (9, 0)
-    except Exception:  # noqa: BLE001 - no CUDA: nothing to compile ahead for
-        return False
 
 
 class Search:
@@ -126,7 +113,7 @@ class Search:
     loop can run against another evaluator (a pool, a cluster) and be tested without one."""
 
     def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
-                 clock=time.monotonic, precompile=None):
+                 clock=time.monotonic):
         self.config = config
         self.archive = archive
         self.proposer = proposer
@@ -140,9 +127,6 @@ class Search:
         self.population = Population(Policy(islands=config.search.islands, exploit=config.search.exploit,
                                             inspirations=config.search.inspirations), self.rng)
         self._evaluate, self.clock = evaluate, clock
-        # compiling ahead goes with the harness's own evaluation (a test's evaluator has nothing to compile)
-        self._precompile = precompile if precompile is not None else \
-            harness_precompile if evaluate is harness_evaluate else None
         self.pipeline = None  # made when the run starts (make_pipeline)
         self._waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
@@ -182,8 +166,7 @@ class Search:
 
     # -- evaluation -------------------------------------------------------------------------------------------------
     def make_pipeline(self):
-        """Lanes (one per GPU in --gpus, or every visible one; one CPU lane without a GPU) and, on Hopper cards with
-        the jail, a pool compiling candidates ahead on the CPU."""
+        """Lanes: one per GPU in --gpus, or every visible one; one lane without a GPU."""
         from .harness.ladder import gpu_available
         from .pipeline import Pipeline, ThreadLane, probe_gpu, visible_gpus
 
@@ -195,15 +178,8 @@ class Search:
         lanes = [ThreadLane(f"gpu{card}", card, self._evaluate, self.problem.path, self._options,
                             probe_gpu if self._evaluate is harness_evaluate else None) for card in cards] \
             or [ThreadLane("cpu" if not gpu else "gpu", None, self._evaluate, self.problem.path, self._options)]
-        workers = (c.compile_workers or 0) if gpu else 0
-        precompile = self._precompile if workers and gpu and self._precompile and (
-            self._precompile is not harness_precompile or _precompile_useful()) else None
-        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes],
-                   "compile_workers": workers if precompile else 0})
-        return Pipeline(lanes, precompile_fn=precompile and (lambda path: precompile(path, self.problem.path,
-                                                                                       self.config.eval)),
-                        compile_workers=workers if precompile else 0, on_event=self.emit,
-                        depth=len(lanes) + (workers if precompile else 0) + QUEUE_AHEAD)
+        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes]})
+        return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
 
     def _cluster_pipeline(self):
         """Lanes that are Ray actors, one per GPU of the cluster (--cluster)."""
@@ -219,7 +195,7 @@ class Search:
                                    gpus=c.cluster_lanes if c.eval.device != "cpu" else None,
                                    cpu_lanes=(c.cluster_lanes or 1) if c.eval.device == "cpu" else 0,
                                    evaluate_spec=spec)
-        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes], "compile_workers": 0})
+        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes]})
         return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
 
     def _options(self, job, gpu):

@@ -110,7 +110,6 @@ def test_bad_arguments_get_one_line_and_exit_2(tmp_path):
         (("run", SOFTMAX, "--tune-share", "1.5"), "--tune-share"),
         (("eval", SOFTMAX / "seeds" / "softmax_rows.py", SOFTMAX, "--timeout", "0"), "--timeout"),
         (("run", SOFTMAX, "--device", "cpu", "--gpus", "0,1"), "no GPU is visible"),
-        (("run", SOFTMAX, "--compile-workers", "-1"), "--compile-workers"),
         (("run", SOFTMAX, "--fair-window", "soon"), "--fair-window"),
         (("run", SOFTMAX, "--cluster-lanes", "2"), "--cluster-lanes needs --cluster"),
     ]

@@ -103,8 +103,8 @@ DEVICES = textwrap.dedent('''
 @needs_landlock
 @pytest.mark.parametrize("devices", [True, False])
 def test_a_process_jailed_without_devices_cannot_open_a_gpu(tmp_path, devices):
-    """The compile-only runner (which may run while another candidate is timed) is jailed without the GPU's device
-    files: whatever it does to CUDA_VISIBLE_DEVICES, the driver cannot open the card."""
+    """The compile-only runner, which never needs a GPU, is jailed without the GPU's device files: whatever it does to
+    CUDA_VISIBLE_DEVICES, the driver cannot open a card."""
     work = tmp_path / "work"
     work.mkdir()
     card = tmp_path / "nvidia0"

@@ -1,7 +1,6 @@
-"""The evaluation pipeline with fake lanes (threads standing in for GPUs), the compiled-kernel store, and the search
-over several lanes: order, one evaluation per card at a time, a faulted lane's candidate queued again, bounded
-depth, and a run that stops when no lane can evaluate anything."""
-import os
+"""The evaluation pipeline with fake lanes (threads standing in for GPUs) and the search over several lanes: order, one
+evaluation per card at a time, a faulted lane's candidate queued again, bounded depth, a run that stops when no lane
+can evaluate anything, kill -9 and resume, and fair promotion."""
 import threading
 import time
 from pathlib import Path
@@ -12,7 +11,6 @@ from evolve import pipeline as pl
 from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, load_problem
-from evolve.harness.compiled import Store, key
 from evolve.proposer import Proposal
 from evolve.search import Search
 from verdicts import ladder
@@ -103,30 +101,6 @@ def test_two_lanes_share_the_work_and_never_run_two_on_one_card(tmp_path):
     pipe.close()
 
 
-def test_a_compile_ahead_runs_beside_the_lane_and_a_lane_takes_only_compiled_candidates(tmp_path):
-    lane = FakeLane("gpu0", 0.15)
-    compiled_at = {}
-
-    def precompile(path):
-        time.sleep(0.1)
-        compiled_at[Path(path).stem] = time.monotonic()
-        return {"ok": True, "seconds": 0.1}
-
-    pipe = pl.Pipeline([lane], precompile_fn=precompile, compile_workers=2, sleep=lambda s: None)
-    assert pipe.depth == 3
-    for i in (1, 2, 3):
-        pipe.submit(i, tmp_path / f"{i}.py")
-    done = drain(pipe, 3)
-    assert [d.cand_id for d in done] == [1, 2, 3]
-    starts = {cid: t for name, cid, what, t in lane.log if what == "start"}
-    ends = {cid: t for name, cid, what, t in lane.log if what == "end"}
-    for cid in (1, 2, 3):
-        assert starts[cid] >= compiled_at[str(cid)]  # never evaluated before its compile ahead finished
-    assert compiled_at["2"] < ends[1]  # the second compiled while the first was on the card
-    assert all(d.precompile == {"ok": True, "seconds": 0.1} for d in done)
-    pipe.close()
-
-
 def test_a_faulted_lane_requeues_its_candidate_and_comes_back_after_its_check(tmp_path):
     events = []
     lane = FakeLane("gpu0", 0.05, faults={1})
@@ -200,44 +174,6 @@ def test_parse_gpus():
         pl.parse_gpus("0,0")
     with pytest.raises(ValueError, match="indices or UUIDs"):
         pl.parse_gpus("first")
-
-
-# -- the compiled-kernel store --------------------------------------------------------------------------------------
-def test_the_store_keeps_kernels_per_source_and_reads_only_plain_files(tmp_path):
-    runner = tmp_path / "runner_cache"
-    (runner / "ABC").mkdir(parents=True)
-    (runner / "ABC" / "kernel.cubin").write_bytes(b"\x7fELF" + b"x" * 100)
-    (runner / "ABC" / "kernel.json").write_text("{}")
-    (tmp_path / "secret").write_text("outside the runner's folder")
-    os.symlink(tmp_path / "secret", runner / "ABC" / "linked.json")  # a link out: not followed
-    os.mkfifo(runner / "ABC" / "pipe.json")  # would block a plain open: skipped
-    os.symlink(tmp_path, runner / "LINKDIR")  # a linked folder: skipped
-    (runner / "bad name!").mkdir()
-    (runner / "bad name!" / "x.json").write_text("{}")
-    store = Store(tmp_path / "cache")
-    versions = {"torch": "2.13.0", "triton": "3.9.0"}
-    mine, other = key(b"source A", versions), key(b"source B", versions)
-    assert mine != other and key(b"source A", {**versions, "triton": "3.6.0"}) != mine
-    assert store.save(mine, runner) == 2
-    dest = tmp_path / "new_runner"
-    assert store.restore(mine, dest) == 2
-    assert sorted(p.name for p in (dest / "ABC").iterdir()) == ["kernel.cubin", "kernel.json"]
-    assert store.restore(other, tmp_path / "other_runner") == 0  # another source gets nothing of it
-    assert not (tmp_path / "other_runner").exists()
-    assert store.save(mine, runner) == 0  # files already kept are not written again
-
-
-def test_the_store_is_trimmed_least_recently_used_first(tmp_path):
-    store = Store(tmp_path / "cache", limit=250)
-    versions = {"torch": "2.13.0", "triton": "3.9.0"}
-    for name in ("old", "new"):
-        runner = tmp_path / name / "K"
-        runner.mkdir(parents=True)
-        (runner / "k.cubin").write_bytes(b"x" * 200)
-        store.save(key(name.encode(), versions), runner.parent)
-        time.sleep(0.02)
-    assert not store.entry(key(b"old", versions)).exists()
-    assert store.entry(key(b"new", versions)).exists()
 
 
 # -- the search over several lanes ----------------------------------------------------------------------------------

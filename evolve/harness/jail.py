@@ -72,7 +72,7 @@ def apply(writable: list[str], ports: range | tuple = (), devices: bool = True) 
 
     devices: whether the GPU's device files (/dev/nvidia*, /dev/dri/*) may be opened for writing, which the CUDA driver
     needs; a process jailed without them cannot reach a GPU whatever it does to its environment (the compile-only
-    runner, which may run beside another candidate's timing).
+    runner, which never needs one).
 
     Landlock binds the thread that applies it and the threads it starts afterwards, so it must be applied while the
     process has one thread: a thread started earlier would stay outside the jail."""

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import compiled, jail
+from . import jail
 from . import peaks as peak_cache
 from .formats import load_problem
 from .protocol import SHAPE_ROW
@@ -43,7 +43,6 @@ class EvalOptions:
     keep_work: bool = False
     prewarm: bool = False  # start the next evaluation's child while this one runs (for loops over many candidates)
     gpu: str | None = None  # the card to use, as CUDA_VISIBLE_DEVICES names it; None: the first visible
-    compile_cache: bool = True  # load kernels compiled before for the same source (harness/compiled.py)
     sass: bool = True  # with dump_dir: the SASS too (cuobjdump, ~0.3 s a kernel, in the evaluation's own time)
 
 
@@ -85,10 +84,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
     facts = {"device": None, "versions": {}, "setup": [], "jail": None, "work": (), "uuid": None}
     rungs: dict[str, RungResult] = {}  # decided so far, by name
-    state = {"peaks": None, "spawned": 0.0, "lost": None, "restored": 0}
-    # kernels compiled before for this very source (a precompile, an earlier evaluation), where no runner can write
-    store = compiled.Store(cache) if trusted and mode == "gpu" and options.compile_cache else None
-    entry = compiled.key(candidate.read_bytes(), _versions()) if store else None
+    state = {"peaks": None, "spawned": 0.0, "lost": None}
 
     def decide(rung: RungResult) -> None:
         if rung.name in rungs:
@@ -110,8 +106,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         elif kind == "setup":
             facts["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
                                    "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
-                                   "prepare_s": message["prepare_s"], "gpu": options.gpu,
-                                   "compiled_files": state["restored"]})
+                                   "prepare_s": message["prepare_s"], "gpu": options.gpu})
         elif kind == "peaks":
             state["peaks"] = message
             if not message["cached"]:
@@ -143,9 +138,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             for name in problem.extra.get("beside", ()):  # files the format lets a candidate import (GPU MODE task.py)
                 if (problem.folder / name).is_file():
                     shutil.copyfile(problem.folder / name, crew.candidate_path().parent / name)
-            if store:
-                state["restored"] = store.restore(entry, crew.triton_cache())
-            driver = cache / "triton-driver"  # after the restore: the measurer's build replaces any runner's
+            driver = cache / "triton-driver"
             if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
                 shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
@@ -159,8 +152,6 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
             if options.dump_dir:
                 _copy_dumps(crew.work, Path(options.dump_dir))
-            if store and "compile" in rungs and rungs["compile"].ok:
-                store.save(entry, crew.triton_cache())
         finally:
             if options.keep_work:
                 facts["work"] = (str(crew.work),)
@@ -196,51 +187,6 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                    jail=facts["jail"] or (f"landlock ABI {jail.abi_version()}" if trusted else "none"),
                    work=facts["work"], gpu=facts["uuid"])
 
-
-def precompile(candidate, problem_dir, options: EvalOptions = EvalOptions()) -> dict:
-    """Compile a candidate's kernels for sm_90 on the CPU, ahead of its GPU evaluation, into the compiled store (a
-    process of the pool the pipeline runs beside a timing: none of its processes can open a GPU). Nothing here is a
-    verdict: a candidate that fails here is evaluated all the same and fails there. Returns {'ok', 'reason',
-    'seconds', 'files'}."""
-    problem = load_problem(problem_dir)
-    candidate = Path(candidate).resolve()
-    started = time.perf_counter()
-    cache = Path(options.cache_dir)
-    if not jail.abi_version():
-        return {"ok": False, "reason": "no jail: compiled kernels are kept only where no runner can write them",
-                "seconds": 0.0, "files": 0}
-    try:
-        problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
-                          problem.extra.get("allow_modules", ()))
-    except (Exception, SystemExit):  # noqa: BLE001 - the evaluation's own check will say why
-        problems = ["the static check could not judge the file"]
-    if problems:
-        return {"ok": False, "reason": "rejected by the static check", "seconds": time.perf_counter() - started,
-                "files": 0}
-    rungs: dict = {}
-
-    def on_message(message: dict) -> None:
-        if message["kind"] == "rung":
-            rungs[message["name"]] = message
-
-    crew = Crew("precompile", str(cache))
-    try:
-        shutil.copyfile(candidate, crew.candidate_path())
-        for name in problem.extra.get("beside", ()):
-            if (problem.folder / name).is_file():
-                shutil.copyfile(problem.folder / name, crew.candidate_path().parent / name)
-        job = {"mode": "precompile", "problem": str(problem.path), "candidate": str(crew.candidate_path()),
-               "secret": secrets.randbits(62), "dump": False, "bench_budget_s": options.bench_budget_s}
-        result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
-        files = 0
-        ok = result.finished and rungs.get("compile", {}).get("ok", False)
-        if ok:
-            files = compiled.Store(cache).save(compiled.key(candidate.read_bytes(), _versions()), crew.triton_cache())
-        failed = next((m for m in rungs.values() if not m["ok"]), None)
-        reason = None if ok else failed["reason"] if failed else result.death(options.timeout_s, options.max_rss_gb)
-        return {"ok": bool(ok), "reason": reason, "seconds": time.perf_counter() - started, "files": files}
-    finally:
-        crew.discard()
 
 
 _MEMORY: dict = {}  # caches kept in this process only, where a runner could write the files

@@ -36,7 +36,6 @@ COMPILE_SEED = 1 << 42  # the compile rung's calls
 TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
 MAX_CALLS_PER_WINDOW = 256
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
-PRECOMPILE_MAX_BYTES = 1 << 31  # a benchmark case moving more is not compiled ahead (its inputs are made on the CPU)
 
 
 def _mix(secret: int, seed: int, case_seed: int | None = None) -> int:
@@ -125,8 +124,7 @@ class Measurer:
         for name, caller in self.callers.items():
             self.ready[name] = caller.recv("ready")
         first = next(iter(self.ready.values()))
-        device = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu (Triton interpreter)" \
-            if self.mode == "cpu" else "cpu (compile for sm_90)"
+        device = torch.cuda.get_device_name() if self.mode == "gpu" else "cpu (Triton interpreter)"
         self.ch.send({"kind": "device", "mode": self.mode, "device": device, "torch": torch.__version__,
                       "triton": _triton_version(), "jail": first["jail"], "uuid": _uuid() if self.mode == "gpu" else ""})
 
@@ -234,17 +232,16 @@ class Measurer:
             self.ch.rung("load", True, None, time.perf_counter() - started)
         return True
 
-    def compile(self, runner: str, cases=None) -> bool:
+    def compile(self, runner: str) -> bool:
         started = time.perf_counter()
         device = self.device if runner == "gpu" else torch.device("cpu")
         sets = []
-        for case in self.problem.tests if cases is None else cases:
+        for case in self.problem.tests:
             inputs = self.inputs(case, COMPILE_SEED, device)
             sets.append(CallSet(inputs.leaves, [], inputs.tree))
         staged = time.perf_counter()
         try:
-            dump = self.job.get("dump")
-            report = self.callers[runner].call(sets, "compile", dump=dump if dump in (True, "files") else False)
+            report = self.callers[runner].call(sets, "compile", dump=self.job.get("dump") or False)
         except Fail as exc:
             self.ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
             return False
@@ -452,19 +449,9 @@ class Measurer:
                      clock="cuda-window" if gpu else "cpu-interpreter", **extra)
         return True
 
-    def precompile_cases(self) -> list:
-        """The cases a GPU evaluation will call the candidate on (tests, then benchmarks), for compiling ahead on the
-        CPU; a benchmark case whose traffic is over PRECOMPILE_MAX_BYTES is left to compile on the GPU (its inputs
-        would cost more to make here than its compile)."""
-        big = [c for c in self.problem.benchmarks if self.reference.profile(c)["bytes"] > PRECOMPILE_MAX_BYTES]
-        return list(self.problem.tests) + [c for c in self.problem.benchmarks if c not in big]
-
     # -- the ladder ---------------------------------------------------------------------------------------------------
     def ladder(self) -> None:
-        if self.mode == "precompile":  # load and compile only: the cache the runner fills is the product
-            steps = [("load", lambda: self.load("compile", "load")),
-                     ("compile", lambda: self.compile("compile", self.precompile_cases()))]
-        elif self.mode == "gpu":
+        if self.mode == "gpu":
             steps = [("load", lambda: self.load("gpu", "load")), ("compile", lambda: self.compile("gpu")),
                      ("run", lambda: self.run_rung("gpu")), ("correctness", lambda: self.correctness_rung("gpu")),
                      ("benchmark", self.benchmark_rung)]

@@ -328,7 +328,7 @@ def main(argv) -> int:
     in_fd, out_fd, mode, work, shm = int(argv[1]), int(argv[2]), argv[3], Path(argv[4]), argv[5]
     from . import jail
 
-    # The compile-only runner gets no GPU device files: it may run while another candidate is being timed.
+    # The compile-only runner gets no GPU device files: it never needs a card, so it cannot reach one.
     status = jail.apply([str(work), shm, "/proc/self"], devices=mode != "compile")
     from . import lifeline
 

@@ -34,9 +34,7 @@ from .wire import Malformed, parse
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
 # another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
-# "precompile" fills a Triton cache for a GPU evaluation to come, compiling for sm_90 on the CPU: no process of it
-# can reach a GPU (harness/jail.py), so it may run while another candidate is timed.
-RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret"), "precompile": ("compile",)}
+RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret")}
 
 
 @dataclass
@@ -87,7 +85,7 @@ def _env(token: str, work: Path, extra: dict, gpu: str | None = None) -> dict:
     if "expandable" in env.get("PYTORCH_CUDA_ALLOC_CONF", ""):
         env.pop("PYTORCH_CUDA_ALLOC_CONF")  # CUDA IPC cannot export memory mapped that way
     visible = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    # one device: the window times all work on it (gpu: the lane's card, as the parent names it; "" for none)
+    # one device: the window times all work on it (gpu: the lane's card, as the parent names it)
     env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else visible[0] if visible else "0"
     env.update(extra)
     return env
@@ -144,7 +142,7 @@ class Crew:
     while the evaluation before runs. The wall-clock limit counts from the moment the job is sent."""
 
     def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None):
-        self.mode, self.gpu = mode, ("" if mode == "precompile" else gpu)
+        self.mode, self.gpu = mode, gpu
         self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
         self.shm = _shm_folder()
         self.key = secrets.token_bytes(32)
