@@ -68,7 +68,7 @@ class _Evaluator:
                 if f.is_file() and total + size <= MAX_ARTIFACTS:
                     files[f.name] = f.read_bytes()
                     total += size
-            return {"verdict": verdict.to_json(), "artifacts": files, "node": os.uname().nodename}
+            return {"verdict": verdict.to_json(), "artifacts": files}
 
 
 class RayLane:

@@ -46,7 +46,6 @@ class Job:
     cand_id: object  # the caller's key: a candidate id, or any other hashable for work of its own
     path: Path
     seq: int
-    submitted: float
     lane: str | None = None  # only this lane may take it (a re-timing that must share a card with another)
     attempts: int = 0
     faults: list = field(default_factory=list)  # lane fault reasons so far
@@ -58,7 +57,6 @@ class Done:
     verdict: object | None  # harness Verdict; None when no lane could evaluate it
     seconds: float  # the lane's time for it
     lane: str
-    waited_s: float  # from submit to the lane taking it
     error: str | None = None  # why there is no verdict
 
 
@@ -135,7 +133,7 @@ class Pipeline:
     def submit(self, cand_id, path: Path, lane: str | None = None, beyond_depth: bool = False) -> None:
         """Queue a candidate file; lane: only that lane takes it (after what it is evaluating now); beyond_depth: work
         a verdict asked for (a re-timing), which may take one place more than the depth."""
-        job = Job(cand_id, Path(path), next(self._seq), self.clock(), lane)
+        job = Job(cand_id, Path(path), next(self._seq), lane)
         with self._cond:
             if self._closed or len(self._retired) == len(self.lanes):
                 raise RuntimeError("the pipeline is closed" if self._closed else "no evaluation lane is left")
@@ -206,7 +204,7 @@ class Pipeline:
                 continue
             ended = self.clock()
             self.busy[lane.name].append((began, ended))
-            self._done.put(Done(job.cand_id, verdict, ended - began, lane.name, began - job.submitted))
+            self._done.put(Done(job.cand_id, verdict, ended - began, lane.name))
 
     def _fault(self, lane, job: Job, reason: str) -> None:
         job.attempts += 1
@@ -214,7 +212,7 @@ class Pipeline:
         self.emit({"kind": "lane_fault", "lane": lane.name, "candidate": job.cand_id, "reason": reason,
                    "requeued": job.attempts < MAX_ATTEMPTS})
         if job.attempts >= MAX_ATTEMPTS:
-            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted,
+            self._done.put(Done(job.cand_id, None, 0.0, lane.name,
                                 error=f"not evaluated: {job.attempts} lanes failed it ({'; '.join(job.faults)})"))
             return
         with self._cond:
@@ -249,7 +247,7 @@ class Pipeline:
                 self._queue.clear()
         self.emit({"kind": "lane_retired", "lane": lane.name})
         for job in stranded:  # no lane is left to take them
-            self._done.put(Done(job.cand_id, None, 0.0, lane.name, self.clock() - job.submitted,
+            self._done.put(Done(job.cand_id, None, 0.0, lane.name,
                                 error="not evaluated: every lane's card failed its checks"))
         return False
 

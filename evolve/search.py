@@ -130,7 +130,6 @@ class Search:
         self.pipeline = None  # made when the run starts (make_pipeline)
         self._waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
-        self.lost: list[int] = []  # candidates no lane could evaluate (left pending)
         self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
         self._measured: dict[int, tuple] = {}  # candidate id -> (clock, card UUID) of its evaluation in this process
         self._duels: dict[tuple, tuple] = {}  # ("duel", challenger id) -> (challenger, incumbent, noise)
@@ -216,7 +215,6 @@ class Search:
             self.pipeline.submit(cand.id, path)
         except RuntimeError as exc:  # every lane retired meanwhile: it stays pending for --resume
             self._waiting.pop(cand.id)
-            self.lost.append(cand.id)
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": str(exc)})
             return
         while self._waiting and not self.pipeline.room():  # full (with one lane and no compile pool: at once)
@@ -233,7 +231,6 @@ class Search:
         cand, then = self._waiting.pop(done.cand_id)
         if done.verdict is None:  # no lane could evaluate it: it stays pending in the archive for --resume
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": done.error})
-            self.lost.append(cand.id)
             self.unevaluated_run += 1
             self.last_unevaluated = done.error or ""
             return True
@@ -425,7 +422,7 @@ class Search:
             from .pipeline import Job
 
             def evaluate(path, problem, options):
-                return lane.evaluate(Job(("retime", Path(path).name), Path(path), 0, 0.0))
+                return lane.evaluate(Job(("retime", Path(path).name), Path(path), 0))
         else:
             evaluate = self._evaluate
         options = replace(self.config.eval, gpu=getattr(lane, "gpu", None), sass=False)  # the first lane's card
