@@ -114,3 +114,19 @@ def test_a_process_jailed_without_devices_cannot_open_a_gpu(tmp_path, devices):
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["status"].startswith("landlock ABI")
     assert seen["open_card"] == ("allowed" if devices else "refused (13)")
+
+
+@needs_landlock
+def test_a_tool_run_jailed_writes_only_its_folder(tmp_path):
+    """cuobjdump reads cubins a runner wrote: it runs through jail.jailed, which keeps it to its own folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    outside = tmp_path / "outside.txt"
+    script = ("import os, sys\n"
+              "open(os.path.join(os.environ['TMPDIR'], 'inside.txt'), 'w').write('x')\n"
+              "try:\n    open(sys.argv[1], 'w').write('forged')\nexcept OSError as exc:\n    print('refused', exc.errno)\n")
+    out = subprocess.run(jail.jailed([sys.executable, "-c", script, str(outside)], str(work)), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "refused 13" and not outside.exists()
+    assert (work / "inside.txt").read_text() == "x"

@@ -125,3 +125,23 @@ def apply(writable: list[str], ports: range | tuple = (), devices: bool = True) 
     finally:
         os.close(ruleset)
     return f"landlock ABI {abi}"
+
+
+_EXEC_JAILED = ("import importlib.util, os, sys\n"
+                "spec = importlib.util.spec_from_file_location('evolve_jail', sys.argv[1])\n"
+                "jail = importlib.util.module_from_spec(spec)\n"
+                "spec.loader.exec_module(jail)\n"
+                "jail.apply([sys.argv[2]], devices=False)\n"
+                "os.environ['TMPDIR'] = sys.argv[2]\n"
+                "os.execv(sys.argv[3], sys.argv[3:])\n")
+
+
+def jailed(argv: list[str], folder: str) -> list[str]:
+    """The command line that runs argv jailed, its TMPDIR the folder: writes only under folder, no GPU device files,
+    no TCP, no signals out (as far as this kernel's Landlock goes). For tools that read files a runner wrote
+    (cuobjdump on a cubin): a crafted file then exploits a jailed process, not evolve. It loads this file alone, so
+    no package import slows it."""
+    import sys
+
+    return [sys.executable, "-c", _EXEC_JAILED, __file__, str(folder), *argv]
+

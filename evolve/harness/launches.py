@@ -331,9 +331,11 @@ def dump(kernel, info: dict, folder: Path, index: int) -> list[str]:
 
 
 def disassemble(cubin: bytes) -> str | None:
-    """SASS of a stored cubin (cuobjdump --dump-sass), or None without cuobjdump. Reads a file evolve archived: the
-    parent's side, after the evaluation, never inside a runner."""
+    """SASS of a stored cubin (cuobjdump --dump-sass), or None without cuobjdump. The cubin was written by a runner,
+    so cuobjdump reads it jailed (harness/jail.jailed), after the evaluation, outside any timing."""
     import tempfile
+
+    from .jail import jailed
 
     cuobjdump = tool("cuobjdump")
     if not cuobjdump:
@@ -341,6 +343,6 @@ def disassemble(cubin: bytes) -> str | None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
-        dumped = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True,
+        dumped = subprocess.run(jailed([cuobjdump, "--dump-sass", str(path)], tmp), capture_output=True, text=True,
                                 timeout=60).stdout
     return dumped[dumped.find("code for"):] if "code for" in dumped else dumped
