@@ -34,9 +34,12 @@ class LaneFault(Exception):
 
 
 def harness_fault(verdict) -> str | None:
-    """Why a verdict is the harness's failure rather than the candidate's (None when it is the candidate's)."""
+    """Why a verdict is the harness's failure rather than the candidate's (None when it is the candidate's). Only a
+    failure before the measurer reported its set-up counts: it sends that (signed) before the runner loads the
+    candidate, so a reason the candidate's code sends later, whatever its words, stays the candidate's failure."""
     failure = verdict.failure if verdict is not None else None
-    if failure is not None and failure.name == "load" and (failure.reason or "").startswith(FAULT_PREFIXES):
+    if failure is not None and failure.name == "load" and not verdict.setup \
+            and (failure.reason or "").startswith(FAULT_PREFIXES):
         return failure.reason
     return None
 

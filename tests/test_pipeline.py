@@ -161,6 +161,9 @@ def test_harness_fault_tells_the_lanes_reasons_from_the_candidates():
     rungs = (RungResult("load", "failed", "the harness could not prepare the device before loading the candidate: "
                                           "CUDA error: unknown error"),) + broken.rungs[1:]
     assert pl.harness_fault(replace(broken, rungs=rungs)).startswith("the harness could not prepare")
+    # the same words after the measurer's set-up came from the runner, once the candidate could run: its failure
+    loaded = replace(broken, rungs=rungs, setup=({"mode": "gpu", "prepare_s": 2.5},))
+    assert pl.harness_fault(loaded) is None
     rungs = (RungResult("load", "failed", "import failed: SyntaxError"),) + broken.rungs[1:]
     assert pl.harness_fault(replace(broken, rungs=rungs)) is None
 
