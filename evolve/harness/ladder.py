@@ -106,7 +106,9 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         elif kind == "setup":
             facts["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
                                    "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
-                                   "prepare_s": message["prepare_s"], "gpu": options.gpu})
+                                   "prepare_s": message["prepare_s"], "gpu": options.gpu,
+                                   **({"prepare_split": message["prepare_split"]}
+                                      if isinstance(message["prepare_split"], dict) else {})})
         elif kind == "peaks":
             state["peaks"] = message
             if not message["cached"]:

@@ -111,6 +111,7 @@ class Measurer:
         self.peaks: dict | None = None
         self.plans: dict = {}  # benchmark case -> calls per window and the window's calibrated fixed cost
         self.first: dict = {}
+        self.prepare_split: dict = {}  # seconds of the set-up's parts, for the record
 
     # -- inputs and references ---------------------------------------------------------------------------------------
     def inputs(self, case, seed: int, device=None):
@@ -143,11 +144,15 @@ class Measurer:
         from .timing import GpuTimer
 
         caller = self.callers["gpu"]
+        began = time.perf_counter()
         caller.connect_gpu()
         _build_triton_driver()
         self.timer = GpuTimer(self.device, budget_s=float(self.job.get("bench_budget_s", 0.4)))
         cached = (self.job.get("peaks") or {}).get(self.device_key)
+        split = self.prepare_split
+        split["connect"] = time.perf_counter() - began
         self.peaks = cached or peaks.measure(self.timer, self.device)
+        split["peaks"] = time.perf_counter() - began - split["connect"]
         self.ch.send({"kind": "peaks", "key": self.device_key, "cached": bool(cached),
                       "bandwidth": float(self.peaks["bandwidth"]),
                       "flops": {k: float(self.peaks["flops"][k]) for k in ("bfloat16", "float32", "float16")}})
@@ -159,9 +164,14 @@ class Measurer:
                 self.ch.send({"kind": "baseline", "key": self.baseline_key, "case": case.label,
                               "torch_ms": figures.get("torch_ms"), "compile_ms": figures.get("compile_ms"),
                               "compile_error": figures.get("compile_error")})
+        mark = time.perf_counter()
+        split["baselines"] = mark - began - split["connect"] - split["peaks"]
         caller.window.calibrate_hops()
+        split["hops"] = time.perf_counter() - mark
+        mark = time.perf_counter()
         for case in self.problem.benchmarks:
             self.plans[case.label] = self._plan(case)
+        split["plans"] = time.perf_counter() - mark
         self.pool.trim()
         torch.cuda.empty_cache()
 
@@ -327,6 +337,30 @@ class Measurer:
         return True
 
     def _timed_check(self, case, outs, sets_inputs) -> None:
+        """Every output of a window against its reference. The float outputs' errors are gathered on the device and
+        read once (a window holds up to 256 calls); only a window that fails is gone through output by output, for
+        the message."""
+        excess = None  # the largest max_rel over its tolerance, across the window's float outputs (NaN stays NaN)
+        for out, inputs in zip(outs, sets_inputs):
+            refs = self.reference.reference(inputs, on_cpu=False)
+            for o, r in zip(out, refs):
+                if not o.is_floating_point():
+                    if not torch.equal(o, r.to(device=o.device, dtype=o.dtype)):
+                        raise Fail(f"{case.label}: a timed call returned a wrong output (integers differ)")
+                    continue
+                tol = self.problem.tolerance_for(case, dtype_name(o))
+                over = metrics.max_rel_tensor(o, r, tol.floor).double() - tol.rtol  # float64: no rounding
+                excess = over if excess is None else torch.maximum(excess, over)
+            reason = self.reference.check(inputs, out, refs)
+            del refs
+            if reason:
+                raise Fail(f"{case.label}: a timed call returned a wrong output ({reason})")
+        if excess is not None and not float(excess) <= 0:
+            self._timed_check_each(case, outs, sets_inputs)
+            raise Fail(f"{case.label}: a timed call returned a wrong output (an error of {float(excess):.3g} over "
+                       "its tolerance)")
+
+    def _timed_check_each(self, case, outs, sets_inputs) -> None:
         for out, inputs in zip(outs, sets_inputs):
             refs = self.reference.reference(inputs, on_cpu=False)
             for o, r in zip(out, refs):
@@ -365,6 +399,8 @@ class Measurer:
             self._timed_check(case, outs, sets_inputs)
             split["inputs"] += called - began
             split["windows"] += checking - called
+            split["exchange"] += figures["exchange_ms"] / 1e3
+            split["spin"] += figures["spin_ms"] / 1e3
             split["checks"] += time.perf_counter() - checking
             totals.append(figures["ms"])
             fixed = self.fixed_ms(plan, k, figures["copies_ms"] + figures["read_ms"])
@@ -426,7 +462,7 @@ class Measurer:
         started = time.perf_counter()
         shapes, counter = [], [0]
         gpu = self.mode == "gpu"
-        self.bench_split = {"inputs": 0.0, "windows": 0.0, "checks": 0.0}
+        self.bench_split = {"inputs": 0.0, "windows": 0.0, "checks": 0.0, "exchange": 0.0, "spin": 0.0}
         try:
             for case in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks):
                 figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
@@ -513,7 +549,8 @@ def main(argv) -> int:
             measurer.prepare_gpu()
         runner_warm = max(float(r["warm_s"]) for r in measurer.ready.values())
         channel.send({"kind": "setup", "job_at": job_at, "warm_s": round(warm_s, 3), "runner_warm_s": runner_warm,
-                      "prepare_s": round(time.perf_counter() - prepare_started, 3)})
+                      "prepare_s": round(time.perf_counter() - prepare_started, 3),
+                      "prepare_split": {k: round(v, 3) for k, v in measurer.prepare_split.items()}})
         measurer.ladder()
     except RunnerLost as exc:
         channel.send({"kind": "runner_lost", "rung": "load", "runner": exc.runner, "detail": str(exc)})

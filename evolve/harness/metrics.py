@@ -28,6 +28,8 @@ _item = torch.Tensor.item
 _reshape = torch.reshape
 _float64 = torch.float64
 _float32 = torch.float32
+_zeros = torch.zeros
+_maximum = torch.maximum
 
 
 def _scalar(t) -> float:
@@ -69,9 +71,16 @@ def error_metrics(out, ref, floor: float, rtol: float) -> dict:
 
 def max_rel(out, ref, floor: float) -> float:
     """The worst |out - ref| / max(|ref|, floor) in float32 on the tensors' own device (NaN if out has NaN)."""
+    return _scalar(max_rel_tensor(out, ref, floor))
+
+
+def max_rel_tensor(out, ref, floor: float):
+    """max_rel as a 0-d tensor on the tensors' device, without waiting for it (NaN if out has NaN)."""
     o = _to(out, dtype=_float32)
     r = _to(ref, dtype=_float32)
-    return _scalar(_max(_div(_abs(_sub(o, r)), _clamp_min(_abs(r), floor))))
+    if not o.numel():
+        return _zeros((), dtype=_float32, device=o.device)
+    return _max(_div(_abs(_sub(o, r)), _clamp_min(_abs(r), floor)))
 
 
 def unravel(flat: int, shape: tuple) -> list[int]:

@@ -30,7 +30,8 @@ SHAPE_ROW = {"case": str, "dtype": str, "ms": float, "bytes": int, "flops": int}
 
 MEASURER = {
     "device": {"kind": str, "mode": str, "device": str, "torch": str, "triton": str, "jail": str, "uuid": str},
-    "setup": {"kind": str, "job_at": float, "warm_s": float, "runner_warm_s": float, "prepare_s": float},
+    "setup": {"kind": str, "job_at": float, "warm_s": float, "runner_warm_s": float, "prepare_s": float,
+              "prepare_split": "any"},
     "peaks": {"kind": str, "key": str, "cached": bool, "bandwidth": float,
               "flops": {"bfloat16": float, "float32": float, "float16": float}},
     "baseline": {"kind": str, "key": str, "case": str, "torch_ms": OPT_FLOAT, "compile_ms": OPT_FLOAT,
