@@ -84,3 +84,27 @@ def test_a_link_reports_a_closed_pipe_and_an_overlong_line():
             reader.recv(timeout_s=5)
     finally:
         wire.MAX_LINE = limit
+
+
+def test_ready_says_whether_a_whole_message_is_there_without_taking_it():
+    import threading
+
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    a, b = Link(r1, w2, RUNNER), Link(r2, w1, None)
+    assert a.ready(0.05) is False  # nothing sent
+    os.write(w1, b'{"kind": "checked",')  # half a message is not one
+    assert a.ready(0.05) is False
+    later = threading.Timer(0.2, lambda: os.write(w1, b' "call": 2}\n'))
+    later.start()
+    assert a.ready(5.0) is True  # the rest arrives while it waits
+    later.join()
+    assert a.ready(0.0) is True  # still there: ready reads it in but leaves it for recv
+    assert a.recv(timeout_s=1) == {"kind": "checked", "call": 2}
+    assert a.ready(0.05) is False
+    b.send({"kind": "checked", "call": 3})
+    os.close(w1)
+    assert a.ready(1.0) is True  # a message sent before the close is still delivered
+    assert a.recv(timeout_s=1) == {"kind": "checked", "call": 3}
+    with pytest.raises(Closed, match="closed"):
+        a.ready(1.0)

@@ -7,15 +7,18 @@ maps those, calls the candidate, and says where its outputs are. The measurer re
 copy out of the runner's memory, or the output files it handed out, filled with NaN beforehand) and compares them;
 it never believes a figure the runner states.
 
-The timed window on a GPU, all on the measurer's stream: L2 flushed, a spin (long enough for the runner to queue its
-calls behind the gate), event A, the inputs copied into the shared buffers, the gate word set to the call's number;
-the runner's stream waits for the gate word, runs K calls and sets the done word; the measurer's stream waits for
-that, and then reads every output back, then event B. Everything from A to B is charged: the runner cannot see the
-inputs before A (they are not in shared memory yet), and whatever it has not finished when the read-back copies its
-outputs is wrong. The measurer then subtracts what the same window costs with no work in it (its own copies and
-read-back, measured with no runner; the two switches between the processes' CUDA contexts, measured with the runner
-before it imported the candidate), each the fastest of several runs, so no time the candidate did not spend is
-credited to it.
+The timed window on a GPU, all on the measurer's stream: the runner is sent the call first and queues its calls
+behind the gate (its stream waits for the gate word); once it has answered, the measurer flushes L2, spins briefly
+(long enough for its own launches to be queued, so the GPU never waits for this host inside the window), records
+event A, copies the inputs into the shared buffers and sets the gate word to the call's number; the runner's stream
+runs its K calls and sets the done word; the measurer's stream waits for that, reads every output back, then event B.
+A runner that has not answered within RUNNER_WAIT_S (a candidate that waits for the GPU while it queues, as an
+autotuner does) gets the gate opened anyway and the window is run again. Everything from A to B is charged: the
+runner cannot see the inputs before A (they are not in shared memory yet), and whatever it has not finished when the
+read-back copies its outputs is wrong. The measurer then subtracts what the same window costs with no work in it (its
+own copies and read-back, measured with no runner; the two switches between the processes' CUDA contexts, measured
+with the runner before it imported the candidate), each the fastest of several runs, so no time the candidate did not
+spend is credited to it.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from .wire import Closed, Malformed
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
 SPIN_CYCLES_PER_MS = 2.0e6  # torch.cuda._sleep counts SM cycles; ~2 GHz on a Hopper at full clock
 MIN_SPIN_MS = 2.0
+RUNNER_WAIT_S = 0.25  # a window waits this long for the runner to have queued its calls, then opens the gate anyway
 
 
 class Fail(Exception):
@@ -245,6 +249,13 @@ class Caller:
         self.recv("ack")
         self.window = Window(self)
 
+    def answered(self, timeout_s: float) -> bool:
+        """Whether the runner's answer to the call is here, or arrives within timeout_s."""
+        try:
+            return self.link.ready(timeout_s)
+        except Closed as exc:
+            raise RunnerLost(str(exc), self.name) from None
+
     def wait_done(self, stream) -> None:
         from . import cuda_ipc
 
@@ -400,10 +411,12 @@ class Window:
         self.flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=caller.device)
         self.events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
         self.spin_ms = 3.0
+        self.op_ms = 0.02  # this process's host time to queue one op of a window, as last seen
         self.hops_ms: float | None = None  # the two context switches of an empty window, fastest seen
 
-    def _open(self, staged) -> None:
-        torch.cuda.synchronize()
+    def _open(self, staged, synchronize: bool = True) -> None:
+        if synchronize:
+            torch.cuda.synchronize()
         self.flush.zero_()
         torch.cuda._sleep(int(self.spin_ms * SPIN_CYCLES_PER_MS))
         self.events[0].record()
@@ -412,37 +425,50 @@ class Window:
         self.events[1].record()
 
     def run(self, message: dict, staged, sets, attempts: int = 4):
-        """One window: (outputs, {'ms': window ms, 'late': retries}). A window whose gate opened before the runner
-        had queued its calls (the spin was too short) is run again with a longer spin."""
+        """One window: (outputs, figures). A window the GPU may have waited in (the runner had not queued its calls
+        within RUNNER_WAIT_S, or the spin ran out before this process had queued its own work) is run again, the
+        last attempt's figure kept as it is (never shorter than the work: only ever too long)."""
         from . import cuda_ipc
 
         caller = self.caller
         stream = torch.cuda.current_stream()
         dests = caller.destinations(sets)
+        ops = len(staged) + sum(len(s.expects) for s in sets) + 4  # the launches this process queues in the window
         for attempt in range(attempts):
-            spun = self.spin_ms
-            self._open(staged)
-            cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)
+            torch.cuda.synchronize()
             started = time.perf_counter()
             caller.send(message)
+            answered = caller.answered(RUNNER_WAIT_S)
+            exchange_ms = (time.perf_counter() - started) * 1e3
+            # the spin covers this process's own launches, with room to spare: its time per launch so far, times these
+            self.spin_ms = spun = min(max(1.5 * self.op_ms * ops + 0.5, MIN_SPIN_MS), 500.0)
+            pointers = None
+            if answered:  # where the outputs are, known before the window opens (opening new IPC handles is slow)
+                try:
+                    pointers = caller._pointers(caller.recv("outputs"), sets)
+                except Fail:
+                    cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)  # let its calls go
+                    raise
+            queueing = time.perf_counter()
+            self._open(staged, synchronize=False)
+            cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)
             caller.wait_done(stream)
             self.events[2].record()
-            reply = caller.recv("outputs")
-            exchange_ms = (time.perf_counter() - started) * 1e3
-            late = self.events[1].query()
-            pointers = caller._pointers(reply, sets)
+            if pointers is None:
+                pointers = caller._pointers(caller.recv("outputs"), sets)
             outs = caller._read_back(pointers, dests, stream)
             self.events[3].record()
+            queued_ms = (time.perf_counter() - queueing) * 1e3
+            # the GPU reached event A before this process had queued the window's last op: it may have waited
+            late = not answered or self.events[0].query()
             torch.cuda.synchronize()
             total = self.events[0].elapsed_time(self.events[3])
+            self.op_ms = queued_ms / ops * (2 if late and answered else 1)
             if not late or attempt == attempts - 1:
-                # The next window's spin: long enough for the runner to queue its calls, judged by this exchange.
-                self.spin_ms = min(max(1.5 * exchange_ms + 1.0, MIN_SPIN_MS), 2000.0)
                 # Its parts, for the record only: the verdict's figure is the whole window less its calibrated cost.
                 parts = [self.events[i].elapsed_time(self.events[i + 1]) for i in range(3)]
                 return outs, {"ms": total, "late": attempt, "exchange_ms": exchange_ms, "spin_ms": spun,
                               "copies_ms": parts[0], "runner_ms": parts[1], "read_ms": parts[2]}
-            self.spin_ms = min(max(2 * self.spin_ms, 1.5 * exchange_ms + 1.0), 2000.0)
             caller.recv("checked")  # the discarded attempt's own report, before the call is made again
             caller.calls += 1
             message = {**message, "call": caller.calls}
@@ -474,15 +500,23 @@ class Window:
         pointers = [[o.data_ptr() for o in row] for row in outputs]
         stream = torch.cuda.current_stream()
         try:
-            samples = []
-            for _ in range(reps):
+            samples, late = [], []
+            for _ in range(2 * reps):
+                spun = self.spin_ms
+                queueing = time.perf_counter()
                 self._open(staged)
                 cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)
                 self.events[2].record()
                 caller._read_back(pointers, dests, stream)
                 self.events[3].record()
+                queued_ms = (time.perf_counter() - queueing) * 1e3
+                # a sample whose spin ran out before its ops were queued timed this host too: longer, not kept
+                ran_out = self.events[0].query()
                 torch.cuda.synchronize()
-                samples.append(self.events[0].elapsed_time(self.events[3]))
-            return min(samples)
+                (late if ran_out else samples).append(self.events[0].elapsed_time(self.events[3]))
+                self.spin_ms = min(max(1.5 * queued_ms + 0.5, MIN_SPIN_MS, 2 * spun if ran_out else 0), 500.0)
+                if len(samples) == reps:
+                    break
+            return min(samples or late)
         finally:
             pool.give(taken)

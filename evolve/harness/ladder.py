@@ -283,7 +283,8 @@ def _shape_row(row: dict, peaks: dict | None) -> dict:
            "speedup_vs_compile": row["compile_ms"] / row["ms"] if row.get("compile_ms") and row["ms"] else None,
            "roofline_fraction": None, "bytes_per_s": row["bytes"] / (row["ms"] * 1e-3) if row["ms"] else None,
            "clock": row.get("clock", "cuda-window"), "windows": row.get("windows"),
-           "calls_per_window": row.get("calls_per_window"), "spread": row.get("spread")}
+           "calls_per_window": row.get("calls_per_window"), "spread": row.get("spread"),
+           "spin_retries": row.get("spin_retries")}
     for key in ("window_ms", "fixed_ms", "calibrated_ms", "hops_ms", "parts_ms"):  # the window's parts, for the record
         if key in row:
             out[key] = row[key]

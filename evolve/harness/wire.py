@@ -136,6 +136,24 @@ class Link:
             return json.loads(line)
         return parse(line, self.schemas)
 
+    def ready(self, timeout_s: float) -> bool:
+        """Whether a whole message is here or arrives within timeout_s (it is kept for recv, not read)."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            if len(self._buffer) > MAX_LINE:
+                return True  # recv says what is wrong with it
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select([self.read_fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.read_fd, 1 << 16)
+            if not chunk:
+                raise Closed("the other side closed the pipe")
+            self._buffer += chunk
+        return True
+
     def close(self) -> None:
         for fd in (self.read_fd, self.write_fd):
             try:
