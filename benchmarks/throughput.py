@@ -2,16 +2,19 @@
 how busy the GPU was. Prints a table.
 
     python benchmarks/throughput.py [--problem problems/softmax] [--candidates 30] [--device auto] [--gpus 0,1]
+                                    [--per-gpu N]
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
 proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed; no knob tuner
-and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated over
-the run's wall time times the lanes (cards) used. A lane's time per evaluation is split by rung from the verdicts:
-compile (load and compile), correctness (run and correctness),
-timing (benchmark), and the rest (process start-up waits, inputs, teardown); "lane idle" is the share of the lanes'
-wall time with no evaluation on them. The cards' busy fraction is read from the driver (`nvidia-smi
---query-gpu=index,utilization.gpu` every 200 ms): the share of samples above 0%, and their mean. The seed's fitness is
-reported from the first candidate (the seed itself), so before/after figures can be compared with the same script.
+and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated
+over the run's wall time times the cards used (with --per-gpu N, N lanes share each card). A lane's time per
+evaluation is split by rung from the verdicts: compile (load and compile), correctness (run and correctness), timing
+(benchmark), and the rest (process start-up waits, inputs, teardown); "lane idle" is the share of the lanes' wall time
+with no evaluation on them; "timing lease held" the share of the cards' wall time some evaluation held the card's
+timing lease (harness/lease.py: calibrations and benchmark windows, every other evaluation stopped). The cards' busy
+fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu` every 200 ms): the share of samples
+above 0%, and their mean. The seed's fitness is reported from the first candidate (the seed itself), so before/after
+figures can be compared with the same script.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from pathlib import Path
 from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, evaluate, load_problem
+from evolve.harness.lease import all_leases
 from evolve.pipeline import parse_gpus, visible_gpus
 from evolve.proposer import Proposal
 from evolve.search import Search
@@ -77,6 +81,7 @@ def main():
     parser.add_argument("--candidates", type=int, default=30)
     parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     parser.add_argument("--gpus", default=None, help="cards, one lane each (e.g. 0,1); default: every visible one")
+    parser.add_argument("--per-gpu", type=int, default=1, help="evaluations at once on each card (evolve run --per-gpu)")
     parser.add_argument("--progress", action="store_true", help="print each verdict and lane event as it comes")
     args = parser.parse_args()
     problem = load_problem(args.problem)
@@ -86,7 +91,8 @@ def main():
         db = Path(tmp) / "throughput.db"
         config = RunConfig(problem_dir=args.problem, db=str(db), max_candidates=args.candidates, seed=1,
                            search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
-                           eval=EvalOptions(device=args.device, prewarm=True), profile=ProfileConfig(top=0),
+                           eval=EvalOptions(device=args.device, prewarm=True, per_gpu=args.per_gpu),
+                           profile=ProfileConfig(top=0),
                            retime_top=0, gpus=tuple(gpus) if gpus else None)
         archive = Archive(db)
         lanes_seen: list = []
@@ -136,11 +142,13 @@ def main():
         archive.close()
     n = len(cands)
     lanes = lanes_seen[0]["lanes"] if lanes_seen else ["?"]
+    cards = len({lane.split(".")[0] for lane in lanes})  # --per-gpu N: lanes gpu0.1 .. gpu0.N share card 0
+    held = sum(lease.held_s for lease in all_leases())
     print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)},"
           f" instant proposer, {time.strftime('%Y-%m-%d')}")
     print(f"| wall | evaluations per GPU-hour | wall per evaluation | lane time: {' | '.join(split)} | lane idle | "
-          f"GPU busy | GPU util mean | seed fitness |")
-    print("| --- " * (8 + len(split)) + "|")
+          f"timing lease held | GPU busy | GPU util mean | seed fitness |")
+    print("| --- " * (9 + len(split)) + "|")
     per = wall / n if n else float("nan")
     idle = 1 - sum(eval_wall) / (wall * len(lanes)) if n else float("nan")
     busy = (sum(s > 0 for s in sampler.samples) / len(sampler.samples)) if sampler.samples else None
@@ -149,11 +157,13 @@ def main():
     ends.sort()
     # the first evaluation on a machine also measures the card's peaks and the baselines (cached from then on)
     steady = (ends[-1] - ends[0]) / (len(ends) - 1) if len(ends) > 1 else float("nan")
-    print(f"| {wall:.0f} s | {3600 / (per * len(lanes)):.0f} | {per:.2f} s | {' | '.join(cells)} | {idle:.0%} | "
+    print(f"| {wall:.0f} s | {3600 / (per * cards):.0f} | {per:.2f} s | {' | '.join(cells)} | {idle:.0%} | "
+          f"{held / (wall * cards):.0%} | "
           f"{'-' if busy is None else f'{busy:.0%}'} | {'-' if util is None else f'{util:.0f}%'} | "
           f"{'-' if seed_fitness is None else f'{seed_fitness:.3f}'} |")
     print(f"after the first verdict (which also measured the card's peaks and baselines on a fresh machine): "
-          f"{steady:.2f} s per evaluation, {3600 / (steady * len(lanes)):.0f} per GPU-hour")
+          f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour")
+
 
 
 if __name__ == "__main__":

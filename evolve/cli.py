@@ -203,8 +203,10 @@ def _open_archive(db, must_exist=True):
                    "reaches /proc/sys).")
 @click.option("--gpus", default=None, metavar="LIST",
               help="The cards to evaluate on, one lane each, as indices of the visible cards or UUIDs: --gpus 0,1 "
-                   "[default: every visible card]. A lane runs one evaluation at a time, so no benchmark shares its "
-                   "card.")
+                   "[default: every visible card]. No benchmark shares its card (see --per-gpu).")
+@click.option("--per-gpu", type=click.IntRange(min=1, max=16), default=1, show_default=True,
+              help="Evaluations at once on each card: their compile, run and correctness rungs overlap, and each "
+                   "benchmark takes the card's timing lease, stopping the others while it times.")
 @click.option("--fair-window", default="15m", show_default=True, metavar="DURATION",
               help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "
                    "within this long; otherwise the best is timed again on that card first (0: never).")
@@ -217,7 +219,7 @@ def _open_archive(db, must_exist=True):
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
-                retime_rounds, profile_as_root, gpus, fair_window, cluster, cluster_lanes):
+                retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -248,6 +250,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         _fail("--gpus picks cards of this machine; on a cluster use --cluster-lanes N")
     if cluster_lanes and not cluster:
         _fail("--cluster-lanes needs --cluster")
+    if cluster and per_gpu > 1:
+        _fail("--per-gpu is for this machine's cards; a cluster lane is one GPU each (--cluster-lanes N)")
     from .config import parse_duration
 
     try:
@@ -278,7 +282,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
         search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                             compose_share=compose_share, tuner_trials=tune_trials),
-        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True,
+        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True, per_gpu=per_gpu,
                          **({"cache_dir": cache_dir} if cache_dir else {})),
         default_budget=default_budget, artifacts=artifacts,
         profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),

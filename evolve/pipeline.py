@@ -1,8 +1,11 @@
 """The evaluation pipeline: candidates evaluated on lanes, one per GPU.
 
-A lane is one card and runs one evaluation at a time: the whole ladder of a candidate (compile, run, correctness,
-benchmark) holds the card alone, so a benchmark never shares its card with another candidate's work. What runs beside
-it: the model calls, and the next evaluation's processes starting up (imports and a CUDA context, no candidate code).
+A lane runs one evaluation at a time on its card; a card has one lane, or several with `--per-gpu N`. Evaluations
+sharing a card run their compile, run and correctness rungs side by side, and take the card's timing lease for the
+work a verdict's figures come from (harness/lease.py): while one holds it, the others are stopped, so a benchmark
+never shares its card with another candidate's work. What runs beside it: the model calls, and evaluations' processes
+starting up (imports and a CUDA context, no candidate code). An evaluation evicted for another's lease (work it had
+queued kept the card busy) goes back to the front of the queue, as a lane fault does, without the card's check.
 The pipeline keeps at most `depth` candidates between submit and collect, so proposals are not asked for far ahead of
 the lanes.
 
@@ -23,6 +26,8 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from .harness.lease import Evicted
 
 FAULT_PREFIXES = ("the harness could not prepare the device", "the runner failed to start")
 MAX_ATTEMPTS = 3  # lanes a candidate may fault before it is reported as not evaluated
@@ -202,6 +207,8 @@ class Pipeline:
                 self.busy[lane.name].append((began, self.clock()))
                 reason = str(exc) if isinstance(exc, LaneFault) else f"{type(exc).__name__}: {exc}"
                 self._fault(lane, job, reason[:500])
+                if isinstance(exc, Evicted):
+                    continue  # nothing is wrong with the card: another evaluation on it needed it quiet
                 if not self._recover(lane):
                     return
                 continue

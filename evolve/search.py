@@ -174,9 +174,12 @@ class Search:
             return self._cluster_pipeline()
         gpu = c.eval.device == "cuda" or (c.eval.device == "auto" and gpu_available())
         cards = list(c.gpus) if c.gpus else visible_gpus() if gpu else []
-        lanes = [ThreadLane(f"gpu{card}", card, self._evaluate, self.problem.path, self._options,
-                            probe_gpu if self._evaluate is harness_evaluate else None) for card in cards] \
-            or [ThreadLane("cpu" if not gpu else "gpu", None, self._evaluate, self.problem.path, self._options)]
+        per = max(1, c.eval.per_gpu)
+        named = [(f"gpu{card}", card) for card in cards] or [("cpu" if not gpu else "gpu", None)]
+        lanes = [ThreadLane(name if per == 1 else f"{name}.{i + 1}", card, self._evaluate, self.problem.path,
+                            self._options, probe_gpu if card is not None and self._evaluate is harness_evaluate
+                            else None)
+                 for name, card in named for i in range(per)]
         self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes]})
         return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
 

@@ -112,6 +112,8 @@ def test_bad_arguments_get_one_line_and_exit_2(tmp_path):
         (("run", SOFTMAX, "--device", "cpu", "--gpus", "0,1"), "no GPU is visible"),
         (("run", SOFTMAX, "--fair-window", "soon"), "--fair-window"),
         (("run", SOFTMAX, "--cluster-lanes", "2"), "--cluster-lanes needs --cluster"),
+        (("run", SOFTMAX, "--per-gpu", "0"), "--per-gpu"),
+        (("run", SOFTMAX, "--cluster", "auto", "--per-gpu", "2"), "a cluster lane is one GPU each"),
     ]
     for args, fragment in cases:
         result = evolve(*args, cwd=tmp_path, timeout=120)

@@ -133,8 +133,8 @@ def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, 
     no_launch = candidate(tmp_path, "\ndef custom_kernel(x):\n    return torch.empty_like(x)\n")
     first = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
     assert failed(first).name == "compile"
-    spare = dict(SPARES._ready)
-    assert len(spare) == 1  # started for the next evaluation
+    spare = {key: list(crews) for key, crews in SPARES._ready.items()}
+    assert [len(crews) for crews in spare.values()] == [1]  # one started for the next evaluation
     second = evaluate(no_launch, SOFTMAX, options)
     assert failed(second).name == "compile"
     assert SPARES._ready == spare  # not taken
@@ -142,5 +142,7 @@ def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, 
     assert failed(rejected).name == "load" and rejected.device in ("cpu", "cuda")
     third = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
     assert failed(third).name == "compile"
-    assert all(crew not in spare.values() for crew in SPARES._ready.values())  # taken, and a new one started
+    before = [crew for crews in spare.values() for crew in crews]
+    after = [crew for crews in SPARES._ready.values() for crew in crews]
+    assert len(after) == 1 and after[0] not in before  # taken, and a new one started
     SPARES.clear()

@@ -120,6 +120,39 @@ def test_a_faulted_lane_requeues_its_candidate_and_comes_back_after_its_check(tm
     pipe.close()
 
 
+def test_an_evicted_evaluation_is_queued_again_without_checking_the_card(tmp_path):
+    """Evicted for another evaluation's timing lease on the same card: first in line again, the card not checked,
+    the try counted (a candidate evicted on every try comes back without a verdict)."""
+    from evolve.harness.lease import Evicted
+
+    class Evicting(FakeLane):
+        def __init__(self, *args, evict=(), **kw):
+            super().__init__(*args, **kw)
+            self.evict = list(evict)
+
+        def evaluate(self, job):
+            if job.cand_id in self.evict:
+                self.evict.remove(job.cand_id)
+                raise Evicted("stopped and evicted so that another evaluation on the card could be timed")
+            return super().evaluate(job)
+
+        def probe(self):
+            raise AssertionError("an eviction says nothing about the card")
+
+    events, waits = [], []
+    lane = Evicting("gpu0.1", 0.02, evict=[1, 3, 3, 3])
+    pipe = pl.Pipeline([lane], depth=3, on_event=events.append, sleep=waits.append)
+    for cand in (1, 2, 3):
+        pipe.submit(cand, tmp_path / f"{cand}.py")
+    done = {d.cand_id: d for d in drain(pipe, 3)}
+    assert done[1].verdict is not None and done[2].verdict is not None
+    assert done[3].verdict is None and "evicted" in done[3].error and f"{pl.MAX_ATTEMPTS} lanes" in done[3].error
+    assert waits == []  # no check of the card, no back-off
+    assert sum(e["kind"] == "lane_fault" for e in events) == 4
+    assert pipe.dead is None
+    pipe.close()
+
+
 def test_a_lane_whose_card_fails_its_checks_retires_and_the_others_go_on(tmp_path):
     events = []
     bad = FakeLane("gpu0", 0.01, faults={1, 2, 3}, probe=False)

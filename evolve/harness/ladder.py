@@ -18,6 +18,7 @@ from pathlib import Path
 from . import jail
 from . import peaks as peak_cache
 from .formats import load_problem
+from .lease import Evicted
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew
 from .static_check import screen, summary
@@ -44,6 +45,7 @@ class EvalOptions:
     prewarm: bool = False  # start the next evaluation's child while this one runs (for loops over many candidates)
     gpu: str | None = None  # the card to use, as CUDA_VISIBLE_DEVICES names it; None: the first visible
     sass: bool = True  # with dump_dir: the SASS too (cuobjdump, ~0.3 s a kernel, in the evaluation's own time)
+    per_gpu: int = 1  # evaluations sharing the card at once (harness/lease.py): with prewarm, as many started ahead
 
 
 def gpu_available() -> bool:
@@ -144,14 +146,17 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
                 shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
-                   "secret": secret, "bench_budget_s": options.bench_budget_s,
+                   "secret": secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                    "dump": (True if options.sass else "files") if options.dump_dir else False,
                    "peaks": _load(cache, trusted, "peaks.json"),
                    "baselines": _load(cache, trusted, "baselines.json")}
             state["spawned"] = time.time()
             if options.prewarm:  # the next evaluation's processes start up while this one runs
-                SPARES.prepare(mode, str(cache), options.gpu)
+                SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu)
             result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
+            if crew.party is not None and crew.party.evicted:
+                raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
+                              "queued before the stop kept the card busy)")
             if options.dump_dir:
                 _copy_dumps(crew.work, Path(options.dump_dir))
         finally:
@@ -284,7 +289,7 @@ def _shape_row(row: dict, peaks: dict | None) -> dict:
            "roofline_fraction": None, "bytes_per_s": row["bytes"] / (row["ms"] * 1e-3) if row["ms"] else None,
            "clock": row.get("clock", "cuda-window"), "windows": row.get("windows"),
            "calls_per_window": row.get("calls_per_window"), "spread": row.get("spread"),
-           "spin_retries": row.get("spin_retries")}
+           "spin_retries": row.get("spin_retries"), "quiet_s": row.get("quiet_s")}
     for key in ("window_ms", "fixed_ms", "calibrated_ms", "hops_ms", "parts_ms"):  # the window's parts, for the record
         if key in row:
             out[key] = row[key]

@@ -8,6 +8,7 @@ does not have, signed with a key that reached it on the job pipe. The parent tur
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -32,7 +33,11 @@ from .wire import Closed, Link
 BENCH_SEED = 1 << 40  # + a running count: every timed call of a candidate sees new values
 BASELINE_SEED = 1 << 41  # two fixed sets for timing the library baselines, which are not candidates
 COMPILE_SEED = 1 << 42  # the compile rung's calls
+WARM_SEED = 1 << 43  # the call before a benchmark case's windows
 
+QUIET_PROBE_MS = 1.0  # a launch and wait of one tiny kernel, above which another process's work holds up the card
+QUIET_STREAK = 3
+QUIET_WAIT_S = 10.0  # then the evaluations stopped for the lease are evicted (evaluated again later)
 TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
 MAX_CALLS_PER_WINDOW = 256
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
@@ -96,8 +101,10 @@ class Channel:
 
 
 class Measurer:
-    def __init__(self, job: dict, channel: Channel, links: dict):
+    def __init__(self, job: dict, channel: Channel, links: dict, grant_fd: int | None = None):
         self.job, self.ch = job, channel
+        self.grant_fd = grant_fd
+        self.quiet_waits: list[float] = []  # seconds each timed section waited for the card to be quiet
         self.mode = job["mode"]
         self.problem = load_problem(job["problem"])
         self.reference = reference_for(self.problem)
@@ -119,6 +126,52 @@ class Measurer:
         one), from the seed mixed with the evaluation's secret."""
         return self.reference.generate(case, _mix(self.secret, seed, case.seed), device or self.device)
 
+
+    # -- the card's timing lease (harness/lease.py) ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lease(self):
+        """Work whose figures a verdict is made of: under the card's lease, every other evaluation on the card stopped,
+        and (GPU) once the card is quiet."""
+        if self.grant_fd is None:
+            yield
+            return
+        self.ch.send({"kind": "lease", "act": "take"})
+        while True:
+            try:
+                if os.read(self.grant_fd, 1):
+                    break
+            except InterruptedError:
+                continue
+            raise Fail("the harness could not grant the card's timing lease (its parent closed the pipe)")
+        try:
+            if self.mode == "gpu":
+                self.quiet_waits.append(self.wait_quiet())
+            yield
+        finally:
+            self.ch.send({"kind": "lease", "act": "give"})
+
+    def wait_quiet(self) -> float:
+        """Wait until no other process's GPU work runs on the card: a tiny kernel of this process's, launched and
+        waited for, takes QUIET_PROBE_MS or less QUIET_STREAK times in a row (another context's kernel on the card
+        holds it up). The evaluations stopped for this lease cannot queue more; what they had queued is waited
+        for, and after QUIET_WAIT_S they are evicted. Returns the seconds waited."""
+        started = time.perf_counter()
+        probe = self.quiet_probe if hasattr(self, "quiet_probe") else torch.zeros(1, device=self.device)
+        self.quiet_probe = probe
+        streak, evicted = 0, False
+        while streak < QUIET_STREAK:
+            began = time.perf_counter()
+            probe.add_(1)
+            torch.cuda.synchronize()
+            streak = streak + 1 if (time.perf_counter() - began) * 1e3 <= QUIET_PROBE_MS else 0
+            waited = time.perf_counter() - started
+            if streak == 0 and waited > QUIET_WAIT_S:
+                if evicted:
+                    raise Fail(f"the card stayed busy for {waited:.0f} s with work of no evaluation of this run (another "
+                               "program on the GPU?): a harness fault, not the candidate's")
+                self.ch.send({"kind": "lease", "act": "evict"})
+                evicted, started = True, time.perf_counter()
+        return round(time.perf_counter() - started, 4)
 
     # -- set-up, before any runner has the candidate -------------------------------------------------------------------
     def hello(self) -> None:
@@ -148,11 +201,25 @@ class Measurer:
         caller.connect_gpu()
         _build_triton_driver()
         self.timer = GpuTimer(self.device, budget_s=float(self.job.get("bench_budget_s", 0.4)))
+        self.prepare_split["connect"] = time.perf_counter() - began
+        with self.lease():  # every figure of the set-up is a timing
+            self._calibrate(time.perf_counter() - began)
+        self.pool.trim()
+        torch.cuda.empty_cache()
+
+    def _calibrate(self, asked: float) -> None:
+        """The device's peaks (unless cached), the library baselines (unless cached), the window's switches and
+        each benchmark case's plan."""
+        from . import peaks
+
+        caller = self.callers["gpu"]
         cached = (self.job.get("peaks") or {}).get(self.device_key)
         split = self.prepare_split
-        split["connect"] = time.perf_counter() - began
+        split["lease"] = asked - split["connect"]  # waiting for the lease and the card to be quiet
+        mark = time.perf_counter()
         self.peaks = cached or peaks.measure(self.timer, self.device)
-        split["peaks"] = time.perf_counter() - began - split["connect"]
+        split["peaks"] = time.perf_counter() - mark
+        mark = time.perf_counter()
         self.ch.send({"kind": "peaks", "key": self.device_key, "cached": bool(cached),
                       "bandwidth": float(self.peaks["bandwidth"]),
                       "flops": {k: float(self.peaks["flops"][k]) for k in ("bfloat16", "float32", "float16")}})
@@ -164,16 +231,14 @@ class Measurer:
                 self.ch.send({"kind": "baseline", "key": self.baseline_key, "case": case.label,
                               "torch_ms": figures.get("torch_ms"), "compile_ms": figures.get("compile_ms"),
                               "compile_error": figures.get("compile_error")})
+        split["baselines"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        split["baselines"] = mark - began - split["connect"] - split["peaks"]
         caller.window.calibrate_hops()
         split["hops"] = time.perf_counter() - mark
         mark = time.perf_counter()
         for case in self.problem.benchmarks:
             self.plans[case.label] = self._plan(case)
         split["plans"] = time.perf_counter() - mark
-        self.pool.trim()
-        torch.cuda.empty_cache()
 
     def _time_baselines(self, samples) -> dict:
         import torch._dynamo as dynamo
@@ -204,7 +269,8 @@ class Measurer:
         self.reference.profile(case, sample)
         per_set = sum(t.numel() * t.element_size() for t in sample.leaves if isinstance(t, torch.Tensor))
         per_set += sum(nbytes_of(shape, dtype) for shape, dtype in expects)
-        budget = MEASURER_MEMORY_SHARE * torch.cuda.get_device_properties(self.device).total_memory
+        share = MEASURER_MEMORY_SHARE / max(1, int(self.job.get("per_gpu", 1)))  # evaluations sharing the card
+        budget = share * torch.cuda.get_device_properties(self.device).total_memory
         k = max(1, min(MAX_CALLS_PER_WINDOW, math.ceil(TARGET_WINDOW_MS / max(self.bound_ms(case), 1e-4)),
                        int(budget // max(3 * per_set, 1))))
         window = self.callers["gpu"].window
@@ -377,6 +443,16 @@ class Measurer:
             if reason:
                 raise Fail(f"{case.label}: a timed call returned a wrong output ({reason})")
 
+    def _warm(self, case) -> None:
+        """One call of the case before its windows, outside the card's lease: the runner compiles the shape's
+        specialization (and an autotuner tunes) while other evaluations may use the card. Its output is checked too."""
+        began = time.perf_counter()
+        inputs = self.inputs(case, WARM_SEED)
+        outs = self.callers["gpu"].call([CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree)],
+                                        "time")
+        self._timed_check(case, outs, [inputs])
+        self.bench_split["warm"] += time.perf_counter() - began
+
     def _gpu_case(self, case, counter: list) -> dict:
         caller = self.callers["gpu"]
         plan = self.plans[case.label]
@@ -462,10 +538,15 @@ class Measurer:
         started = time.perf_counter()
         shapes, counter = [], [0]
         gpu = self.mode == "gpu"
-        self.bench_split = {"inputs": 0.0, "windows": 0.0, "checks": 0.0, "exchange": 0.0, "spin": 0.0}
+        self.bench_split = {"warm": 0.0, "inputs": 0.0, "windows": 0.0, "checks": 0.0, "exchange": 0.0, "spin": 0.0}
         try:
             for case in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks):
-                figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
+                if gpu:
+                    self._warm(case)
+                with self.lease():
+                    figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
+                if gpu:
+                    figures["quiet_s"] = self.quiet_waits[-1] if self.quiet_waits else 0.0
                 profile = self.reference.profile(case)
                 record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype or profile["dtype"],
                           **({"params": dict(case.params)} if case.params else {}), **figures,
@@ -530,7 +611,8 @@ def _read_job(fd: int) -> dict:
 def main(argv) -> int:
     started = time.time()
     mode = argv[3]
-    specs = [spec.split(":") for spec in argv[4:]]  # per runner: name, read fd, write fd, pid
+    grant_fd = int(argv[4])  # the card's timing lease: a byte from the parent when it is this evaluation's
+    specs = [spec.split(":") for spec in argv[5:]]  # per runner: name, read fd, write fd, pid
     lifeline.watch(pgids=[int(pid) for *_, pid in specs])  # the runners die with the parent too
     if mode == "gpu":
         torch.cuda.init()
@@ -541,7 +623,7 @@ def main(argv) -> int:
     channel = Channel(int(argv[2]), bytes.fromhex(job["key"]))
     links = {name: Link(int(read_fd), int(write_fd), RUNNER) for name, read_fd, write_fd, _ in specs}
     sys.setrecursionlimit(10000)
-    measurer = Measurer(job, channel, links)
+    measurer = Measurer(job, channel, links, grant_fd)
     try:
         prepare_started = time.perf_counter()
         measurer.hello()

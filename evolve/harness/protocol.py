@@ -38,5 +38,6 @@ MEASURER = {
                  "compile_error": OPT_STR},
     "rung": {"kind": str, "name": str, "ok": bool, "reason": OPT_STR, "seconds": float, "metrics": "any"},
     "runner_lost": {"kind": str, "rung": str, "runner": str, "detail": str},
+    "lease": {"kind": str, "act": str},  # take | give | evict (harness/lease.py)
     "done": {"kind": str},
 }

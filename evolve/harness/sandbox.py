@@ -178,16 +178,18 @@ class Crew:
             close_after += [from_runner_r, to_runner_w]
         job_r, self._job_w = os.pipe()
         self._msg_r, msg_w = os.pipe()
+        grant_r, self._grant_w = os.pipe()  # the card's timing lease, granted by this process only (harness/lease.py)
+        self.party = None
         # The measurer's own caches persist only where no runner can write them (with a jail).
         trusted = Path(trusted_cache) if jail.abi_version() else self.work
         extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"),
                  "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor"), **life}
         with open(self.work / "measurer.stdout", "wb") as out, open(self.work / "measurer.stderr", "wb") as err:
             self.procs["measurer"] = subprocess.Popen(
-                [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, *links],
-                pass_fds=(job_r, msg_w, life_r, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                cwd=self.work, env=_env(self.token, self.work, extra, self.gpu), start_new_session=True)
-        for fd in (job_r, msg_w, life_r, *close_after):
+                [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, str(grant_r), *links],
+                pass_fds=(job_r, msg_w, life_r, grant_r, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out,
+                stderr=err, cwd=self.work, env=_env(self.token, self.work, extra, self.gpu), start_new_session=True)
+        for fd in (job_r, msg_w, life_r, grant_r, *close_after):
             os.close(fd)
 
     def alive(self) -> bool:
@@ -205,18 +207,24 @@ class Crew:
         kill_everything([p.pid for p in self.procs.values()], self.token)
         for p in self.procs.values():
             p.wait()
-        for fd in (self._job_w, self._msg_r, self._life_w):  # only those run() did not take over (closing a number
-            if fd is not None:  # twice could close a descriptor another thread has opened since)
+        for fd in (self._job_w, self._msg_r, self._life_w, self._grant_w):  # only those run() did not take over
+            if fd is not None:  # (closing a number twice could close a descriptor another thread has opened since)
                 os.close(fd)
-        self._job_w = self._msg_r = self._life_w = None
+        self._job_w = self._msg_r = self._life_w = self._grant_w = None
         shutil.rmtree(self.work, ignore_errors=True)
         shutil.rmtree(self.shm, ignore_errors=True)
 
     def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> CrewResult:
         """Send the job; collect checked messages until 'done', death, the time limit or the memory limit."""
+        from .lease import Party, card_lease
+
         job = {**job, "key": self.key.hex(), "shm": self.shm}
         result = CrewResult()
         started = time.monotonic()
+        lease = card_lease((self.mode, self.gpu))
+        party = self.party = Party(self.work.name, [p.pid for p in self.procs.values()], self.token, self._grant_w)
+        party.kill = lambda: kill_everything([p.pid for p in self.procs.values()], self.token)
+        lease.join(party)
         job_w, msg_r, self._job_w, self._msg_r = self._job_w, self._msg_r, None, None
         try:
             with os.fdopen(job_w, "wb") as pipe:
@@ -228,7 +236,7 @@ class Crew:
         try:
             with os.fdopen(msg_r, "rb", buffering=0) as channel:
                 while True:
-                    left = timeout_s - (time.monotonic() - started)
+                    left = timeout_s - (time.monotonic() - started - party.stopped_so_far())  # stopped time is not its
                     if left <= 0:
                         result.timed_out = True
                         break
@@ -252,12 +260,17 @@ class Crew:
                             result.finished = True
                         if message["kind"] == "runner_lost":
                             _wait(self.procs.get(message["runner"]), 2.0)  # let its exit status settle
+                        if message["kind"] == "lease":
+                            act = {"take": lease.request, "give": lease.release, "evict": lease.evict}.get(message["act"])
+                            if act is not None:
+                                act(party)
                         result.messages.append(message)
                         if on_message:
                             on_message(message)
                     if result.tampered or result.finished:
                         break
         finally:
+            lease.leave(party)
             # Once the verdict is in, nothing the processes do is needed: kill them rather than wait for their
             # teardown, and reap them in the background (a killed CUDA process can take seconds to let go).
             for name, proc in self.procs.items():
@@ -281,43 +294,58 @@ class Crew:
 
 
 class Spares:
-    """Crews started ahead of need, one per (mode, trusted cache folder, GPU); all killed at interpreter exit. Lanes
-    on several GPUs take and prepare their own from threads of their own."""
+    """Crews started ahead of need, up to a number per (mode, trusted cache folder, GPU); all killed at interpreter
+    exit. Lanes on several GPUs, and evaluations sharing a card, take and prepare their own from threads of their own."""
 
     def __init__(self):
-        self._ready: dict[tuple, Crew] = {}
+        self._ready: dict[tuple, list] = {}  # key -> crews ready, and None for each being started
         self._lock = threading.Lock()
         atexit.register(self.clear)
 
     def take(self, mode: str, trusted_cache: str, gpu: str | None = None) -> Crew:
+        key = (mode, trusted_cache, gpu)
         with self._lock:
-            crew = self._ready.pop((mode, trusted_cache, gpu), None)
+            ready = self._ready.get(key, [])
+            crew = next((c for c in ready if c is not None), None)
+            if crew is not None:
+                ready.remove(crew)
         if crew is not None and crew.alive():
             return crew
         if crew is not None:
             crew.discard()
         return Crew(mode, trusted_cache, gpu)
 
-    def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None) -> None:
-        with self._lock:
-            if (mode, trusted_cache, gpu) in self._ready:
-                return
-            self._ready[(mode, trusted_cache, gpu)] = None  # claimed: start it outside the lock
-        crew = Crew(mode, trusted_cache, gpu)
-        with self._lock:
-            self._ready[(mode, trusted_cache, gpu)] = crew
+    def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None, count: int = 1) -> None:
+        """Start crews until `count` are ready or starting for this key."""
+        key = (mode, trusted_cache, gpu)
+        while True:
+            with self._lock:
+                ready = self._ready.setdefault(key, [])
+                if len(ready) >= count:
+                    return
+                ready.append(None)  # claimed: start it outside the lock
+            crew = Crew(mode, trusted_cache, gpu)
+            with self._lock:
+                ready = self._ready.setdefault(key, [])
+                if None in ready:
+                    ready[ready.index(None)] = crew
+                    continue
+            crew.discard()  # dropped while it started
+            return
 
     def drop(self, gpu: str | None = None) -> None:
         """Discard the crews started ahead for one card (after it faulted, they may hold a broken context)."""
         with self._lock:
-            keys = [k for k, crew in self._ready.items() if k[2] == gpu and crew is not None]
-            crews = [self._ready.pop(k) for k in keys]
+            crews = []
+            for key in [k for k in self._ready if k[2] == gpu]:
+                crews += [c for c in self._ready.pop(key) if c is not None]
         for crew in crews:
             crew.discard()
 
     def clear(self) -> None:
         with self._lock:
-            crews, self._ready = [c for c in self._ready.values() if c is not None], {}
+            crews = [c for ready in self._ready.values() for c in ready if c is not None]
+            self._ready = {}
         for crew in crews:
             crew.discard()
 

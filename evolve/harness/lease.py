@@ -1,0 +1,235 @@
+"""A card's timing lease: several evaluations may share a card, one at a time times work on it, and while it does
+every other evaluation on the card is stopped.
+
+With `evolve run --per-gpu N` up to N evaluations run on one card at once; their compile, run and correctness rungs
+go side by side. Work whose figures a verdict is made of (the measurer's calibrations and each benchmark case's
+windows) runs under the card's lease. The measurer asks its parent for it on its signed channel and waits on a pipe
+only the parent writes; the parent grants it in the order asked and, for as long as it is held, stops (SIGSTOP) every
+process of every other evaluation on the card: each process group of its crew, and any process still carrying its
+evaluation's token (one that left the group), as the kill at the end of an evaluation finds them. A stopped process
+queues no more GPU work; what it had queued before may still run, so the measurer holding the lease waits until the
+card is quiet before it times anything (harness/measurer.py) and, if it does not become quiet, asks for the stopped
+evaluations to be evicted: they are killed and their candidates evaluated again later (`Evicted`). Time spent stopped
+does not count against an evaluation's wall-clock limit.
+
+Only evaluations whose job has started take part (a crew started ahead runs no candidate code and is not stopped).
+The lease lives in the parent process; lanes are threads of it, one lease per card (`card_lease`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+
+class Evicted(Exception):
+    """The evaluation was stopped and killed so that another on its card could be timed: not the candidate's
+    failure, to be evaluated again."""
+
+
+def token_pids(token: str, skip: set) -> list[int]:
+    """Processes whose environment carries the evaluation's token, other than those in skip."""
+    needle = f"EVOLVE_EVAL_TOKEN={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid == os.getpid() or pid in skip:
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _group_members(pgids) -> set:
+    members = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) in pgids:
+                    members.add(int(entry.name))
+            except (ProcessLookupError, PermissionError):
+                continue
+    return members
+
+
+class Party:
+    """One evaluation's side of the lease: its processes (to stop and continue), its grant pipe, the time it spent
+    stopped. A crew makes one when its job starts."""
+
+    def __init__(self, name: str, pgids, token: str, grant_fd: int | None):
+        self.name, self.pgids, self.token, self.grant_fd = name, list(pgids), token, grant_fd
+        self.stopped_at: float | None = None
+        self.stopped_s = 0.0
+        self.strays: list[int] = []  # processes outside its groups that carry its token, stopped with it
+        self.evicted = False
+        self.kill = None  # set by the crew: kills every process of the evaluation
+
+    def stop(self) -> None:
+        from .warden import WARDEN
+
+        WARDEN.watch(self.token, self.pgids)  # a stopped process cannot act on its lifeline: the warden does
+        for pgid in self.pgids:
+            try:
+                os.killpg(pgid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.strays = token_pids(self.token, _group_members(set(self.pgids)))
+        for pid in self.strays:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.stopped_at = time.monotonic()
+
+    def resume(self) -> None:
+        for pid in self.strays:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pgid in self.pgids:
+            try:
+                os.killpg(pgid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self.stopped_at is not None:
+            self.stopped_s += time.monotonic() - self.stopped_at
+        self.stopped_at = None
+
+    def stopped_so_far(self) -> float:
+        """Seconds stopped, the current stop included."""
+        current = time.monotonic() - self.stopped_at if self.stopped_at is not None else 0.0
+        return self.stopped_s + current
+
+    def grant(self) -> None:
+        if self.grant_fd is not None:
+            try:
+                os.write(self.grant_fd, b"g")
+            except OSError:
+                pass  # its measurer is gone: the crew's own loop finds out
+
+
+class CardLease:
+    """The lease of one card, shared by the evaluations running on it (threads of this process)."""
+
+    def __init__(self, key):
+        self.key = key
+        self._lock = threading.Lock()
+        self._parties: list[Party] = []
+        self._holder: Party | None = None
+        self._waiting: deque[Party] = deque()
+        self.grants = 0  # for the record: how many times it was granted, and for how long in all
+        self.held_s = 0.0
+        self._since = 0.0
+        self.log: list[tuple[str, str]] = []  # (event, party name), the last 1000, for tests and diagnosis
+
+    def _note(self, event: str, party: Party) -> None:
+        self.log.append((event, party.name))
+        del self.log[:-1000]
+
+    @property
+    def holder(self) -> str | None:
+        with self._lock:
+            return self._holder.name if self._holder else None
+
+    def join(self, party: Party) -> None:
+        """An evaluation's job starts on this card; it is stopped at once if another holds the lease."""
+        with self._lock:
+            self._parties.append(party)
+            if self._holder is not None:
+                party.stop()
+                self._note("stop", party)
+
+    def leave(self, party: Party) -> None:
+        """An evaluation ends (however): whatever it held or waited for goes to the next."""
+        with self._lock:
+            if party in self._parties:
+                self._parties.remove(party)
+            if party in self._waiting:
+                self._waiting.remove(party)
+            if party.stopped_at is not None:
+                party.resume()
+            if party.stopped_s or party.evicted:
+                from .warden import WARDEN
+
+                WARDEN.forget(party.token)
+            if self._holder is party:
+                self._release()
+
+    def request(self, party: Party) -> None:
+        with self._lock:
+            if party not in self._parties or party is self._holder or party in self._waiting:
+                return
+            if self._holder is None:
+                self._grant(party)
+            else:
+                self._waiting.append(party)
+
+    def release(self, party: Party) -> None:
+        with self._lock:
+            if self._holder is party:
+                self._release()
+
+    def evict(self, party: Party) -> int:
+        """The holder found the card busy with work the stopped evaluations had queued: kill them (their candidates
+        are evaluated again). Returns how many were evicted."""
+        with self._lock:
+            if self._holder is not party:
+                return 0
+            victims = [p for p in self._parties if p is not party and p.stopped_at is not None]
+        for victim in victims:
+            victim.evicted = True
+            if victim.kill is not None:
+                victim.kill()
+            self._note("evict", victim)
+        return len(victims)
+
+    def _grant(self, party: Party) -> None:
+        self._holder = party
+        self.grants += 1
+        self._since = time.monotonic()
+        for other in self._parties:
+            if other is not party and other.stopped_at is None:
+                other.stop()
+                self._note("stop", other)
+        if party.stopped_at is not None:
+            party.resume()
+        self._note("grant", party)
+        party.grant()
+
+    def _release(self) -> None:
+        self._note("release", self._holder)
+        self.held_s += time.monotonic() - self._since
+        self._holder = None
+        for other in self._parties:
+            if other.stopped_at is not None:
+                other.resume()
+                self._note("resume", other)
+        if self._waiting:
+            self._grant(self._waiting.popleft())
+
+
+_LEASES: dict = {}
+_LEASES_LOCK = threading.Lock()
+
+
+def card_lease(key) -> CardLease:
+    """The lease of a card (key: its name as the lanes give it, with the evaluation mode), made on first use."""
+    with _LEASES_LOCK:
+        if key not in _LEASES:
+            _LEASES[key] = CardLease(key)
+        return _LEASES[key]
+
+
+def all_leases() -> list[CardLease]:
+    """Every card's lease made in this process (for the record: grants, time held)."""
+    with _LEASES_LOCK:
+        return list(_LEASES.values())

@@ -1,0 +1,221 @@
+"""A card's timing lease (harness/lease.py): granted in the order asked, every other evaluation on the card stopped
+while it is held (its process groups and any process that left them with its token), stopped time not counted
+against an evaluation's limit, evicted evaluations killed, the warden killing stopped evaluations whose parent died,
+and two evaluations on one card taking turns."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from evolve.harness import EvalOptions, evaluate
+from evolve.harness.lease import CardLease, Party, card_lease
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = ROOT / "tests" / "adversarial" / "problem"  # the softmax problem with small test shapes
+CASES = ROOT / "tests" / "adversarial" / "cases"
+LOOP = "import time\nwhile True: time.sleep(0.01)"
+
+
+def state(pid: int) -> str:
+    """The process's state letter from /proc (T: stopped), or '' once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def wait_for(predicate, timeout=10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+class Evaluation:
+    """Stand-in processes of one evaluation: a process in a session of its own, a grant pipe, a token."""
+
+    def __init__(self, name: str, stray: bool = False):
+        self.token = f"token-{name}-{os.getpid()}"
+        env = {**os.environ, "EVOLVE_EVAL_TOKEN": self.token}
+        self.proc = subprocess.Popen([sys.executable, "-c", LOOP], env=env, start_new_session=True)
+        # a process that left the group (its own session) but still carries the token
+        self.stray = subprocess.Popen([sys.executable, "-c", LOOP], env=env, start_new_session=True) if stray else None
+        self.grant_r, grant_w = os.pipe()
+        os.set_blocking(self.grant_r, False)
+        self.party = Party(name, [self.proc.pid], self.token, grant_w)
+        self.party.kill = self.kill
+
+    def granted(self) -> bool:
+        try:
+            return os.read(self.grant_r, 1) == b"g"
+        except BlockingIOError:
+            return False
+
+    def kill(self) -> None:
+        for proc in filter(None, (self.proc, self.stray)):
+            proc.kill()
+
+    def close(self) -> None:
+        self.kill()
+        for proc in filter(None, (self.proc, self.stray)):
+            proc.wait()
+        os.close(self.grant_r)
+        os.close(self.party.grant_fd)
+
+
+@pytest.fixture
+def evaluations():
+    made = []
+
+    def make(name, **kw):
+        made.append(Evaluation(name, **kw))
+        return made[-1]
+
+    yield make
+    for e in made:
+        e.close()
+
+
+def test_the_lease_goes_in_order_and_stops_everyone_else(evaluations):
+    lease = CardLease("card")
+    a, b, c = evaluations("a"), evaluations("b", stray=True), evaluations("c")
+    for e in (a, b, c):
+        lease.join(e.party)
+    assert all(state(e.proc.pid) in "SR" for e in (a, b, c)) and state(b.stray.pid) in "SR"
+
+    lease.request(a.party)
+    assert a.granted() and lease.holder == "a"
+    assert wait_for(lambda: state(b.proc.pid) == "T" and state(b.stray.pid) == "T" and state(c.proc.pid) == "T")
+    assert state(a.proc.pid) in "SR"
+
+    lease.request(c.party)  # asked while a holds it (its message was on the way before the stop): it waits
+    lease.request(b.party)
+    assert not c.granted() and not b.granted()
+    time.sleep(0.2)
+    lease.release(a.party)
+    assert c.granted() and lease.holder == "c" and not b.granted()  # in the order asked
+    assert wait_for(lambda: state(a.proc.pid) == "T" and state(b.proc.pid) == "T" and state(c.proc.pid) in "SR")
+    assert b.party.stopped_so_far() >= 0.2 and a.party.stopped_so_far() < b.party.stopped_so_far()
+
+    late = evaluations("late")
+    lease.join(late.party)  # a job that starts while the lease is held is stopped at once
+    assert wait_for(lambda: state(late.proc.pid) == "T")
+
+    lease.leave(c.party)  # the holder's evaluation ends however it ends: the next in line gets the lease
+    assert b.granted() and lease.holder == "b"
+    assert wait_for(lambda: state(b.proc.pid) in "SR" and state(b.stray.pid) in "SR" and state(a.proc.pid) == "T")
+    lease.leave(b.party)
+    assert lease.holder is None
+    assert wait_for(lambda: all(state(e.proc.pid) in "SR" for e in (a, late)))  # nobody holds it: all run
+    assert a.party.stopped_at is None and a.party.stopped_s > 0
+
+
+def test_eviction_kills_the_stopped_evaluations_only_at_the_holders_request(evaluations):
+    lease = CardLease("card")
+    a, b, c = evaluations("a"), evaluations("b"), evaluations("c")
+    for e in (a, b, c):
+        lease.join(e.party)
+    lease.request(a.party)
+    assert lease.evict(b.party) == 0  # only the holder may ask
+    assert lease.evict(a.party) == 2
+    assert b.party.evicted and c.party.evicted and not a.party.evicted
+    assert wait_for(lambda: state(b.proc.pid) in ("", "Z") and state(c.proc.pid) in ("", "Z"))
+    assert state(a.proc.pid) in "SR"
+
+
+def test_the_warden_kills_stopped_evaluations_when_their_parent_dies(tmp_path):
+    """A stopped process cannot act on its lifeline; the warden, told what was stopped, kills it when the parent
+    is gone (kill -9 here)."""
+    pids = tmp_path / "pids"
+    parent = subprocess.Popen([sys.executable, "-c", f"""
+import os, subprocess, sys, time
+from evolve.harness.lease import CardLease, Party
+env = {{**os.environ, "EVOLVE_EVAL_TOKEN": "tok-warden-test"}}
+procs = [subprocess.Popen([sys.executable, "-c", {LOOP!r}], env=env, start_new_session=True) for _ in range(2)]
+lease = CardLease("card")
+holder, other = Party("holder", [procs[0].pid], "tok-holder", None), Party("other", [procs[1].pid], "tok-warden-test", None)
+lease.join(holder); lease.join(other); lease.request(holder)
+open({str(pids)!r}, "w").write(" ".join(str(p.pid) for p in procs))
+time.sleep(60)
+"""], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert wait_for(lambda: pids.exists() and pids.read_text().strip(), timeout=20)
+        holder_pid, other_pid = (int(p) for p in pids.read_text().split())
+        assert wait_for(lambda: state(other_pid) == "T")
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        assert wait_for(lambda: state(other_pid) in ("", "Z"), timeout=10)  # the stopped one is killed
+    finally:
+        parent.kill()
+        for pid in (holder_pid, other_pid) if pids.exists() and pids.read_text().strip() else ():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture
+def options(tmp_path):
+    return EvalOptions(device="cpu", cache_dir=str(tmp_path / "cache"), timeout_s=300)
+
+
+def test_time_spent_stopped_does_not_count_against_the_limit(options):
+    """An evaluation stopped for longer than its limit (another holds the card's lease) still gets its verdict."""
+    lease = card_lease(("cpu", None))
+    holder = Party("holder", [], "tok-holder", None)
+    lease.join(holder)
+    lease.request(holder)
+    threading.Timer(25.0, lambda: lease.leave(holder)).start()
+    started = time.monotonic()
+    verdict = evaluate(CASES / "no_launch.py", SOFTMAX, replace(options, timeout_s=20.0))
+    assert time.monotonic() - started >= 25.0  # it waited for the lease
+    failure = verdict.failure
+    assert failure.name == "compile" and "no Triton kernel launched" in failure.reason  # not "timed out"
+
+
+@pytest.mark.slow
+def test_two_evaluations_on_one_card_take_turns(options):
+    """Two evaluations at once on one card (--per-gpu 2): both verdicts as alone, and every grant of the lease to one
+    came with the other stopped if it was still running."""
+    lease = card_lease(("cpu", None))
+    first = len(lease.log)
+    verdicts = {}
+
+    def run(name):
+        verdicts[name] = evaluate(CASES / "honest_control.py", SOFTMAX, replace(options, per_gpu=2))
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(v.ok for v in verdicts.values()), {k: v.failure for k, v in verdicts.items()}
+    log = lease.log[first:]
+    grants = [name for event, name in log if event == "grant"]
+    parties = set(grants)
+    assert len(parties) == 2  # both timed under the lease, each case a grant of its own
+    assert all(grants.count(p) == len(load_cpu_cases()) for p in parties)
+    stops = [name for event, name in log if event == "stop"]
+    assert stops  # the two overlapped: one was stopped while the other timed
+    holder = None
+    for event, name in log:  # never a grant while another holds it
+        if event == "grant":
+            assert holder is None
+            holder = name
+        elif event == "release":
+            assert holder == name
+            holder = None
+
+
+def load_cpu_cases():
+    from evolve.harness import load_problem
+
+    return load_problem(SOFTMAX).cpu_benchmarks
