@@ -1,7 +1,8 @@
 """A card's timing lease (harness/lease.py): granted in the order asked, every other evaluation on the card stopped
 while it is held (its process groups and any process that left them with its token), stopped time not counted
 against an evaluation's limit, evicted evaluations killed, the warden killing stopped evaluations whose parent died,
-and two evaluations on one card taking turns."""
+two evaluations on one card taking turns, and (GPU) a busy neighbour neither slowing a timed candidate nor
+holding the card for long."""
 import os
 import signal
 import subprocess
@@ -55,7 +56,8 @@ class Evaluation:
 
     def granted(self) -> bool:
         try:
-            return os.read(self.grant_r, 1) == b"g"
+            self.grant = os.read(self.grant_r, 1)
+            return self.grant in (b"g", b"q")
         except BlockingIOError:
             return False
 
@@ -92,7 +94,7 @@ def test_the_lease_goes_in_order_and_stops_everyone_else(evaluations):
     assert all(state(e.proc.pid) in "SR" for e in (a, b, c)) and state(b.stray.pid) in "SR"
 
     lease.request(a.party)
-    assert a.granted() and lease.holder == "a"
+    assert a.granted() and lease.holder == "a" and a.grant == b"q"  # others were stopped: wait for quiet
     assert wait_for(lambda: state(b.proc.pid) == "T" and state(b.stray.pid) == "T" and state(c.proc.pid) == "T")
     assert state(a.proc.pid) in "SR"
 
@@ -114,6 +116,11 @@ def test_the_lease_goes_in_order_and_stops_everyone_else(evaluations):
     assert wait_for(lambda: state(b.proc.pid) in "SR" and state(b.stray.pid) in "SR" and state(a.proc.pid) == "T")
     lease.leave(b.party)
     assert lease.holder is None
+    lone = CardLease("another card")
+    lone.join(a.party)
+    lone.request(a.party)
+    assert a.granted() and a.grant == b"g"  # alone on its card: nothing to wait for
+    lone.leave(a.party)
     assert wait_for(lambda: all(state(e.proc.pid) in "SR" for e in (a, late)))  # nobody holds it: all run
     assert a.party.stopped_at is None and a.party.stopped_s > 0
 
@@ -219,3 +226,53 @@ def load_cpu_cases():
     from evolve.harness import load_problem
 
     return load_problem(SOFTMAX).cpu_benchmarks
+
+
+NEIGHBOURS = ROOT / "tests" / "data" / "neighbours"
+
+
+def _alone_and_beside(neighbour: Path, cache: str):
+    """The honest control timed alone, then with a neighbour on the card (--per-gpu 2) started first."""
+    options = EvalOptions(device="cuda", cache_dir=cache, timeout_s=300, per_gpu=2)
+    alone = evaluate(CASES / "honest_control.py", SOFTMAX, options)
+    results = {}
+
+    def neighbour_run():
+        try:
+            results["neighbour"] = evaluate(neighbour, SOFTMAX, replace(options, static_check=False))
+        except Exception as exc:  # noqa: BLE001 - Evicted is one outcome
+            results["neighbour"] = exc
+
+    thread = threading.Thread(target=neighbour_run)
+    thread.start()
+    time.sleep(8.0)  # the neighbour's candidate is imported and busy on the card
+    beside = evaluate(CASES / "honest_control.py", SOFTMAX, options)
+    thread.join()
+    return alone, beside, results["neighbour"]
+
+
+def _close(alone, beside, tolerance=0.05):
+    assert alone.ok and beside.ok, (alone.failure, beside.failure)
+    ratios = [b["ms"] / a["ms"] for a, b in zip(alone.shapes, beside.shapes)]
+    assert all(abs(r - 1) <= tolerance for r in ratios), ratios
+
+
+@pytest.mark.gpu
+def test_a_neighbour_busy_on_the_card_does_not_slow_a_timed_candidate(tmp_path):
+    """A neighbour keeps the GPU busy from a thread for as long as it runs: it is stopped while the control times,
+    so the control's figures are its figures alone."""
+    alone, beside, _ = _alone_and_beside(NEIGHBOURS / "noisy.py", str(tmp_path / "cache"))
+    _close(alone, beside)
+
+
+@pytest.mark.gpu
+def test_a_neighbour_with_a_long_kernel_queued_is_waited_for_then_evicted(tmp_path):
+    """A neighbour queued a minute of GPU work before anyone could stop it: the control waits for the card to be
+    quiet, has the neighbour evicted after 10 s, and times alone."""
+    from evolve.harness.lease import Evicted
+
+    alone, beside, neighbour = _alone_and_beside(NEIGHBOURS / "long_kernel.py", str(tmp_path / "cache"))
+    _close(alone, beside)
+    assert isinstance(neighbour, Evicted), neighbour
+    waited = [beside.setup[0]["prepare_split"]["lease"]] + [row.get("quiet_s") or 0.0 for row in beside.shapes]
+    assert max(waited) >= 10.0, waited  # it waited out the 10 s before the eviction

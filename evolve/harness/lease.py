@@ -109,10 +109,11 @@ class Party:
         current = time.monotonic() - self.stopped_at if self.stopped_at is not None else 0.0
         return self.stopped_s + current
 
-    def grant(self) -> None:
+    def grant(self, alone: bool) -> None:
+        """b"g": the lease, no other evaluation on the card; b"q": the lease, others stopped (wait for quiet)."""
         if self.grant_fd is not None:
             try:
-                os.write(self.grant_fd, b"g")
+                os.write(self.grant_fd, b"g" if alone else b"q")
             except OSError:
                 pass  # its measurer is gone: the crew's own loop finds out
 
@@ -203,7 +204,7 @@ class CardLease:
         if party.stopped_at is not None:
             party.resume()
         self._note("grant", party)
-        party.grant()
+        party.grant(alone=len(self._parties) == 1)
 
     def _release(self) -> None:
         self._note("release", self._holder)

@@ -14,6 +14,7 @@ import hmac
 import json
 import math
 import os
+import signal
 import statistics
 import sys
 import time
@@ -104,6 +105,7 @@ class Measurer:
     def __init__(self, job: dict, channel: Channel, links: dict, grant_fd: int | None = None):
         self.job, self.ch = job, channel
         self.grant_fd = grant_fd
+        self.runner_pgids: list[int] = []  # each runner's process group (its own session)
         self.quiet_waits: list[float] = []  # seconds each timed section waited for the card to be quiet
         self.mode = job["mode"]
         self.problem = load_problem(job["problem"])
@@ -138,14 +140,15 @@ class Measurer:
         self.ch.send({"kind": "lease", "act": "take"})
         while True:
             try:
-                if os.read(self.grant_fd, 1):
-                    break
+                grant = os.read(self.grant_fd, 1)
             except InterruptedError:
                 continue
-            raise Fail("the harness could not grant the card's timing lease (its parent closed the pipe)")
+            if not grant:
+                raise Fail("the harness could not grant the card's timing lease (its parent closed the pipe)")
+            break
         try:
-            if self.mode == "gpu":
-                self.quiet_waits.append(self.wait_quiet())
+            if self.mode == "gpu":  # b"q": other evaluations on the card were stopped for it
+                self.quiet_waits.append(self.wait_quiet() if grant == b"q" else 0.0)
             yield
         finally:
             self.ch.send({"kind": "lease", "act": "give"})
@@ -154,24 +157,36 @@ class Measurer:
         """Wait until no other process's GPU work runs on the card: a tiny kernel of this process's, launched and
         waited for, takes QUIET_PROBE_MS or less QUIET_STREAK times in a row (another context's kernel on the card
         holds it up). The evaluations stopped for this lease cannot queue more; what they had queued is waited
-        for, and after QUIET_WAIT_S they are evicted. Returns the seconds waited."""
+        for, and after QUIET_WAIT_S they are evicted. This evaluation's own runners are stopped while it probes (an
+        honest runner has no work between calls). Returns the seconds waited."""
         started = time.perf_counter()
         probe = self.quiet_probe if hasattr(self, "quiet_probe") else torch.zeros(1, device=self.device)
         self.quiet_probe = probe
         streak, evicted = 0, False
-        while streak < QUIET_STREAK:
-            began = time.perf_counter()
-            probe.add_(1)
-            torch.cuda.synchronize()
-            streak = streak + 1 if (time.perf_counter() - began) * 1e3 <= QUIET_PROBE_MS else 0
-            waited = time.perf_counter() - started
-            if streak == 0 and waited > QUIET_WAIT_S:
-                if evicted:
-                    raise Fail(f"the card stayed busy for {waited:.0f} s with work of no evaluation of this run (another "
-                               "program on the GPU?): a harness fault, not the candidate's")
-                self.ch.send({"kind": "lease", "act": "evict"})
-                evicted, started = True, time.perf_counter()
+        self._signal_runners(signal.SIGSTOP)
+        try:
+            while streak < QUIET_STREAK:
+                began = time.perf_counter()
+                probe.add_(1)
+                torch.cuda.synchronize()
+                streak = streak + 1 if (time.perf_counter() - began) * 1e3 <= QUIET_PROBE_MS else 0
+                if streak == 0 and time.perf_counter() - started > QUIET_WAIT_S * (2 if evicted else 1):
+                    if evicted:
+                        raise Fail(f"the card stayed busy for {time.perf_counter() - started:.0f} s after every other "
+                                   "evaluation on it was stopped and evicted: work this candidate queued outside its "
+                                   "calls, or another program on the GPU")
+                    self.ch.send({"kind": "lease", "act": "evict"})
+                    evicted = True
+        finally:
+            self._signal_runners(signal.SIGCONT)
         return round(time.perf_counter() - started, 4)
+
+    def _signal_runners(self, signum: int) -> None:
+        for pgid in self.runner_pgids:
+            try:
+                os.killpg(pgid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     # -- set-up, before any runner has the candidate -------------------------------------------------------------------
     def hello(self) -> None:
@@ -624,6 +639,7 @@ def main(argv) -> int:
     links = {name: Link(int(read_fd), int(write_fd), RUNNER) for name, read_fd, write_fd, _ in specs}
     sys.setrecursionlimit(10000)
     measurer = Measurer(job, channel, links, grant_fd)
+    measurer.runner_pgids = [int(pid) for *_, pid in specs]
     try:
         prepare_started = time.perf_counter()
         measurer.hello()

@@ -261,9 +261,9 @@ class Crew:
                         if message["kind"] == "runner_lost":
                             _wait(self.procs.get(message["runner"]), 2.0)  # let its exit status settle
                         if message["kind"] == "lease":
-                            act = {"take": lease.request, "give": lease.release, "evict": lease.evict}.get(message["act"])
-                            if act is not None:
-                                act(party)
+                            acts = {"take": lease.request, "give": lease.release, "evict": lease.evict}
+                            if message["act"] in acts:
+                                acts[message["act"]](party)
                         result.messages.append(message)
                         if on_message:
                             on_message(message)
