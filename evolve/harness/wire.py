@@ -116,34 +116,13 @@ class Link:
         except (BrokenPipeError, OSError) as exc:
             raise Closed(f"the other side closed the pipe ({type(exc).__name__})") from None
 
-    def recv(self, timeout_s: float | None = None) -> dict:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    def _fill(self, deadline: float | None) -> bool:
+        """Read until a whole line is buffered (True) or the deadline passes (False)."""
         while b"\n" not in self._buffer:
             if len(self._buffer) > MAX_LINE:
                 raise Malformed(f"a message longer than {MAX_LINE} bytes")
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise Closed(f"no message within {timeout_s:g} s")
-            ready, _, _ = select.select([self.read_fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self.read_fd, 1 << 16)
-            if not chunk:
-                raise Closed("the other side closed the pipe")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        if self.schemas is None:
-            return json.loads(line)
-        return parse(line, self.schemas)
-
-    def ready(self, timeout_s: float) -> bool:
-        """Whether a whole message is here or arrives within timeout_s (it is kept for recv, not read)."""
-        deadline = time.monotonic() + timeout_s
-        while b"\n" not in self._buffer:
-            if len(self._buffer) > MAX_LINE:
-                return True  # recv says what is wrong with it
-            left = deadline - time.monotonic()
-            if left <= 0:
                 return False
             ready, _, _ = select.select([self.read_fd], [], [], left)
             if not ready:
@@ -153,6 +132,21 @@ class Link:
                 raise Closed("the other side closed the pipe")
             self._buffer += chunk
         return True
+
+    def recv(self, timeout_s: float | None = None) -> dict:
+        if not self._fill(None if timeout_s is None else time.monotonic() + timeout_s):
+            raise Closed(f"no message within {timeout_s:g} s")
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        if self.schemas is None:
+            return json.loads(line)
+        return parse(line, self.schemas)
+
+    def ready(self, timeout_s: float) -> bool:
+        """Whether a whole message is here or arrives within timeout_s (it is kept for recv, not read)."""
+        try:
+            return self._fill(time.monotonic() + timeout_s)
+        except Malformed:
+            return True  # recv says what is wrong with it
 
     def close(self) -> None:
         for fd in (self.read_fd, self.write_fd):
