@@ -30,34 +30,26 @@ class Evicted(Exception):
     failure, to be evaluated again."""
 
 
-def token_pids(token: str, skip: set) -> list[int]:
-    """Processes whose environment carries the evaluation's token, other than those in skip."""
-    needle = f"EVOLVE_EVAL_TOKEN={token}".encode()
-    found = []
+def find_strays(parties) -> dict:
+    """For each party, the processes outside its process groups whose environment carries its evaluation's token
+    (one that left its group), found in one pass over /proc: {party: [pid, ...]}."""
+    needles = {f"EVOLVE_EVAL_TOKEN={p.token}".encode(): p for p in parties}
+    groups = {pgid for p in parties for pgid in p.pgids}
+    found: dict = {p: [] for p in parties}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         pid = int(entry.name)
-        if pid == os.getpid() or pid in skip:
-            continue
         try:
-            if needle in (entry / "environ").read_bytes():
-                found.append(pid)
-        except OSError:
+            if os.getpgid(pid) in groups:
+                continue  # stopped with its group
+            environ = (entry / "environ").read_bytes()
+        except (OSError, ProcessLookupError):
             continue
+        for needle, party in needles.items():
+            if needle in environ:
+                found[party].append(pid)
     return found
-
-
-def _group_members(pgids) -> set:
-    members = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.getpgid(int(entry.name)) in pgids:
-                    members.add(int(entry.name))
-            except (ProcessLookupError, PermissionError):
-                continue
-    return members
 
 
 class Party:
@@ -73,6 +65,11 @@ class Party:
         self.kill = None  # set by the crew: kills every process of the evaluation
 
     def stop(self) -> None:
+        self.stop_groups()
+        self.stop_strays(find_strays([self])[self])
+
+    def stop_groups(self) -> None:
+        """SIGSTOP its process groups (first: a stopped process can no longer leave its group)."""
         from .warden import WARDEN
 
         WARDEN.watch(self.token, self.pgids)  # a stopped process cannot act on its lifeline: the warden does
@@ -81,13 +78,15 @@ class Party:
                 os.killpg(pgid, signal.SIGSTOP)
             except (ProcessLookupError, PermissionError):
                 pass
-        self.strays = token_pids(self.token, _group_members(set(self.pgids)))
+        self.stopped_at = time.monotonic()
+
+    def stop_strays(self, pids: list[int]) -> None:
+        self.strays = list(pids)
         for pid in self.strays:
             try:
                 os.kill(pid, signal.SIGSTOP)
             except (ProcessLookupError, PermissionError):
                 pass
-        self.stopped_at = time.monotonic()
 
     def resume(self) -> None:
         for pid in self.strays:
@@ -197,10 +196,13 @@ class CardLease:
         self._holder = party
         self.grants += 1
         self._since = time.monotonic()
-        for other in self._parties:
-            if other is not party and other.stopped_at is None:
-                other.stop()
-                self._note("stop", other)
+        others = [other for other in self._parties if other is not party and other.stopped_at is None]
+        for other in others:
+            other.stop_groups()
+        found = find_strays(others) if others else {}  # then one pass over /proc for all of them
+        for other in others:
+            other.stop_strays(found[other])
+            self._note("stop", other)
         if party.stopped_at is not None:
             party.resume()
         self._note("grant", party)
