@@ -462,9 +462,10 @@ class Measurer:
         """One call of the case before its windows, outside the card's lease: the runner compiles the shape's
         specialization (and an autotuner tunes) while other evaluations may use the card. Its output is checked too."""
         began = time.perf_counter()
-        inputs = self.inputs(case, WARM_SEED)
-        outs = self.callers["gpu"].call([CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree)],
-                                        "time")
+        gpu = self.mode == "gpu"
+        inputs = self.inputs(case, WARM_SEED, self.device if gpu else torch.device("cpu"))
+        outs = self.callers["gpu" if gpu else "interpret"].call(
+            [CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree)], "time")
         self._timed_check(case, outs, [inputs])
         self.bench_split["warm"] += time.perf_counter() - began
 
@@ -556,8 +557,7 @@ class Measurer:
         self.bench_split = {"warm": 0.0, "inputs": 0.0, "windows": 0.0, "checks": 0.0, "exchange": 0.0, "spin": 0.0}
         try:
             for case in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks):
-                if gpu:
-                    self._warm(case)
+                self._warm(case)
                 with self.lease():
                     figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
                 if gpu:
