@@ -47,6 +47,24 @@ def test_floor_makes_tiny_values_absolute():
     assert judge(m, 1e-4, 0.0) is None
 
 
+def test_a_reference_below_the_floor_is_judged_element_by_element():
+    """One element (a 1x1 test shape) whose reference underflows below the floor: a kernel that flushes it to zero is
+    within the policy, and the cosine of a zero vector (no direction) does not fail it; one off by more than the
+    absolute tolerance still fails, and an all-zero output of a reference above the floor still fails on both."""
+    ref = torch.tensor([[1e-38]], dtype=torch.float64)
+    m = error_metrics(torch.zeros(1, 1, dtype=torch.float64), ref, floor=1e-30, rtol=1e-4)
+    assert m["cosine"] == 1.0 and judge(m, 1e-4, 0.999999) is None
+    flipped = error_metrics(torch.tensor([[-1e-38]], dtype=torch.float64), ref, floor=1e-30, rtol=1e-4)
+    assert judge(flipped, 1e-4, 0.999999) is None  # 2e-38 apart: within 1e-34
+    far = error_metrics(torch.tensor([[1e-33]], dtype=torch.float64), ref, floor=1e-30, rtol=1e-4)
+    assert far["n_off"] == 1 and far["cosine"] == pytest.approx(1.0) and judge(far, 1e-4, 0.999999) is not None
+    zero = error_metrics(torch.zeros(3, dtype=torch.float64), torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64),
+                         floor=1e-30, rtol=1e-4)
+    assert zero["cosine"] == 0.0 and zero["n_off"] == 3 and "max_rel" in judge(zero, 1e-4, 0.999999)
+    below = error_metrics(torch.tensor([1e-34, 0.0]), torch.tensor([0.0, 1e-34]), floor=1e-30, rtol=1e-2)
+    assert below["cosine"] == 1.0 and judge(below, 1e-2, 0.9999) is None  # sub-floor noise, each within 1e-32
+
+
 def test_psnr_edges():
     assert psnr(0.0, 1.0) == math.inf
     assert psnr(1.0, 10.0) == pytest.approx(20.0)

@@ -62,7 +62,9 @@ def error_metrics(out, ref, floor: float, rtol: float) -> dict:
         "mse": mse,
         "rmse": math.sqrt(mse),
         "psnr": psnr(mse, peak),
-        "cosine": dot / norms if norms > 0 else (1.0 if mse == 0 else 0.0),
+        # a reference entirely below the floor is judged element by element, absolutely: its direction is noise (a
+        # GPU's flush-to-zero returns 0 there), and an all-zero side has none
+        "cosine": 1.0 if (peak < floor or norms == 0) and not bad else dot / norms if norms > 0 else 0.0,
         "frac_off": bad / max(n, 1),
         "n_off": bad,
         "worst_index": unravel(worst, tuple(ref.shape)) if n else [],
