@@ -97,7 +97,7 @@ class Progress:
             figure = f"{event['figure']:.3f}" if event["figure"] is not None else f"failed ({event['reason']})"
             line = f"  round {event['round']}: #{event['candidate_id']} {figure}"
         elif kind == "lanes":
-            line = f"evaluating on {', '.join(event['lanes'])} (one evaluation per card at a time)"
+            line = f"evaluating on {', '.join(event['lanes'])} (each benchmark alone on its card)"
         elif kind == "lane_fault":
             then = "queued again" if event["requeued"] else "left pending for --resume"
             line = (f"lane {event['lane']} failed #{event['candidate']} for the harness's reasons ({event['reason']}); "

@@ -102,11 +102,12 @@ class Channel:
 
 
 class Measurer:
-    def __init__(self, job: dict, channel: Channel, links: dict, grant_fd: int | None = None):
+    def __init__(self, job: dict, channel: Channel, links: dict, grant_fd: int):
         self.job, self.ch = job, channel
         self.grant_fd = grant_fd
         self.runner_pgids: list[int] = []  # each runner's process group (its own session)
         self.quiet_waits: list[float] = []  # seconds each timed section waited for the card to be quiet
+        self.quiet_probe = None  # the tiny tensor wait_quiet launches its kernel on
         self.mode = job["mode"]
         self.problem = load_problem(job["problem"])
         self.reference = reference_for(self.problem)
@@ -134,9 +135,6 @@ class Measurer:
     def lease(self):
         """Work whose figures a verdict is made of: under the card's lease, every other evaluation on the card stopped,
         and (GPU) once the card is quiet."""
-        if self.grant_fd is None:
-            yield
-            return
         self.ch.send({"kind": "lease", "act": "take"})
         while True:
             try:
@@ -160,8 +158,9 @@ class Measurer:
         for, and after QUIET_WAIT_S they are evicted. This evaluation's own runners are stopped while it probes (an
         honest runner has no work between calls). Returns the seconds waited."""
         started = time.perf_counter()
-        probe = self.quiet_probe if hasattr(self, "quiet_probe") else torch.zeros(1, device=self.device)
-        self.quiet_probe = probe
+        if self.quiet_probe is None:
+            self.quiet_probe = torch.zeros(1, device=self.device)
+        probe = self.quiet_probe
         streak, evicted = 0, False
         self._signal_runners(signal.SIGSTOP)
         try:

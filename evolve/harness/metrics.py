@@ -29,7 +29,6 @@ _reshape = torch.reshape
 _float64 = torch.float64
 _float32 = torch.float32
 _zeros = torch.zeros
-_maximum = torch.maximum
 
 
 def _scalar(t) -> float:

@@ -58,7 +58,7 @@ class Warden:
 def _package_path() -> str:
     from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[2])  # as sandbox.PACKAGE_ROOT (which imports this module's user)
     return os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
 
 
