@@ -83,6 +83,8 @@ def main():
     parser.add_argument("--gpus", default=None, help="cards, one lane each (e.g. 0,1); default: every visible one")
     parser.add_argument("--per-gpu", type=int, default=1, help="evaluations at once on each card (evolve run --per-gpu)")
     parser.add_argument("--progress", action="store_true", help="print each verdict and lane event as it comes")
+    parser.add_argument("--keep", metavar="DB", default=None,
+                        help="keep the run's archive at this path (each verdict's records, for a closer look)")
     args = parser.parse_args()
     problem = load_problem(args.problem)
     seed = problem.seed_files()[0].read_text()
@@ -140,6 +142,8 @@ def main():
         seed_fitness = cands[0].fitness if cands else None
         device = archive.run(summary.run_id)["device"]
         archive.close()
+        if args.keep:
+            shutil.copyfile(db, args.keep)
     n = len(cands)
     lanes = lanes_seen[0]["lanes"] if lanes_seen else ["?"]
     cards = len({lane.split(".")[0] for lane in lanes})  # --per-gpu N: lanes gpu0.1 .. gpu0.N share card 0
