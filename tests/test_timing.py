@@ -60,3 +60,62 @@ def test_window_fixed_cost_is_never_more_than_either_observation():
     assert fixed(None, plan, 101, observed=9.0) == pytest.approx(4.8)  # slowed parts: never more than calibrated
     single = {"k": 1, "one_ms": 0.5, "many_ms": 0.5, "hops_ms": 0.3}
     assert fixed(None, single, 1, observed=0.4) == pytest.approx(0.7)
+
+
+def test_kept_window_calibrations_are_each_the_fastest_seen():
+    """The parent keeps a card model's window calibrations (harness/ladder.py): each case's plan and the switches as
+    the fastest measured, so what later evaluations subtract from their windows never grows; a plan for another
+    number of calls per window replaces the old one (its sizes differ)."""
+    from evolve.harness.ladder import _fastest_plan
+
+    def plan(case, k, one, many):
+        return {"kind": "plan", "key": "K", "case": case, "k": k, "one_ms": one, "many_ms": many, "hops_ms": None}
+
+    hops = {"kind": "plan", "key": "K", "case": None, "k": None, "one_ms": None, "many_ms": None}
+    entry = _fastest_plan({}, plan("fp32 8x8", 4, 0.5, 1.5))
+    assert entry == {"fp32 8x8": {"k": 4, "one_ms": 0.5, "many_ms": 1.5}}
+    entry = _fastest_plan(entry, plan("fp32 8x8", 4, 0.4, 1.7))
+    assert entry["fp32 8x8"] == {"k": 4, "one_ms": 0.4, "many_ms": 1.5}
+    entry = _fastest_plan(entry, plan("fp32 8x8", 2, 0.6, 0.9))
+    assert entry["fp32 8x8"] == {"k": 2, "one_ms": 0.6, "many_ms": 0.9}
+    entry = _fastest_plan(entry, {**hops, "hops_ms": 0.3})
+    entry = _fastest_plan(entry, {**hops, "hops_ms": 0.35})
+    assert entry["hops_ms"] == 0.3 and entry["fp32 8x8"]["k"] == 2
+    assert _fastest_plan(entry, {**hops, "hops_ms": 0.25})["hops_ms"] == 0.25
+
+
+def test_a_case_stops_early_only_once_its_last_windows_agree():
+    from evolve.harness.measurer import SETTLED_WINDOWS, _settled
+
+    assert SETTLED_WINDOWS == 4
+    assert not _settled([1.0, 1.0, 1.0])  # three windows are the minimum, four agreeing ones the early stop
+    assert _settled([1.0, 1.004, 0.998, 1.003])
+    assert _settled([1.5, 1.0, 1.004, 0.998, 1.003])  # an early outlier does not hold it back
+    assert not _settled([1.0, 1.02, 0.998, 1.003])
+    assert not _settled([1.0, 1.0, 1.0, float("nan")])
+    assert not _settled([0.0, 0.0, 0.0, 0.0])
+
+
+@pytest.mark.gpu
+def test_a_second_evaluation_keeps_the_window_calibrations_and_times_alike(tmp_path):
+    """The second evaluation on a card measures no window calibration (each kept as the fastest seen), takes no
+    lease for its set-up, and times the same kernel within 5% of the first."""
+    import json
+    from pathlib import Path
+
+    from evolve.harness import EvalOptions, evaluate, load_problem
+
+    root = Path(__file__).resolve().parents[1]
+    problem = root / "tests" / "adversarial" / "problem"
+    options = EvalOptions(device="cuda", cache_dir=str(tmp_path / "cache"), timeout_s=300)
+    first = evaluate(root / "tests" / "adversarial" / "cases" / "honest_control.py", problem, options)
+    second = evaluate(root / "tests" / "adversarial" / "cases" / "honest_control.py", problem, options)
+    assert first.ok and second.ok, (first.failure, second.failure)
+    kept = json.loads((tmp_path / "cache" / "plans.json").read_text())
+    (entry,) = kept.values()
+    labels = {case.label for case in load_problem(problem).benchmarks}
+    assert labels <= set(entry) and isinstance(entry["hops_ms"], float)
+    split = second.setup[0]["prepare_split"]
+    assert split["plans"] < 0.2 and split["hops"] < 0.05, split
+    ratios = [b["ms"] / a["ms"] for a, b in zip(first.shapes, second.shapes)]
+    assert all(abs(r - 1) <= 0.05 for r in ratios), ratios

@@ -61,13 +61,13 @@ def test_builtins_through_a_library_object_forge_nothing(tmp_path, opts):
     channel lines; its kernel does nothing. The verdict fails on the outputs, and every cache file is as it was."""
     cache = Path(opts.cache_dir)
     cache.mkdir()
-    for name in ("peaks.json", "baselines.json"):
+    for name in ("peaks.json", "baselines.json", "plans.json"):
         (cache / name).write_text('{"real": true}')
     path = candidate(tmp_path, f'''
         def custom_kernel(x):
             out = torch.empty_like(x)
             noop_kernel[(1,)](out, 1)
-            for name in ("peaks.json", "baselines.json", "forged.json"):
+            for name in ("peaks.json", "baselines.json", "plans.json", "forged.json"):
                 try:
                     with B["open"]({str(cache)!r} + "/" + name, "w") as f:
                         f.write('{{"NVIDIA H200": {{"bandwidth": 1.0}}}}')
@@ -89,8 +89,8 @@ def test_builtins_through_a_library_object_forge_nothing(tmp_path, opts):
     verdict = evaluate(path, MINI, opts)
     bad = failed(verdict)  # unwritten memory may hold anything finite: run or correctness sees it wrong
     assert bad.name in ("compile", "run", "correctness") and not verdict.ok, bad
-    assert {name: (cache / name).read_text() for name in ("peaks.json", "baselines.json")} == {
-        "peaks.json": '{"real": true}', "baselines.json": '{"real": true}'}
+    assert {name: (cache / name).read_text() for name in ("peaks.json", "baselines.json", "plans.json")} == {
+        "peaks.json": '{"real": true}', "baselines.json": '{"real": true}', "plans.json": '{"real": true}'}
     assert not (cache / "forged.json").exists()
     assert verdict.jail.startswith("landlock")
 

@@ -120,6 +120,9 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             entry[message["case"]] = {k: message[k] for k in ("torch_ms", "compile_ms", "compile_error")
                                       if message[k] is not None}
             _store(cache, trusted, message["key"], entry, "baselines.json")
+        elif kind == "plan":
+            entry = dict(_load(cache, trusted, "plans.json").get(message["key"]) or {})
+            _store(cache, trusted, message["key"], _fastest_plan(entry, message), "plans.json")
         elif kind == "runner_lost":
             state["lost"] = message
 
@@ -149,7 +152,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                    "secret": secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                    "dump": (True if options.sass else "files") if options.dump_dir else False,
                    "peaks": _load(cache, trusted, "peaks.json"),
-                   "baselines": _load(cache, trusted, "baselines.json")}
+                   "baselines": _load(cache, trusted, "baselines.json"),
+                   "plans": _load(cache, trusted, "plans.json")}
             state["spawned"] = time.time()
             if options.prewarm:  # the next evaluation's processes start up while this one runs
                 SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu)
@@ -210,6 +214,23 @@ def _store(cache: Path, trusted: bool, key: str, value: dict, name: str = "peaks
         _MEMORY.setdefault(name, {})[key] = value
         return
     peak_cache.store(cache, key, value, name)
+
+
+def _fastest_plan(entry: dict, message: dict) -> dict:
+    """A card model's window calibrations with one more measured: each the fastest seen (a case's plan only for the
+    same calls per window). The lesser of two measurements of the measurer's own part of a window is never
+    flattering: a window's fixed cost subtracted is at most what the card has been seen to need."""
+    entry = dict(entry)
+    if message["case"] is None:
+        seen = entry.get("hops_ms")
+        entry["hops_ms"] = message["hops_ms"] if seen is None else min(seen, message["hops_ms"])
+        return entry
+    old = entry.get(message["case"])
+    new = {"k": message["k"], "one_ms": message["one_ms"], "many_ms": message["many_ms"]}
+    if isinstance(old, dict) and old.get("k") == new["k"]:
+        new = {"k": new["k"], "one_ms": min(old["one_ms"], new["one_ms"]), "many_ms": min(old["many_ms"], new["many_ms"])}
+    entry[message["case"]] = new
+    return entry
 
 
 _SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")

@@ -41,7 +41,19 @@ QUIET_STREAK = 3
 QUIET_WAIT_S = 10.0  # then the evaluations stopped for the lease are evicted (evaluated again later)
 TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
 MAX_CALLS_PER_WINDOW = 256
+SETTLED, SETTLED_WINDOWS = 0.01, 4  # a case's windows stop once its last four per-call figures lie within 1%
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
+
+
+def _settled(per_call: list) -> bool:
+    """Whether a case's windows may stop before their budget: its last SETTLED_WINDOWS per-call figures lie within
+    SETTLED of their median, so more windows would move the case's figure (the median of all of them) by less than
+    the noise between runs. A candidate whose windows disagree is timed for the whole budget, as before."""
+    last = per_call[-SETTLED_WINDOWS:]
+    if len(last) < SETTLED_WINDOWS or not all(math.isfinite(x) for x in last):
+        return False
+    middle = statistics.median(last)
+    return middle > 0 and (max(last) - min(last)) <= SETTLED * middle
 
 
 def _mix(secret: int, seed: int, case_seed: int | None = None) -> int:
@@ -108,6 +120,7 @@ class Measurer:
         self.runner_pgids: list[int] = []  # each runner's process group (its own session)
         self.quiet_waits: list[float] = []  # seconds each timed section waited for the card to be quiet
         self.quiet_probe = None  # the tiny tensor wait_quiet launches its kernel on
+        self.holding = False  # whether this evaluation holds the card's lease now
         self.mode = job["mode"]
         self.problem = load_problem(job["problem"])
         self.reference = reference_for(self.problem)
@@ -145,11 +158,17 @@ class Measurer:
                 raise Fail("the harness could not grant the card's timing lease (its parent closed the pipe)")
             break
         try:
+            self.holding = True
             if self.mode == "gpu":  # b"q": other evaluations on the card were stopped for it
                 self.quiet_waits.append(self.wait_quiet() if grant == b"q" else 0.0)
             yield
         finally:
+            self.holding = False
             self.ch.send({"kind": "lease", "act": "give"})
+
+    def timing(self):
+        """The lease for a measurement, unless this evaluation holds it already."""
+        return contextlib.nullcontext() if self.holding else self.lease()
 
     def wait_quiet(self) -> float:
         """Wait until no other process's GPU work runs on the card: a tiny kernel of this process's, launched and
@@ -216,10 +235,18 @@ class Measurer:
         _build_triton_driver()
         self.timer = GpuTimer(self.device, budget_s=float(self.job.get("bench_budget_s", 0.4)))
         self.prepare_split["connect"] = time.perf_counter() - began
-        with self.lease():  # every figure of the set-up is a timing
+        # every figure of the set-up is a timing; with all of them kept from earlier evaluations there is none
+        with self.lease() if self._calibrations_missing() else contextlib.nullcontext():
             self._calibrate(time.perf_counter() - began)
         self.pool.trim()
         torch.cuda.empty_cache()
+
+    def _calibrations_missing(self) -> bool:
+        kept = (self.job.get("plans") or {}).get(self.plan_key) or {}
+        baselines = (self.job.get("baselines") or {}).get(self.baseline_key, {})
+        return (not (self.job.get("peaks") or {}).get(self.device_key) or not isinstance(kept.get("hops_ms"), float)
+                or any(case.label not in kept or (self.reference.has_baseline and case.label not in baselines)
+                       for case in self.problem.benchmarks))
 
     def _calibrate(self, asked: float) -> None:
         """The device's peaks (unless cached), the library baselines (unless cached), the window's switches and
@@ -246,12 +273,21 @@ class Measurer:
                               "torch_ms": figures.get("torch_ms"), "compile_ms": figures.get("compile_ms"),
                               "compile_error": figures.get("compile_error")})
         split["baselines"] = time.perf_counter() - mark
+        # The window's calibrations are kept per card model, problem and --per-gpu, each the fastest seen (the
+        # parent keeps them, harness/ladder.py): an evaluation measures only what no earlier one has.
+        kept = (self.job.get("plans") or {}).get(self.plan_key) or {}
         mark = time.perf_counter()
-        caller.window.calibrate_hops()
+        if isinstance(kept.get("hops_ms"), float):
+            caller.window.hops_ms = kept["hops_ms"]
+        else:
+            with self.timing():
+                caller.window.calibrate_hops()
+            self.ch.send({"kind": "plan", "key": self.plan_key, "case": None, "k": None, "one_ms": None,
+                          "many_ms": None, "hops_ms": float(caller.window.hops_ms)})
         split["hops"] = time.perf_counter() - mark
         mark = time.perf_counter()
         for case in self.problem.benchmarks:
-            self.plans[case.label] = self._plan(case)
+            self.plans[case.label] = self._plan(case, kept.get(case.label))
         split["plans"] = time.perf_counter() - mark
 
     def _time_baselines(self, samples) -> dict:
@@ -275,9 +311,14 @@ class Measurer:
         flops_peak = self.peaks["flops"].get(profile["dtype"], max(self.peaks["flops"].values()))
         return 1e3 * max(profile["bytes"] / self.peaks["bandwidth"], profile["flops"] / flops_peak)
 
-    def _plan(self, case) -> dict:
+    @property
+    def plan_key(self) -> str:
+        return f"{self.baseline_key}|per-gpu {int(self.job.get('per_gpu', 1))}"
+
+    def _plan(self, case, kept: dict | None = None) -> dict:
         """Calls per window (a roofline-speed kernel fills TARGET_WINDOW_MS, within a share of device memory) and
-        the window's fixed cost for 1 and for that many calls, measured with no candidate anywhere."""
+        the window's fixed cost for 1 and for that many calls, measured with no candidate anywhere (or as kept from
+        an earlier evaluation for the same calls per window)."""
         sample = self.inputs(case, BASELINE_SEED)
         expects = self.reference.expects(case, sample)
         self.reference.profile(case, sample)
@@ -288,11 +329,17 @@ class Measurer:
         k = max(1, min(MAX_CALLS_PER_WINDOW, math.ceil(TARGET_WINDOW_MS / max(self.bound_ms(case), 1e-4)),
                        int(budget // max(3 * per_set, 1))))
         window = self.callers["gpu"].window
+        if isinstance(kept, dict) and kept.get("k") == k and all(isinstance(kept.get(f), float)
+                                                                  for f in ("one_ms", "many_ms")):
+            return {"k": k, "one_ms": kept["one_ms"], "many_ms": kept["many_ms"], "hops_ms": window.hops_ms}
         sets = [CallSet(sample.clone().leaves, expects, sample.tree)
                 for _ in range(k)]  # distinct memory, as a window's inputs are (one source would sit in L2)
-        one = window.calibrate_copies(sets[:1])
-        many = window.calibrate_copies(sets) if k > 1 else one
+        with self.timing():  # a kept plan for other calls per window: measured now, under the lease
+            one = window.calibrate_copies(sets[:1])
+            many = window.calibrate_copies(sets) if k > 1 else one
         del sets
+        self.ch.send({"kind": "plan", "key": self.plan_key, "case": case.label, "k": k, "one_ms": float(one),
+                      "many_ms": float(many), "hops_ms": None})
         return {"k": k, "one_ms": one, "many_ms": many, "hops_ms": window.hops_ms}
 
     def fixed_ms(self, plan: dict, k: int, observed: float | None = None) -> float:
@@ -508,7 +555,8 @@ class Measurer:
         estimate, _ = window(min(4, plan["k"]))
         k = max(1, min(plan["k"], math.ceil(TARGET_WINDOW_MS / max(estimate, 1e-4))))
         per_call, lates, parts = [], 0, []
-        while len(per_call) < 3 or (len(per_call) < 30 and time.perf_counter() - started < budget_s):
+        while len(per_call) < 3 or (len(per_call) < 30 and time.perf_counter() - started < budget_s
+                                    and not _settled(per_call)):
             ms, figures = window(k)
             per_call.append(ms)
             lates += figures["late"]

@@ -36,6 +36,8 @@ MEASURER = {
               "flops": {"bfloat16": float, "float32": float, "float16": float}},
     "baseline": {"kind": str, "key": str, "case": str, "torch_ms": OPT_FLOAT, "compile_ms": OPT_FLOAT,
                  "compile_error": OPT_STR},
+    "plan": {"kind": str, "key": str, "case": OPT_STR, "k": OPT_INT, "one_ms": OPT_FLOAT, "many_ms": OPT_FLOAT,
+             "hops_ms": OPT_FLOAT},  # a window calibration, kept per card model (case None: the switches)
     "rung": {"kind": str, "name": str, "ok": bool, "reason": OPT_STR, "seconds": float, "metrics": "any"},
     "runner_lost": {"kind": str, "rung": str, "runner": str, "detail": str},
     "lease": {"kind": str, "act": str},  # take | give | evict (harness/lease.py)
