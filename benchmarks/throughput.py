@@ -2,7 +2,7 @@
 how busy the GPU was. Prints a table.
 
     python benchmarks/throughput.py [--problem problems/softmax] [--candidates 30] [--device auto] [--gpus 0,1]
-                                    [--per-gpu N]
+                                    [--per-gpu N] [--minutes M] [--keep DB] [--progress]
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
 proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed; no knob tuner
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -83,9 +84,13 @@ def main():
     parser.add_argument("--gpus", default=None, help="cards, one lane each (e.g. 0,1); default: every visible one")
     parser.add_argument("--per-gpu", type=int, default=1, help="evaluations at once on each card (evolve run --per-gpu)")
     parser.add_argument("--progress", action="store_true", help="print each verdict and lane event as it comes")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop starting candidates that would end past this many minutes (the table covers "
+                             "those evaluated; SIGTERM or Ctrl-C also stops the run and prints it)")
     parser.add_argument("--keep", metavar="DB", default=None,
                         help="keep the run's archive at this path (each verdict's records, for a closer look)")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` ends the run as Ctrl-C would: a table
     problem = load_problem(args.problem)
     seed = problem.seed_files()[0].read_text()
     gpus = parse_gpus(args.gpus)
@@ -95,7 +100,8 @@ def main():
                            search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
                            eval=EvalOptions(device=args.device, prewarm=True, per_gpu=args.per_gpu),
                            profile=ProfileConfig(top=0),
-                           retime_top=0, gpus=tuple(gpus) if gpus else None)
+                           retime_top=0, gpus=tuple(gpus) if gpus else None,
+                           budget_s=args.minutes * 60 if args.minutes else None)
         archive = Archive(db)
         lanes_seen: list = []
         sampler = GpuSampler(list(gpus) if gpus else (visible_gpus() if args.device != "cpu" else []))
@@ -149,7 +155,7 @@ def main():
     cards = len({lane.split(".")[0] for lane in lanes})  # --per-gpu N: lanes gpu0.1 .. gpu0.N share card 0
     held = sum(lease.held_s for lease in all_leases())
     print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)},"
-          f" instant proposer, {time.strftime('%Y-%m-%d')}")
+          f" instant proposer, {time.strftime('%Y-%m-%d')}{'' if not summary.interrupted else ', interrupted'}")
     print(f"| wall | evaluations per GPU-hour | wall per evaluation | lane time: {' | '.join(split)} | lane idle | "
           f"timing lease held | GPU busy | GPU util mean | seed fitness |")
     print("| --- " * (9 + len(split)) + "|")
