@@ -276,3 +276,45 @@ def test_a_neighbour_with_a_long_kernel_queued_is_waited_for_then_evicted(tmp_pa
     assert isinstance(neighbour, Evicted), neighbour
     waited = [beside.setup[0]["prepare_split"]["lease"]] + [row.get("quiet_s") or 0.0 for row in beside.shapes]
     assert max(waited) >= 10.0, waited  # it waited out the 10 s before the eviction
+
+
+HOLD = ("import sys, time\nfrom evolve.harness.lease import card_lock\nlock = card_lock('gpu', sys.argv[1])\n"
+        "lock.acquire()\nprint('held', flush=True)\ntime.sleep(float(sys.argv[2]))\nlock.release()\n")
+PROBE = ("import fcntl, os, sys\nfrom evolve.harness.lease import card_lock\nfd = os.open(card_lock('gpu', sys.argv[1]).path, "
+         "os.O_RDWR)\ntry:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    print('free')\n"
+         "except BlockingIOError:\n    print('held')\n")
+
+
+def test_a_card_is_held_against_another_evolve_process(caplog):
+    """Another process cannot be stopped for this one's lease, so a GPU evaluation first holds its card against
+    other processes: it waits while one has an evaluation there, and says which process that is."""
+    from evolve.harness.lease import card_lock
+
+    card = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    other = subprocess.Popen([sys.executable, "-c", HOLD, card, "1.5"], stdout=subprocess.PIPE, text=True,
+                             cwd=ROOT)
+    assert other.stdout.readline().strip() == "held"
+    lock = card_lock("gpu", card)
+    with caplog.at_level("WARNING", logger="evolve"):
+        waited = lock.acquire()
+    assert waited >= 0.8, waited
+    assert f"evolve pid {other.pid}" in caplog.text
+    other.wait()
+    assert lock.acquire() == 0.0  # a second evaluation of this process shares the hold
+    lock.release()
+
+    def probe():
+        return subprocess.run([sys.executable, "-c", PROBE, card], capture_output=True, text=True, cwd=ROOT,
+                              check=True).stdout.strip()
+
+    assert probe() == "held"  # one evaluation of this process is still on the card
+    lock.release()
+    assert probe() == "free"
+
+
+def test_evaluations_without_a_gpu_hold_nothing():
+    from evolve.harness.lease import card_lock
+
+    lock = card_lock("cpu", None)
+    assert lock.acquire() == 0.0 and not hasattr(lock, "path")
+    lock.release()

@@ -13,12 +13,17 @@ evaluations to be evicted: they are killed and their candidates evaluated again 
 does not count against an evaluation's wall-clock limit.
 
 Only evaluations whose job has started take part (a crew started ahead runs no candidate code and is not stopped).
-The lease lives in the parent process; lanes are threads of it, one lease per card (`card_lease`).
+The lease lives in the parent process; lanes are threads of it, one lease per card (`card_lease`). Another process
+on the machine cannot be stopped by it, so a card is also held against other evolve processes (`card_lock`): while
+this one has an evaluation on a card, another's evaluations on that card wait for it, and the other way round.
 """
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import signal
+import tempfile
 import threading
 import time
 from collections import deque
@@ -236,3 +241,85 @@ def all_leases() -> list[CardLease]:
     """Every card's lease made in this process (for the record: grants, time held)."""
     with _LEASES_LOCK:
         return list(_LEASES.values())
+
+
+class CardLock:
+    """A card held by this process against other processes of the same user on the machine (an exclusive flock on a
+    file named after the card), for as long as any evaluation of this process runs on it. Evaluations of one process
+    share it (a count); the first waits for another process to let go of the card, saying who holds it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.count = 0
+        self.fd: int | None = None
+        self._lock = threading.Lock()  # acquirers of this process queue here while the first waits for the card
+
+    def acquire(self) -> float:
+        """Hold the card; returns the seconds spent waiting for another process to let go of it."""
+        with self._lock:
+            waited = 0.0
+            if self.count == 0:
+                try:
+                    self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                except OSError as exc:
+                    logging.getLogger("evolve").warning(
+                        "%s cannot be held against other processes (%s): run one evolve per card", self.path, exc)
+                    self.count += 1
+                    return waited
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    began = time.monotonic()
+                    holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+                    logging.getLogger("evolve").warning(
+                        "%s is in use by %s: evaluations on it wait until that process ends its own (two evolve "
+                        "processes never time on one card at once)", self.path.stem, holder)
+                    while True:  # polled, so a thread waiting here never sits in a call nothing can end
+                        time.sleep(0.25)
+                        try:
+                            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                            break
+                        except BlockingIOError:
+                            continue
+                    waited = time.monotonic() - began
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"evolve pid {os.getpid()}".encode(), 0)
+                self.fd = fd
+            self.count += 1
+            return waited
+
+    def release(self) -> None:
+        with self._lock:
+            self.count -= 1
+            if self.count == 0 and self.fd is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                os.close(self.fd)
+                self.fd = None
+
+
+class _NoLock:
+    """Evaluations without a GPU: the interpreter's figures are labelled host time, and nothing is held."""
+
+    def acquire(self) -> float:
+        return 0.0
+
+    def release(self) -> None:
+        pass
+
+
+_LOCKS: dict = {}
+
+
+def card_lock(mode: str, gpu: str | None):
+    """The machine-wide hold on a card (GPU evaluations only), named as CUDA_VISIBLE_DEVICES names it to a child."""
+    if mode != "gpu":
+        return _NoLock()
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    name = gpu if gpu is not None else visible[0] if visible else "0"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    path = Path(tempfile.gettempdir()) / f"evolve-cards-{os.getuid()}" / f"card {safe}.lock"
+    with _LEASES_LOCK:
+        if path not in _LOCKS:
+            _LOCKS[path] = CardLock(path)
+        return _LOCKS[path]

@@ -216,10 +216,20 @@ class Crew:
 
     def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> CrewResult:
         """Send the job; collect checked messages until 'done', death, the time limit or the memory limit."""
-        from .lease import Party, card_lease
+        from .lease import card_lock
 
         job = {**job, "key": self.key.hex(), "shm": self.shm}
         result = CrewResult()
+        hold = card_lock(self.mode, self.gpu)
+        hold.acquire()  # another evolve process timing on this card: wait for it (the limit counts from here)
+        try:
+            return self._run(job, result, timeout_s, max_rss_gb, on_message)
+        finally:
+            hold.release()
+
+    def _run(self, job: dict, result: CrewResult, timeout_s: float, max_rss_gb: float, on_message) -> CrewResult:
+        from .lease import Party, card_lease
+
         started = time.monotonic()
         lease = card_lease((self.mode, self.gpu))
         party = self.party = Party(self.work.name, [p.pid for p in self.procs.values()], self.token, self._grant_w)
