@@ -119,3 +119,13 @@ def test_a_second_evaluation_keeps_the_window_calibrations_and_times_alike(tmp_p
     assert split["plans"] < 0.2 and split["hops"] < 0.05, split
     ratios = [b["ms"] / a["ms"] for a, b in zip(first.shapes, second.shapes)]
     assert all(abs(r - 1) <= 0.05 for r in ratios), ratios
+
+
+def test_a_calibration_that_is_no_number_is_not_kept():
+    from evolve.harness.ladder import _fastest_plan
+
+    bad = {"kind": "plan", "key": "K", "case": "fp32 8x8", "k": 4, "one_ms": float("nan"), "many_ms": 1.0,
+           "hops_ms": None}
+    kept = {"fp32 8x8": {"k": 4, "one_ms": 0.5, "many_ms": 1.5}}
+    assert _fastest_plan(kept, bad) == kept
+    assert _fastest_plan({}, {**bad, "case": None, "one_ms": None, "many_ms": None, "k": None, "hops_ms": 0.0}) == {}

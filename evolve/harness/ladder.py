@@ -221,6 +221,9 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
     same calls per window). The lesser of two measurements of the measurer's own part of a window is never
     flattering: a window's fixed cost subtracted is at most what the card has been seen to need."""
     entry = dict(entry)
+    if not all(math.isfinite(message[f]) and message[f] > 0 for f in ("hops_ms", "one_ms", "many_ms")
+               if message[f] is not None):
+        return entry  # no calibration: nothing to keep
     if message["case"] is None:
         seen = entry.get("hops_ms")
         entry["hops_ms"] = message["hops_ms"] if seen is None else min(seen, message["hops_ms"])
