@@ -212,6 +212,7 @@ class Profiler:
                 _remove(work)
 
     def _profile(self, work, started, candidate, problem_dir, case, beside, bound_kind, case_label, gpu) -> Result:
+        from .harness.lease import card_lock
         from .harness.lifeline import kill_everything
         from .harness.profile import ISOLATION_FAILED, JAIL_FAILED
         from .harness.sandbox import _env, _limits
@@ -232,22 +233,27 @@ class Profiler:
         (work / "job.json").write_text(json.dumps(job))
         token = secrets.token_hex(16)
         env = _env(token, work, {"HOME": str(work)}, gpu)
+        hold = card_lock("gpu", gpu)  # no other evolve process times on the card while its kernels are replayed
+        hold.acquire()
         try:
-            with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
-                proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
-                                         str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                        cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30),
-                                        pass_fds=(life_r,))
+            try:
+                with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
+                    proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
+                                             str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                            cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30),
+                                            pass_fds=(life_r,))
+            finally:
+                os.close(life_r)
+            try:
+                code = proc.wait(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                code = None
+            finally:
+                kill_everything([proc.pid], token)
+                proc.wait()
+                os.close(life_w)
         finally:
-            os.close(life_r)
-        try:
-            code = proc.wait(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            kill_everything([proc.pid], token)
-            proc.wait()
-            os.close(life_w)
+            hold.release()
         seconds = time.monotonic() - started
         if code is None:
             return Result(False, seconds, f"ncu did not finish within {self.timeout_s:g} s")

@@ -280,8 +280,9 @@ def test_a_neighbour_with_a_long_kernel_queued_is_waited_for_then_evicted(tmp_pa
 
 HOLD = ("import sys, time\nfrom evolve.harness.lease import card_lock\nlock = card_lock('gpu', sys.argv[1])\n"
         "lock.acquire()\nprint('held', flush=True)\ntime.sleep(float(sys.argv[2]))\nlock.release()\n")
-PROBE = ("import fcntl, os, sys\nfrom evolve.harness.lease import card_lock\nfd = os.open(card_lock('gpu', sys.argv[1]).path, "
-         "os.O_RDWR)\ntry:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    print('free')\n"
+PROBE = ("import fcntl, os, sys\nfrom evolve.harness.lease import card_lock\n"
+         "fd = os.open(card_lock('gpu', sys.argv[1]).path, os.O_RDWR)\n"
+         "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    print('free')\n"
          "except BlockingIOError:\n    print('held')\n")
 
 

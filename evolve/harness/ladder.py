@@ -231,7 +231,8 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
     old = entry.get(message["case"])
     new = {"k": message["k"], "one_ms": message["one_ms"], "many_ms": message["many_ms"]}
     if isinstance(old, dict) and old.get("k") == new["k"]:
-        new = {"k": new["k"], "one_ms": min(old["one_ms"], new["one_ms"]), "many_ms": min(old["many_ms"], new["many_ms"])}
+        new = {"k": new["k"], "one_ms": min(old["one_ms"], new["one_ms"]),
+               "many_ms": min(old["many_ms"], new["many_ms"])}
     entry[message["case"]] = new
     return entry
 
