@@ -313,7 +313,7 @@ class Measurer:
 
     @property
     def plan_key(self) -> str:
-        return f"{self.baseline_key}|per-gpu {int(self.job.get('per_gpu', 1))}"
+        return f"{self.baseline_key}|per-gpu {int(self.job.get('per_gpu', 1))}|plans v1"
 
     def _plan(self, case, kept: dict | None = None) -> dict:
         """Calls per window (a roofline-speed kernel fills TARGET_WINDOW_MS, within a share of device memory) and
