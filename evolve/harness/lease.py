@@ -261,6 +261,8 @@ class CardLock:
             if self.count == 0:
                 try:
                     self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    if self.path.parent.stat().st_uid != os.getuid():  # made by someone else: not a lock of ours
+                        raise PermissionError(f"{self.path.parent} belongs to another user")
                     fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
                 except OSError as exc:
                     logging.getLogger("evolve").warning(
