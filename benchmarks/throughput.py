@@ -37,6 +37,7 @@ from evolve.proposer import Proposal
 from evolve.search import Search
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's own split (harness/measurer.py)
 
 
 class Instant:
@@ -134,6 +135,8 @@ def main():
         cands = [c for c in archive.candidates(summary.run_id) if c.status == "evaluated"]
         split = {"compile": [], "correctness": [], "timing": [], "rest of evaluation": []}
         eval_wall = []
+        inside: dict = {k: [] for k in (*BENCH_PARTS, "plans", "hops")}
+        windows: list = []
         for c in cands:
             verdict = archive.verdict(c.id)
             rungs = {r.name: r.seconds for r in verdict.rungs}
@@ -145,6 +148,15 @@ def main():
             parts["rest of evaluation"] = max(0.0, seconds - sum(parts.values()))
             for k, v in parts.items():
                 split[k].append(v)
+            bench = next((r for r in verdict.rungs if r.name == "benchmark"), None)
+            for k, v in ((bench.metrics.get("split") or {}) if bench else {}).items():
+                if k in BENCH_PARTS:
+                    inside[k].append(v)
+            setup = (verdict.setup[0].get("prepare_split") or {}) if verdict.setup else {}
+            for k in ("plans", "hops"):
+                if isinstance(setup.get(k), (int, float)):
+                    inside[k].append(setup[k])
+            windows.append(sum(row.get("windows", 0) for row in verdict.shapes))
         seed_fitness = cands[0].fitness if cands else None
         device = archive.run(summary.run_id)["device"]
         archive.close()
@@ -171,8 +183,16 @@ def main():
           f"{held / (wall * cards):.0%} | "
           f"{'-' if busy is None else f'{busy:.0%}'} | {'-' if util is None else f'{util:.0f}%'} | "
           f"{'-' if seed_fitness is None else f'{seed_fitness:.3f}'} |")
-    print(f"after the first verdict (which also measured the card's peaks and baselines on a fresh machine): "
-          f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour")
+    if windows:
+        def mean_of(keys):
+            return ", ".join(f"{k} {statistics.mean(inside[k]):.2f} s" for k in keys if inside[k])
+
+        rung, setup = mean_of(BENCH_PARTS), mean_of(("plans", "hops"))
+        print(f"per evaluation, mean: {statistics.mean(windows):.0f} timed windows"
+              + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else ""))
+    if len(ends) > 1:
+        print(f"after the first verdict (which also measured the card's peaks and baselines on a fresh machine): "
+              f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour")
 
 
 
