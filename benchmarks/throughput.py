@@ -135,7 +135,7 @@ def main():
         cands = [c for c in archive.candidates(summary.run_id) if c.status == "evaluated"]
         split = {"compile": [], "correctness": [], "timing": [], "rest of evaluation": []}
         eval_wall = []
-        inside: dict = {k: [] for k in (*BENCH_PARTS, "plans", "hops")}
+        inside: dict = {k: [] for k in (*BENCH_PARTS, "plans", "hops", "stopped")}
         windows: list = []
         for c in cands:
             verdict = archive.verdict(c.id)
@@ -156,6 +156,9 @@ def main():
             for k in ("plans", "hops"):
                 if isinstance(setup.get(k), (int, float)):
                     inside[k].append(setup[k])
+            stopped = (verdict.setup[0].get("stopped_s") if verdict.setup else None)
+            if isinstance(stopped, (int, float)):
+                inside["stopped"].append(stopped)
             windows.append(sum(row.get("windows", 0) for row in verdict.shapes))
         seed_fitness = cands[0].fitness if cands else None
         device = archive.run(summary.run_id)["device"]
@@ -187,9 +190,10 @@ def main():
         def mean_of(keys):
             return ", ".join(f"{k} {statistics.mean(inside[k]):.2f} s" for k in keys if inside[k])
 
-        rung, setup = mean_of(BENCH_PARTS), mean_of(("plans", "hops"))
+        rung, setup, stopped = mean_of(BENCH_PARTS), mean_of(("plans", "hops")), mean_of(("stopped",))
         print(f"per evaluation, mean: {statistics.mean(windows):.0f} timed windows"
-              + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else ""))
+              + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else "")
+              + (f"; {stopped} for other evaluations' leases (in the lane times above)" if stopped else ""))
     if len(ends) > 1:
         print(f"after the first verdict (which also measured the card's peaks and baselines on a fresh machine): "
               f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour")

@@ -186,6 +186,7 @@ def test_time_spent_stopped_does_not_count_against_the_limit(options):
     assert time.monotonic() - started >= 25.0  # it waited for the lease
     failure = verdict.failure
     assert failure.name == "compile" and "no Triton kernel launched" in failure.reason  # not "timed out"
+    assert verdict.setup[-1]["stopped_s"] >= 20.0  # the record says how long it was stopped
 
 
 @pytest.mark.slow

@@ -158,6 +158,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             if options.prewarm:  # the next evaluation's processes start up while this one runs
                 SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu)
             result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
+            if crew.party is not None and facts["setup"]:  # time stopped for other evaluations' leases, for the record
+                facts["setup"][-1]["stopped_s"] = round(crew.party.stopped_s, 3)
             if crew.party is not None and crew.party.evicted:
                 raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
                               "queued before the stop kept the card busy)")
