@@ -9,7 +9,8 @@ proposal is new to the archive (nothing is deduplicated away) and compiles and m
 and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated
 over the run's wall time times the cards used (with --per-gpu N, N lanes share each card). A lane's time per
 evaluation is split by rung from the verdicts: compile (load and compile), correctness (run and correctness), timing
-(benchmark), and the rest (process start-up waits, inputs, teardown); "lane idle" is the share of the lanes' wall time
+(benchmark), each less the time the evaluation was stopped for another's timing lease (--per-gpu), that time
+("stopped"), and the rest (process start-up waits, inputs, teardown); "lane idle" is the share of the lanes' wall time
 with no evaluation on them; "timing lease held" the share of the cards' wall time some evaluation held the card's
 timing lease (harness/lease.py: calibrations and benchmark windows, every other evaluation stopped). The cards' busy
 fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu` every 200 ms): the share of samples
@@ -133,18 +134,21 @@ def main():
         wall = time.monotonic() - started
         sampler.stop()
         cands = [c for c in archive.candidates(summary.run_id) if c.status == "evaluated"]
-        split = {"compile": [], "correctness": [], "timing": [], "rest of evaluation": []}
+        split = {"compile": [], "correctness": [], "timing": [], "stopped": [], "rest of evaluation": []}
         eval_wall = []
-        inside: dict = {k: [] for k in (*BENCH_PARTS, "plans", "hops", "stopped")}
+        inside: dict = {k: [] for k in (*BENCH_PARTS, "plans", "hops")}
         windows: list = []
         for c in cands:
             verdict = archive.verdict(c.id)
-            rungs = {r.name: r.seconds for r in verdict.rungs}
+            # each rung's seconds less the time it was stopped for another evaluation's lease (--per-gpu)
+            rungs = {r.name: r.seconds - float(r.metrics.get("stopped_s", 0.0)) for r in verdict.rungs}
             seconds = walls.get(f"candidate_{c.id}.py", 0.0)
             eval_wall.append(seconds)
             parts = {"compile": rungs.get("load", 0) + rungs.get("compile", 0),
                      "correctness": rungs.get("run", 0) + rungs.get("correctness", 0),
                      "timing": rungs.get("benchmark", 0)}
+            stopped = verdict.setup[0].get("stopped_s", 0.0) if verdict.setup else 0.0
+            parts["stopped"] = stopped if isinstance(stopped, (int, float)) else 0.0
             parts["rest of evaluation"] = max(0.0, seconds - sum(parts.values()))
             for k, v in parts.items():
                 split[k].append(v)
@@ -156,9 +160,6 @@ def main():
             for k in ("plans", "hops"):
                 if isinstance(setup.get(k), (int, float)):
                     inside[k].append(setup[k])
-            stopped = (verdict.setup[0].get("stopped_s") if verdict.setup else None)
-            if isinstance(stopped, (int, float)):
-                inside["stopped"].append(stopped)
             windows.append(sum(row.get("windows", 0) for row in verdict.shapes))
         seed_fitness = cands[0].fitness if cands else None
         device = archive.run(summary.run_id)["device"]
@@ -190,10 +191,9 @@ def main():
         def mean_of(keys):
             return ", ".join(f"{k} {statistics.mean(inside[k]):.2f} s" for k in keys if inside[k])
 
-        rung, setup, stopped = mean_of(BENCH_PARTS), mean_of(("plans", "hops")), mean_of(("stopped",))
+        rung, setup = mean_of(BENCH_PARTS), mean_of(("plans", "hops"))
         print(f"per evaluation, mean: {statistics.mean(windows):.0f} timed windows"
-              + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else "")
-              + (f"; {stopped} for other evaluations' leases (in the lane times above)" if stopped else ""))
+              + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else ""))
     if len(ends) > 1:
         print(f"after the first verdict (which also measured the card's peaks and baselines on a fresh machine): "
               f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour")

@@ -221,6 +221,21 @@ def test_two_evaluations_on_one_card_take_turns(options):
         elif event == "release":
             assert holder == name
             holder = None
+    # the record: how long each was stopped, and the part of each rung's seconds that was
+    for verdict in verdicts.values():
+        in_rungs = sum(r.metrics.get("stopped_s", 0.0) for r in verdict.rungs)
+        assert in_rungs <= verdict.setup[-1]["stopped_s"] + 0.01
+    assert max(v.setup[-1]["stopped_s"] for v in verdicts.values()) > 0
+
+
+def test_the_time_stopped_inside_a_span_is_what_overlaps_it():
+    party = Party("p", [], "tok-span", None)
+    party.stops = [(10.0, 12.0), (15.0, 16.0)]
+    assert party.stopped_between(0.0, 20.0) == 3.0
+    assert party.stopped_between(11.0, 15.5) == 1.5
+    assert party.stopped_between(12.0, 15.0) == 0.0
+    party.stopped_at = time.monotonic() - 2.0  # a stop going on now counts up to now
+    assert 1.9 < party.stopped_between(time.monotonic() - 3.0, time.monotonic()) < 2.5
 
 
 def load_cpu_cases():

@@ -86,7 +86,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
     facts = {"device": None, "versions": {}, "setup": [], "jail": None, "work": (), "uuid": None}
     rungs: dict[str, RungResult] = {}  # decided so far, by name
-    state = {"peaks": None, "spawned": 0.0, "lost": None}
+    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None}
 
     def decide(rung: RungResult) -> None:
         if rung.name in rungs:
@@ -98,8 +98,15 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     def on_message(message: dict) -> None:
         kind = message["kind"]
         if kind == "rung":
+            figures = dict(message["metrics"]) if isinstance(message["metrics"], dict) else {}
+            party = getattr(state["crew"], "party", None)
+            if party is not None:  # the part of the rung's seconds this parent saw it stopped (--per-gpu)
+                now = time.monotonic()
+                stopped = party.stopped_between(now - max(message["seconds"], 0.0), now)
+                if stopped > 0:
+                    figures["stopped_s"] = round(stopped, 3)
             decide(RungResult(message["name"], "ok" if message["ok"] else "failed", message["reason"],
-                              message["seconds"], message["metrics"] if isinstance(message["metrics"], dict) else {}))
+                              message["seconds"], figures))
         elif kind == "device":
             facts["device"] = message["device"]
             facts["versions"] = {"torch": message["torch"], "triton": message["triton"]}
@@ -140,6 +147,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
         crew = SPARES.take(mode, str(cache), options.gpu) if options.prewarm else Crew(mode, str(cache), options.gpu)
+        state["crew"] = crew
         try:
             shutil.copyfile(candidate, crew.candidate_path())
             for name in problem.extra.get("beside", ()):  # files the format lets a candidate import (GPU MODE task.py)

@@ -65,6 +65,7 @@ class Party:
         self.name, self.pgids, self.token, self.grant_fd = name, list(pgids), token, grant_fd
         self.stopped_at: float | None = None
         self.stopped_s = 0.0
+        self.stops: list[tuple[float, float]] = []  # (from, to) on the monotonic clock, each stop that has ended
         self.strays: list[int] = []  # processes outside its groups that carry its token, stopped with it
         self.evicted = False
         self.kill = None  # set by the crew: kills every process of the evaluation
@@ -105,8 +106,16 @@ class Party:
             except (ProcessLookupError, PermissionError):
                 pass
         if self.stopped_at is not None:
-            self.stopped_s += time.monotonic() - self.stopped_at
+            now = time.monotonic()
+            self.stopped_s += now - self.stopped_at
+            self.stops.append((self.stopped_at, now))
+            del self.stops[:-10000]
         self.stopped_at = None
+
+    def stopped_between(self, start: float, end: float) -> float:
+        """Seconds stopped between two moments of the monotonic clock (the current stop included)."""
+        spans = self.stops + ([(self.stopped_at, time.monotonic())] if self.stopped_at is not None else [])
+        return sum(max(0.0, min(end, b) - max(start, a)) for a, b in spans)
 
     def stopped_so_far(self) -> float:
         """Seconds stopped, the current stop included."""
