@@ -327,6 +327,7 @@ def test_a_card_is_held_against_another_evolve_process(caplog):
     assert probe() == "held"  # one evaluation of this process is still on the card
     lock.release()
     assert probe() == "free"
+    lock.path.unlink()
 
 
 def test_evaluations_without_a_gpu_hold_nothing():
