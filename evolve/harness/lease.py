@@ -322,13 +322,17 @@ class _NoLock:
 _LOCKS: dict = {}
 
 
+def card_name(gpu: str | None, environ=os.environ) -> str:
+    """A lane's card as CUDA_VISIBLE_DEVICES names it to a child (None: the first this process sees)."""
+    visible = [d.strip() for d in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return gpu if gpu is not None else visible[0] if visible else "0"
+
+
 def card_lock(mode: str, gpu: str | None):
-    """The machine-wide hold on a card (GPU evaluations only), named as CUDA_VISIBLE_DEVICES names it to a child."""
+    """The machine-wide hold on a card (GPU evaluations only)."""
     if mode != "gpu":
         return _NoLock()
-    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    name = gpu if gpu is not None else visible[0] if visible else "0"
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in card_name(gpu))
     path = Path(tempfile.gettempdir()) / f"evolve-cards-{os.getuid()}" / f"card {safe}.lock"
     with _LEASES_LOCK:
         if path not in _LOCKS:

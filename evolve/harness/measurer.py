@@ -241,8 +241,13 @@ class Measurer:
         self.pool.trim()
         torch.cuda.empty_cache()
 
+    @property
+    def kept_plans(self) -> dict:
+        """The window's calibrations kept for this card model, problem and --per-gpu (harness/ladder.py)."""
+        return (self.job.get("plans") or {}).get(self.plan_key) or {}
+
     def _calibrations_missing(self) -> bool:
-        kept = (self.job.get("plans") or {}).get(self.plan_key) or {}
+        kept = self.kept_plans
         baselines = (self.job.get("baselines") or {}).get(self.baseline_key, {})
         return (not (self.job.get("peaks") or {}).get(self.device_key) or not isinstance(kept.get("hops_ms"), float)
                 or any(case.label not in kept or (self.reference.has_baseline and case.label not in baselines)
@@ -275,7 +280,7 @@ class Measurer:
         split["baselines"] = time.perf_counter() - mark
         # The window's calibrations are kept per card model, problem and --per-gpu, each the fastest seen (the
         # parent keeps them, harness/ladder.py): an evaluation measures only what no earlier one has.
-        kept = (self.job.get("plans") or {}).get(self.plan_key) or {}
+        kept = self.kept_plans
         mark = time.perf_counter()
         if isinstance(kept.get("hops_ms"), float):
             caller.window.hops_ms = kept["hops_ms"]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import jail
+from .lease import card_name
 from ..redact import is_secret_name
 from .lifeline import ENV as LIFELINE_ENV, kill_everything
 from .protocol import MEASURER
@@ -84,9 +85,8 @@ def _env(token: str, work: Path, extra: dict, gpu: str | None = None) -> dict:
     env.pop("TRITON_INTERPRET", None)
     if "expandable" in env.get("PYTORCH_CUDA_ALLOC_CONF", ""):
         env.pop("PYTORCH_CUDA_ALLOC_CONF")  # CUDA IPC cannot export memory mapped that way
-    visible = [d.strip() for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
     # one device: the window times all work on it (gpu: the lane's card, as the parent names it)
-    env["CUDA_VISIBLE_DEVICES"] = gpu if gpu is not None else visible[0] if visible else "0"
+    env["CUDA_VISIBLE_DEVICES"] = card_name(gpu, env)
     env.update(extra)
     return env
 
