@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import random
 import shutil
 import statistics
@@ -128,6 +129,7 @@ class Search:
                                             inspirations=config.search.inspirations), self.rng)
         self._evaluate, self.clock = evaluate, clock
         self.pipeline = None  # made when the run starts (make_pipeline)
+        self._threads = 0  # CPU threads per evaluation process when lanes share the host (make_pipeline)
         self._waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
         self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
@@ -180,6 +182,8 @@ class Search:
                             self._options, probe_gpu if card is not None and self._evaluate is harness_evaluate
                             else None)
                  for name, card in named for i in range(per)]
+        if len(lanes) > 1 and not c.eval.threads:  # the lanes' evaluations split the host's cores between them
+            self._threads = max(1, len(os.sched_getaffinity(0)) // len(lanes))
         self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes]})
         return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
 
@@ -203,7 +207,7 @@ class Search:
     def _options(self, job, gpu):
         """The harness options of one candidate on one lane: its card, and where its compiler artifacts go."""
         # no SASS in the lane: the archive keeps the cubins, which the digest and `evolve show` disassemble when read
-        options = replace(self.config.eval, gpu=gpu, sass=False)
+        options = replace(self.config.eval, gpu=gpu, sass=False, threads=self._threads or self.config.eval.threads)
         if self.config.artifacts and options.dump_dir is None and isinstance(job.cand_id, int):
             options = replace(options, dump_dir=str(self.work / f"artifacts_{job.cand_id}"))
         return options

@@ -146,3 +146,28 @@ def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, 
     after = [crew for crews in SPARES._ready.values() for crew in crews]
     assert len(after) == 1 and after[0] not in before  # taken, and a new one started
     SPARES.clear()
+
+
+def test_evaluations_sharing_a_host_split_its_cores(tmp_path):
+    """With a thread count, every process of the evaluation is started with it (the interpreter's runner keeps its
+    single BLAS thread); without one, the processes inherit the parent's settings."""
+    from evolve.harness.sandbox import THREAD_VARIABLES, Crew
+
+    def environ(pid):
+        pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        return dict(p.decode(errors="replace").split("=", 1) for p in pairs if b"=" in p)
+
+    split = Crew("cpu", str(tmp_path / "cache"), threads=3)
+    plain = Crew("cpu", str(tmp_path / "cache"))
+    try:
+        for name, proc in split.procs.items():
+            env = environ(proc.pid)
+            want = "1" if name == "interpret" else "3"
+            assert [env.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")] == [want, want], name
+            if name != "interpret":
+                assert all(env.get(v) == "3" for v in THREAD_VARIABLES), name
+        env = environ(plain.procs["measurer"].pid)
+        assert all(env.get(v) == os.environ.get(v) for v in THREAD_VARIABLES)
+    finally:
+        split.discard()
+        plain.discard()

@@ -1,6 +1,7 @@
 """The evaluation pipeline with fake lanes (threads standing in for GPUs) and the search over several lanes: order, one
 evaluation per card at a time, a faulted lane's candidate queued again, bounded depth, a run that stops when no lane
 can evaluate anything, kill -9 and resume, and fair promotion."""
+import os
 import threading
 import time
 from pathlib import Path
@@ -239,8 +240,11 @@ def test_a_search_on_two_lanes_evaluates_each_candidate_once_on_its_lanes_card(t
     def evaluate(path, problem, options):
         with lock:
             seen.append((options.gpu, Path(path).name))
+            threads.add(options.threads)
         time.sleep(0.1)
         return ladder(fitness=0.5)
+
+    threads = set()
 
     seed = load_problem(ROOT / "problems" / "softmax").seed_files()[0].read_text()
     events = []
@@ -250,6 +254,7 @@ def test_a_search_on_two_lanes_evaluates_each_candidate_once_on_its_lanes_card(t
     names = [name for _, name in seen]
     assert len(names) == len(set(names)) == 8  # each once: none lost, none twice
     assert {gpu for gpu, _ in seen} == {"0", "1"}
+    assert threads == {max(1, len(os.sched_getaffinity(0)) // 2)}  # the two lanes' evaluations split the host's cores
     lanes = next(e for e in events if e["kind"] == "lanes")
     assert lanes["lanes"] == ["gpu0", "gpu1"]
     assert {e["lane"] for e in events if e["kind"] == "candidate"} == {"gpu0", "gpu1"}

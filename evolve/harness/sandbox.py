@@ -36,6 +36,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
 # another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
 RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret")}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 @dataclass
@@ -141,7 +142,7 @@ class Crew:
     """One evaluation's processes, started ahead of the job: imports, CUDA contexts and the runner's jail are paid
     while the evaluation before runs. The wall-clock limit counts from the moment the job is sent."""
 
-    def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None):
+    def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0):
         self.mode, self.gpu = mode, gpu
         self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
         self.shm = _shm_folder()
@@ -149,7 +150,9 @@ class Crew:
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
         life_r, self._life_w = os.pipe()  # the children's lifeline (harness/lifeline.py): only this process writes
-        life = {LIFELINE_ENV: str(life_r)}
+        common = {LIFELINE_ENV: str(life_r)}
+        if threads > 0:  # evaluations sharing a host split its cores, rather than each spinning a thread on every one
+            common.update({name: str(threads) for name in THREAD_VARIABLES})
         measurer_fds, links, close_after = [], [], []
         for name in RUNNERS[mode]:
             folder = self.work / name
@@ -158,7 +161,7 @@ class Crew:
             from_runner_r, from_runner_w = os.pipe()
             extra = {"TRITON_CACHE_DIR": str(folder / "triton"), "TRITON_HOME": str(folder),
                      "TMPDIR": str(folder / "tmp"), "XDG_CACHE_HOME": str(folder / "cache"),
-                     "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **life}
+                     "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **common}
             if name == "interpret":
                 extra["TRITON_INTERPRET"] = "1"
                 # the interpreter's tl.dot is numpy's matmul: BLAS threads spinning against the measurer's and the
@@ -183,7 +186,7 @@ class Crew:
         # The measurer's own caches persist only where no runner can write them (with a jail).
         trusted = Path(trusted_cache) if jail.abi_version() else self.work
         extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"),
-                 "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor"), **life}
+                 "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor"), **common}
         with open(self.work / "measurer.stdout", "wb") as out, open(self.work / "measurer.stderr", "wb") as err:
             self.procs["measurer"] = subprocess.Popen(
                 [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, str(grant_r), *links],
@@ -312,8 +315,8 @@ class Spares:
         self._lock = threading.Lock()
         atexit.register(self.clear)
 
-    def take(self, mode: str, trusted_cache: str, gpu: str | None = None) -> Crew:
-        key = (mode, trusted_cache, gpu)
+    def take(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0) -> Crew:
+        key = (mode, trusted_cache, gpu, threads)
         with self._lock:
             ready = self._ready.get(key, [])
             crew = next((c for c in ready if c is not None), None)
@@ -323,18 +326,19 @@ class Spares:
             return crew
         if crew is not None:
             crew.discard()
-        return Crew(mode, trusted_cache, gpu)
+        return Crew(mode, trusted_cache, gpu, threads)
 
-    def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None, count: int = 1) -> None:
+    def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None, count: int = 1,
+                threads: int = 0) -> None:
         """Start crews until `count` are ready or starting for this key."""
-        key = (mode, trusted_cache, gpu)
+        key = (mode, trusted_cache, gpu, threads)
         while True:
             with self._lock:
                 ready = self._ready.setdefault(key, [])
                 if len(ready) >= count:
                     return
                 ready.append(None)  # claimed: start it outside the lock
-            crew = Crew(mode, trusted_cache, gpu)
+            crew = Crew(mode, trusted_cache, gpu, threads)
             with self._lock:
                 ready = self._ready.setdefault(key, [])
                 if None in ready:
