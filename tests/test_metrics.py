@@ -1,11 +1,15 @@
 """Known answers for the error metrics and the tolerance policy."""
 import math
+import os
+from pathlib import Path
 
 import pytest
 import torch
 
 from evolve.harness import load_problem
 from evolve.harness.metrics import error_metrics, judge, max_rel, psnr, unravel, worst_of
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_identical_outputs():
@@ -134,3 +138,55 @@ def test_absolute_tolerance_alone_would_be_meaningless():
     assert (zeros - ref).abs().max() < 1e-3
     m = error_metrics(zeros, ref, floor=1e-30, rtol=1e-4)
     assert m["max_rel"] == pytest.approx(1.0) and m["frac_off"] == 1.0
+
+
+def compare_mismatches(device: str) -> list:
+    """Pairs on which the device comparison (harness/compare.py) and max_rel_tensor give different figures: output
+    dtypes, sizes around the kernel's block, elements below the floor, NaN and infinities."""
+    import torch
+
+    from evolve.harness import compare, metrics
+
+    torch.manual_seed(0)
+    wrong = []
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+        for n in (1, compare.BLOCK - 1, compare.BLOCK, compare.BLOCK + 1, 3 * compare.BLOCK + 5):
+            ref = torch.randn(n, dtype=torch.float64) * 3
+            ref[: n // 7] *= 1e-6
+            out = (ref * (1 + 1e-3 * torch.randn(n, dtype=torch.float64))).to(dtype)
+            for case in ("plain", "nan", "inf", "both inf"):
+                o, r = out.clone().to(device), ref.clone().to(device)
+                if case == "nan":
+                    o[n // 2] = float("nan")
+                elif case == "inf":
+                    o[-1] = float("inf")
+                elif case == "both inf":
+                    o[0], r[0] = float("inf"), float("inf")
+                for floor in (1e-5, 0.5):
+                    worst = torch.zeros(1, dtype=torch.float32, device=device)
+                    compare.worst_into(worst, o, r, floor)
+                    mine, theirs = float(worst), float(metrics.max_rel_tensor(o, r, floor))
+                    if not (mine == theirs or (theirs != theirs and mine == float("inf"))):
+                        wrong.append((str(dtype), n, case, floor, mine, theirs))
+    return wrong
+
+
+def test_the_device_comparison_gives_max_rel_figures_under_the_interpreter():
+    """Bit for bit the figure of the torch ops it replaces (NaN read as an infinite error), run by Triton's
+    interpreter (the kernel's own code, in a process of its own: the interpreter is chosen before Triton loads)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; sys.path[:0] = sys.argv[1:]; from test_metrics import compare_mismatches; "
+            "print(json.dumps(compare_mismatches('cpu')))")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT), str(ROOT / "tests")], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.gpu
+def test_the_device_comparison_gives_max_rel_figures_on_the_gpu():
+    assert compare_mismatches("cuda") == []

@@ -469,10 +469,12 @@ class Measurer:
         return True
 
     def _timed_check(self, case, outs, sets_inputs) -> None:
-        """Every output of a window against its reference. The float outputs' errors are gathered on the device and
-        read once (a window holds up to 256 calls); only a window that fails is gone through output by output, for
-        the message."""
-        excess = None  # the largest max_rel over its tolerance, across the window's float outputs (NaN stays NaN)
+        """Every output of a window against its reference. The float outputs' errors are gathered on the device, one
+        figure per tolerance (harness/compare.py on a GPU), and read once (a window holds up to 256 calls); only a
+        window that fails is gone through output by output, for the message."""
+        from . import compare
+
+        worst: dict = {}  # (floor, rtol) -> the largest relative error of the outputs judged by it, on the device
         for out, inputs in zip(outs, sets_inputs):
             refs = self.reference.reference(inputs, on_cpu=False)
             for o, r in zip(out, refs):
@@ -481,15 +483,26 @@ class Measurer:
                         raise Fail(f"{case.label}: a timed call returned a wrong output (integers differ)")
                     continue
                 tol = self.problem.tolerance_for(case, dtype_name(o))
-                over = metrics.max_rel_tensor(o, r, tol.floor).double() - tol.rtol  # float64: no rounding
-                excess = over if excess is None else torch.maximum(excess, over)
+                key = (tol.floor, tol.rtol)
+                if key not in worst:
+                    worst[key] = torch.zeros(1, dtype=torch.float32, device=o.device)
+                if compare.fits(o, r):
+                    compare.worst_into(worst[key], o, r, tol.floor)
+                else:
+                    torch.maximum(worst[key], metrics.max_rel_tensor(o, r, tol.floor).reshape(1), out=worst[key])
             reason = self.reference.check(inputs, out, refs)
             del refs
             if reason:
                 raise Fail(f"{case.label}: a timed call returned a wrong output ({reason})")
-        if excess is not None and not float(excess) <= 0:
+        if not worst:
+            return
+        read = torch.cat(list(worst.values())).tolist()  # one wait for the device
+        excess = max(float(w) - rtol for w, (_, rtol) in zip(read, worst))  # float64: no rounding; NaN stays NaN
+        if any(w != w for w in read):
+            excess = float("nan")
+        if not excess <= 0:
             self._timed_check_each(case, outs, sets_inputs)
-            raise Fail(f"{case.label}: a timed call returned a wrong output (an error of {float(excess):.3g} over "
+            raise Fail(f"{case.label}: a timed call returned a wrong output (an error of {excess:.3g} over "
                        "its tolerance)")
 
     def _timed_check_each(self, case, outs, sets_inputs) -> None:
