@@ -338,3 +338,37 @@ def test_evaluations_without_a_gpu_hold_nothing():
     lock = card_lock("cpu", None)
     assert lock.acquire() == 0.0 and not hasattr(lock, "path")
     lock.release()
+
+
+def test_a_group_jailed_off_the_card_goes_on_while_its_evaluation_is_stopped(evaluations):
+    """The compile-only runner's group, once its measurer says it is jailed without the GPU's device files: continued
+    at once if its evaluation is stopped, then never stopped again, and never taken for a stray; the rest of the
+    evaluation is stopped as before."""
+    lease = CardLease("card")
+    a, b = evaluations("a"), evaluations("b")
+    compiler = subprocess.Popen([sys.executable, "-c", LOOP], env={**os.environ, "EVOLVE_EVAL_TOKEN": b.token},
+                                start_new_session=True)
+    try:
+        b.party.pgids.append(compiler.pid)
+        for e in (a, b):
+            lease.join(e.party)
+        lease.request(a.party)
+        assert a.granted()
+        assert wait_for(lambda: state(b.proc.pid) == "T" and state(compiler.pid) == "T")
+        lease.offcard(b.party, compiler.pid)
+        assert wait_for(lambda: state(compiler.pid) in "SR") and state(b.proc.pid) == "T"
+        assert b.party.offcard == [compiler.pid] and compiler.pid not in b.party.pgids
+        lease.release(a.party)
+        assert wait_for(lambda: state(b.proc.pid) in "SR")
+        lease.request(a.party)  # stopped again: the jailed group is not, neither as a group nor as a stray
+        assert a.granted()
+        assert wait_for(lambda: state(b.proc.pid) == "T")
+        time.sleep(0.2)
+        assert state(compiler.pid) in "SR" and b.party.strays == []
+        lease.offcard(a.party, 12345678)  # not one of its groups: nothing changes
+        assert a.party.offcard == [] and a.party.pgids == [a.proc.pid]
+        lease.leave(a.party)
+        lease.leave(b.party)
+    finally:
+        compiler.kill()
+        compiler.wait()

@@ -39,7 +39,7 @@ def find_strays(parties) -> dict:
     """For each party, the processes outside its process groups whose environment carries its evaluation's token
     (one that left its group), found in one pass over /proc: {party: [pid, ...]}."""
     needles = {f"EVOLVE_EVAL_TOKEN={p.token}".encode(): p for p in parties}
-    groups = {pgid for p in parties for pgid in p.pgids}
+    groups = {pgid for p in parties for pgid in p.pgids + p.offcard}
     found: dict = {p: [] for p in parties}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -67,6 +67,7 @@ class Party:
         self.stopped_s = 0.0
         self.stops: list[tuple[float, float]] = []  # (from, to) on the monotonic clock, each stop that has ended
         self.strays: list[int] = []  # processes outside its groups that carry its token, stopped with it
+        self.offcard: list[int] = []  # groups jailed off every GPU (a compile-only runner): never stopped
         self.evicted = False
         self.kill = None  # set by the crew: kills every process of the evaluation
 
@@ -177,6 +178,21 @@ class CardLease:
                 WARDEN.forget(party.token)
             if self._holder is party:
                 self._release()
+
+    def offcard(self, party: Party, pgid: int) -> None:
+        """One of the party's process groups cannot reach any GPU (its measurer saw it jailed without the device files
+        before it ran candidate code): it goes on working while the party is stopped."""
+        with self._lock:
+            if pgid not in party.pgids:
+                return
+            party.pgids.remove(pgid)
+            party.offcard.append(pgid)
+            if party.stopped_at is not None:
+                try:
+                    os.killpg(pgid, signal.SIGCONT)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self._note("offcard", party)
 
     def request(self, party: Party) -> None:
         with self._lock:

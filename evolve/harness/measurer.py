@@ -14,7 +14,10 @@ import hmac
 import json
 import math
 import os
+import re
+import shutil
 import signal
+import stat
 import statistics
 import sys
 import time
@@ -42,6 +45,9 @@ QUIET_WAIT_S = 10.0  # then the evaluations stopped for the lease are evicted (e
 TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
 MAX_CALLS_PER_WINDOW = 256
 SETTLED, SETTLED_WINDOWS = 0.01, 4  # a case's windows stop once its last four per-call figures lie within 1%
+_SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")
+PRECOMPILE_WAIT_S = 60.0  # the GPU runner's compile rung waits this long for the compile-only runner, then goes on
+CACHE_FILE_BYTES = 256 << 20  # a file of the compile-only runner's Triton cache larger than this is not handed over
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
 
 
@@ -360,6 +366,81 @@ class Measurer:
             calibrated = min(calibrated, observed)
         return calibrated + plan["hops_ms"]
 
+    # -- compiling ahead, off the card -------------------------------------------------------------------------------
+    def _shapes_ahead(self) -> list:
+        """The inputs of the compile rung's calls and of each benchmark case's first call, described (shape, strides,
+        dtype; other values as they are) from the problem's generator run under FakeTensorMode: no memory, no data."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        wanted = [(case, COMPILE_SEED) for case in self.problem.tests]
+        wanted += [(case, WARM_SEED) for case in self.problem.benchmarks]
+        sets = []
+        for case, seed in wanted:
+            try:
+                with FakeTensorMode():
+                    inputs = self.inputs(case, seed, self.device)
+                    descs = [{"shape": list(v.shape), "stride": list(v.stride()), "dtype": dtype_name(v)}
+                             if isinstance(v, torch.Tensor) else {"value": v} for v in inputs.leaves]
+                json.dumps(descs)
+            except Exception:  # noqa: BLE001 - a generator that needs real data: that case compiles on the card
+                continue
+            sets.append({"inputs": descs, "tree": inputs.tree})
+        return sets
+
+    def precompile_start(self) -> None:
+        """GPU mode: hand the candidate to the compile-only runner (no GPU device files in its jail, so it may go on
+        while other evaluations hold the card's lease) with the shapes the GPU runner will call it on."""
+        caller = self.callers.get("compile")
+        if self.mode != "gpu" or caller is None:
+            return
+        started = time.perf_counter()
+        if str(self.ready.get("compile", {}).get("jail", "")).startswith("landlock"):
+            self.ch.send({"kind": "lease", "act": "offcard"})
+        try:
+            caller.send({"kind": "load", "candidate": self.job["candidate"],
+                         "beside": bool(self.problem.extra.get("beside"))})
+            caller.send({"kind": "precompile", "sets": self._shapes_ahead()})
+        except RunnerLost:
+            return
+        self.precompile = {"started": started, "asked_s": round(time.perf_counter() - started, 3)}
+
+    def precompile_finish(self) -> None:
+        """Wait (up to PRECOMPILE_WAIT_S from the start) for the compile-only runner, stop it, and copy what its
+        Triton cache holds into the GPU runner's. Both run the same candidate; nothing the copy brings decides a
+        verdict (a kernel that does not match is compiled again by Triton, under its own key)."""
+        record = getattr(self, "precompile", None)
+        if not record:
+            return
+        caller = self.callers["compile"]
+        waited = time.perf_counter()
+        answer = None
+        try:
+            while answer is None:
+                left = PRECOMPILE_WAIT_S - (time.perf_counter() - record["started"])
+                if left <= 0 or not caller.answered(left):
+                    break
+                message = caller.link.recv()
+                if message["kind"] == "precompiled":
+                    answer = message
+                elif message["kind"] == "failed":
+                    break
+        except (RunnerLost, Closed, Exception):  # noqa: BLE001 - a runner that died or spoke nonsense: no head start
+            pass
+        self._signal_runner("compile", signal.SIGKILL)
+        record.update(waited_s=round(time.perf_counter() - waited, 3))
+        if answer:
+            record.update(seconds=answer["seconds"], sets=answer["sets"], kernels=answer["kernels"])
+            record["files"] = _adopt_cache(os.path.join(os.getcwd(), "compile", "triton"),
+                                           os.path.join(os.getcwd(), "gpu", "triton"))
+
+    def _signal_runner(self, name: str, signum: int) -> None:
+        pgid = self.runner_pgid_by_name.get(name)
+        if pgid:
+            try:
+                os.killpg(pgid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     # -- rungs ------------------------------------------------------------------------------------------------------
     def load(self, runner: str, rung: str) -> bool:
         started = time.perf_counter()
@@ -387,8 +468,9 @@ class Measurer:
         except Fail as exc:
             self.ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
             return False
+        ahead = {k: v for k, v in (getattr(self, "precompile", None) or {}).items() if k != "started"}
         self.ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
-                     compile_seconds=report["compile_seconds"],
+                     compile_seconds=report["compile_seconds"], **({"ahead": ahead} if ahead else {}),
                      split={"inputs": round(staged - started, 3), "runner_calls": report["calls_seconds"],
                             "runner_inputs": report["inputs_seconds"], "runner_describe": report["describe_seconds"]})
         error = report["error"]
@@ -649,7 +731,8 @@ class Measurer:
     # -- the ladder ---------------------------------------------------------------------------------------------------
     def ladder(self) -> None:
         if self.mode == "gpu":
-            steps = [("load", lambda: self.load("gpu", "load")), ("compile", lambda: self.compile("gpu")),
+            steps = [("load", lambda: self.load("gpu", "load")),
+                     ("compile", lambda: self.precompile_finish() or self.compile("gpu")),
                      ("run", lambda: self.run_rung("gpu")), ("correctness", lambda: self.correctness_rung("gpu")),
                      ("benchmark", self.benchmark_rung)]
         else:
@@ -677,6 +760,45 @@ class Measurer:
                 return
 
 
+def _adopt_cache(source: str, target: str) -> int:
+    """Copy a Triton cache written by a runner into another runner's (folder/file, two levels): plain files only,
+    none followed through a link, none larger than CACHE_FILE_BYTES, none that is there already. Returns the count."""
+    copied = 0
+    try:
+        entries = os.listdir(source)
+    except OSError:
+        return 0
+    for entry in entries:
+        folder = os.path.join(source, entry)
+        try:
+            if not _SAFE_NAME.match(entry) or not stat.S_ISDIR(os.lstat(folder).st_mode):
+                continue
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            into = os.path.join(target, entry, name)
+            if not _SAFE_NAME.match(name) or os.path.lexists(into):
+                continue
+            try:
+                fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_FILE_BYTES:
+                    continue
+                os.makedirs(os.path.join(target, entry), exist_ok=True)
+                with os.fdopen(os.dup(fd), "rb") as src, open(into, "xb") as dst:
+                    shutil.copyfileobj(src, dst)
+                copied += 1
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+    return copied
+
+
 def _read_job(fd: int) -> dict:
     chunks = []
     while True:
@@ -697,6 +819,10 @@ def main(argv) -> int:
     if mode == "gpu":
         torch.cuda.init()
         torch.empty(1, device="cuda")
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode():  # its first use imports seconds of modules: paid here, before the job (_shapes_ahead)
+            torch.randn(2, 2, device="cuda")
     warm_s = time.time() - started
     job = _read_job(int(argv[1]))
     job_at = time.time()
@@ -705,10 +831,12 @@ def main(argv) -> int:
     sys.setrecursionlimit(10000)
     measurer = Measurer(job, channel, links, grant_fd)
     measurer.runner_pgids = [int(pid) for *_, pid in specs]
+    measurer.runner_pgid_by_name = {name: int(pid) for name, *_, pid in specs}
     try:
         prepare_started = time.perf_counter()
         measurer.hello()
         if mode == "gpu":
+            measurer.precompile_start()
             measurer.prepare_gpu()
         runner_warm = max(float(r["warm_s"]) for r in measurer.ready.values())
         channel.send({"kind": "setup", "job_at": job_at, "warm_s": round(warm_s, 3), "runner_warm_s": runner_warm,

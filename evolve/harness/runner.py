@@ -302,6 +302,30 @@ class Runner:
                         "inputs_seconds": round(self.inputs_seconds, 4),
                         "kernels": infos, "error": _short(error) if error is not None else ""})
 
+    def on_precompile(self, message: dict) -> None:
+        """Compile-only, beside a GPU runner: call custom_kernel on tensors of the given shapes, strides and dtypes on
+        the meta device (no memory, no data), so that each launch compiles its kernel for sm_90 into this runner's
+        Triton cache, which the measurer then hands to the GPU runner. Nothing here is a verdict: a set whose host code
+        cannot run without data is skipped, and the GPU runner compiles whatever is missing."""
+        torch = self.torch
+        started = time.perf_counter()
+        done, errors = 0, []
+        for s in message["sets"] if self.module is not None else []:
+            try:
+                leaves = [d["value"] if "value" in d else
+                          torch.empty_strided(d["shape"], d["stride"], dtype=getattr(torch, d["dtype"]), device="meta")
+                          for d in s["inputs"]]
+                tree = s.get("tree")
+                if tree:
+                    self.module.custom_kernel(self.pytree.tree_unflatten(leaves, self.pytree.treespec_loads(tree)))
+                else:
+                    self.module.custom_kernel(*leaves)
+                done += 1
+            except BaseException as exc:  # noqa: BLE001 - host code that reads its data, say: the GPU runner compiles
+                errors.append(_short(exc))
+        self.link.send({"kind": "precompiled", "seconds": round(time.perf_counter() - started, 4), "sets": done,
+                        "kernels": len(self.log.kernels), "error": errors[0] if errors else ""})
+
     def fail(self, reason: str, started: float | None = None, log: str = "") -> None:
         seconds = round(time.perf_counter() - started, 4) if started else 0.0
         self.link.send({"kind": "failed", "reason": reason[:2000], "log": log[-20000:], "seconds": seconds})
@@ -309,7 +333,7 @@ class Runner:
     def serve(self) -> None:
         from .wire import Closed
 
-        handlers = {"gate": self.on_gate, "load": self.on_load, "call": self.on_call}
+        handlers = {"gate": self.on_gate, "load": self.on_load, "call": self.on_call, "precompile": self.on_precompile}
         while True:
             try:
                 message = self.link.recv()

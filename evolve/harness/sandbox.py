@@ -35,7 +35,8 @@ from .wire import Malformed, parse
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
 # another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
-RUNNERS = {"gpu": ("gpu",), "cpu": ("compile", "interpret")}
+# With one, the compile-only runner compiles ahead, off the card, what the GPU runner will call (harness/measurer.py).
+RUNNERS = {"gpu": ("gpu", "compile"), "cpu": ("compile", "interpret")}
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -162,6 +163,8 @@ class Crew:
             extra = {"TRITON_CACHE_DIR": str(folder / "triton"), "TRITON_HOME": str(folder),
                      "TMPDIR": str(folder / "tmp"), "XDG_CACHE_HOME": str(folder / "cache"),
                      "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **common}
+            if name == "compile":
+                extra["CUDA_VISIBLE_DEVICES"] = ""  # it compiles for a card it never sees (its jail holds the files)
             if name == "interpret":
                 extra["TRITON_INTERPRET"] = "1"
                 # the interpreter's tl.dot is numpy's matmul: BLAS threads spinning against the measurer's and the
@@ -277,6 +280,8 @@ class Crew:
                             acts = {"take": lease.request, "give": lease.release, "evict": lease.evict}
                             if message["act"] in acts:
                                 acts[message["act"]](party)
+                            elif message["act"] == "offcard" and "compile" in self.procs:
+                                lease.offcard(party, self.procs["compile"].pid)
                         result.messages.append(message)
                         if on_message:
                             on_message(message)

@@ -1,0 +1,114 @@
+"""Compiling ahead, off the card: the compile-only runner compiles a candidate's kernels from input shapes alone (meta
+tensors, no data), and the measurer hands its Triton cache to the GPU runner only as plain files it does not have."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evolve.harness import measurer
+from evolve.harness.protocol import RUNNER
+from evolve.harness.wire import Link
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "problems" / "softmax" / "seeds"
+
+
+def _runner(work: Path):
+    """A compile-only runner as a crew starts it (its own folder, jailed where Landlock exists), and its link."""
+    to_r, to_w = os.pipe()
+    from_r, from_w = os.pipe()
+    (work / "tmp").mkdir(parents=True)
+    env = {**os.environ, "TRITON_CACHE_DIR": str(work / "triton"), "TRITON_HOME": str(work), "TMPDIR": str(work / "tmp"),
+           "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
+    env.pop("TRITON_INTERPRET", None)
+    proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner", str(to_r), str(from_w), "compile", str(work),
+                             str(work / "tmp")], pass_fds=(to_r, from_w), env=env, cwd=work, start_new_session=True)
+    os.close(to_r)
+    os.close(from_w)
+    return proc, Link(from_r, to_w, RUNNER)
+
+
+def _recv(link, timeout=300):
+    assert link.ready(timeout)
+    return link.recv()
+
+
+def test_the_compile_only_runner_compiles_from_shapes_alone(tmp_path):
+    seed = next(SEED.glob("*.py"))
+    broken = tmp_path / "reads_data.py"
+    broken.write_text(seed.read_text() + textwrap.dedent("""
+
+        _custom_kernel = custom_kernel
+
+
+        def custom_kernel(x):
+            if x.shape[0] == 3:
+                float(x.sum())  # host code that needs the data: its set is skipped, the others compile
+            return _custom_kernel(x)
+        """))
+    proc, link = _runner(tmp_path / "compile")
+    try:
+        assert _recv(link)["kind"] == "ready"
+        link.send({"kind": "load", "candidate": str(broken), "beside": False})
+        assert _recv(link)["kind"] == "loaded"
+        sets = [{"inputs": [{"shape": [m, n], "stride": [n, 1], "dtype": dtype}], "tree": None}
+                for m, n, dtype in ((64, 1024, "float32"), (3, 1024, "float32"), (64, 4096, "bfloat16"))]
+        link.send({"kind": "precompile", "sets": sets})
+        answer = _recv(link)
+        assert answer["kind"] == "precompiled", answer
+        assert answer["sets"] == 2 and answer["kernels"] >= 2 and answer["error"]
+        cubins = list((tmp_path / "compile" / "triton").glob("*/*.cubin"))
+        assert len(cubins) >= 2  # real sm_90 code, for the GPU runner to find under the same keys
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_cache_is_handed_over_as_plain_files_it_lacks(tmp_path, monkeypatch):
+    source, target = tmp_path / "compile" / "triton", tmp_path / "gpu" / "triton"
+    (source / "AAA").mkdir(parents=True)
+    (source / "AAA" / "kernel.cubin").write_bytes(b"cubin")
+    (source / "AAA" / "kernel.json").write_text("{}")
+    (source / "AAA" / "deeper").mkdir()
+    (source / "AAA" / "deeper" / "x.cubin").write_bytes(b"x")  # a third level: not Triton's layout
+    (source / "AAA" / "secret.cubin").symlink_to(tmp_path / "outside")
+    (tmp_path / "outside").write_text("the measurer's own file")
+    (source / "BBB").symlink_to(tmp_path)  # a linked folder
+    (source / "CCC").mkdir()
+    (source / "CCC" / "big.cubin").write_bytes(b"0" * 100)
+    os.mkfifo(source / "CCC" / "pipe.cubin")
+    (source / "DDD").mkdir()
+    (source / "DDD" / "cuda_utils.so").write_bytes(b"the runner's")
+    (target / "DDD").mkdir(parents=True)
+    (target / "DDD" / "cuda_utils.so").write_bytes(b"the measurer's")  # there already: kept
+    monkeypatch.setattr(measurer, "CACHE_FILE_BYTES", 64)
+    assert measurer._adopt_cache(str(source), str(target)) == 2
+    got = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+    assert got == ["AAA/kernel.cubin", "AAA/kernel.json", "DDD/cuda_utils.so"]
+    assert (target / "DDD" / "cuda_utils.so").read_bytes() == b"the measurer's"
+    assert measurer._adopt_cache(str(tmp_path / "missing"), str(target)) == 0
+
+
+def test_shapes_ahead_are_described_without_memory():
+    """The compile rung's and each benchmark case's first inputs, from the problem's own generator under
+    FakeTensorMode: the largest softmax shape (512 MB) in an instant, strides and dtypes as the real call's."""
+    import torch
+
+    from evolve.harness.formats import load_problem, reference_for
+
+    class Probe:
+        problem = load_problem(str(ROOT / "problems" / "softmax"))
+        reference = reference_for(problem)
+        secret, device = 7, torch.device("cpu")
+        inputs = measurer.Measurer.inputs
+
+    sets = measurer.Measurer._shapes_ahead(Probe())
+    assert len(sets) == len(Probe.problem.tests) + len(Probe.problem.benchmarks)
+    shapes = [s["inputs"][0]["shape"] for s in sets]
+    assert [1024, 131072] in shapes and all(s["inputs"][0]["stride"][-1] == 1 for s in sets)
+    real = Probe().inputs(Probe.problem.tests[0], measurer.COMPILE_SEED, torch.device("cpu")).leaves[0]
+    assert sets[0]["inputs"][0] == {"shape": list(real.shape), "stride": list(real.stride()),
+                                    "dtype": str(real.dtype).removeprefix("torch.")}
