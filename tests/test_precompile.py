@@ -105,10 +105,63 @@ def test_shapes_ahead_are_described_without_memory():
         secret, device = 7, torch.device("cpu")
         inputs = measurer.Measurer.inputs
 
-    sets = measurer.Measurer._shapes_ahead(Probe())
-    assert len(sets) == len(Probe.problem.tests) + len(Probe.problem.benchmarks)
+    parts = measurer.Measurer._shapes_ahead(Probe())
+    assert [len(parts["tests"]), len(parts["benchmarks"])] == [len(Probe.problem.tests), len(Probe.problem.benchmarks)]
+    sets = parts["tests"] + parts["benchmarks"]
     shapes = [s["inputs"][0]["shape"] for s in sets]
     assert [1024, 131072] in shapes and all(s["inputs"][0]["stride"][-1] == 1 for s in sets)
     real = Probe().inputs(Probe.problem.tests[0], measurer.COMPILE_SEED, torch.device("cpu")).leaves[0]
     assert sets[0]["inputs"][0] == {"shape": list(real.shape), "stride": list(real.stride()),
                                     "dtype": str(real.dtype).removeprefix("torch.")}
+
+
+def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypatch):
+    """The GPU mode's orchestration, driven here with a real compile-only runner: the candidate and both parts' shapes
+    sent at the start, the lease told the runner is off the card (its jail seen), each part's cache copied into the GPU
+    runner's folder when taken, and the runner killed after the last."""
+    import signal
+
+    import torch
+
+    from evolve.harness.exchange import Caller
+    from evolve.harness.formats import load_problem, reference_for
+
+    monkeypatch.chdir(tmp_path)
+    proc, link = _runner(tmp_path / "compile")
+    sent = []
+
+    class Channel:
+        def send(self, message):
+            sent.append(message)
+
+    class Probe:
+        problem = load_problem(str(ROOT / "tests" / "adversarial" / "problem"))
+        reference = reference_for(problem)
+        secret, device, mode = 7, torch.device("cpu"), "gpu"
+        job = {"candidate": str(next(SEED.glob("*.py")))}
+        ch = Channel()
+        ahead: dict = {}
+        inputs = measurer.Measurer.inputs
+        _shapes_ahead = measurer.Measurer._shapes_ahead
+        _signal_runner = measurer.Measurer._signal_runner
+
+    probe = Probe()
+    probe.callers = {"compile": Caller("compile", link, None, probe.device)}
+    probe.runner_pgid_by_name = {"compile": proc.pid}
+    try:
+        probe.ready = {"compile": probe.callers["compile"].recv("ready")}
+        measurer.Measurer.precompile_start(probe)
+        landlock = probe.ready["compile"]["jail"].startswith("landlock")
+        assert sent == ([{"kind": "lease", "act": "offcard"}] if landlock else [])
+        measurer.Measurer.precompile_take(probe, "tests")
+        tests = probe.ahead["tests"]
+        assert tests["sets"] == len(Probe.problem.tests) and tests["kernels"] >= 1 and tests["files"] >= 2
+        assert proc.poll() is None  # still compiling the benchmark's shapes
+        measurer.Measurer.precompile_take(probe, "benchmarks")
+        assert probe.ahead["benchmarks"]["sets"] == len(Probe.problem.benchmarks)
+        assert list((tmp_path / "gpu" / "triton").glob("*/*.cubin"))
+        assert proc.wait(timeout=10) == -signal.SIGKILL and probe.ahead["pending"] == []
+        measurer.Measurer.precompile_take(probe, "benchmarks")  # taken already: nothing happens
+    finally:
+        proc.kill()
+        proc.wait()

@@ -141,6 +141,7 @@ class Measurer:
         self.plans: dict = {}  # benchmark case -> calls per window and the window's calibrated fixed cost
         self.first: dict = {}
         self.prepare_split: dict = {}  # seconds of the set-up's parts, for the record
+        self.ahead: dict = {}  # compiling ahead (precompile_start): when it started, the parts still to take, records
 
     # -- inputs and references ---------------------------------------------------------------------------------------
     def inputs(self, case, seed: int, device=None):
@@ -367,29 +368,33 @@ class Measurer:
         return calibrated + plan["hops_ms"]
 
     # -- compiling ahead, off the card -------------------------------------------------------------------------------
-    def _shapes_ahead(self) -> list:
-        """The inputs of the compile rung's calls and of each benchmark case's first call, described (shape, strides,
-        dtype; other values as they are) from the problem's generator run under FakeTensorMode: no memory, no data."""
+    def _shapes_ahead(self) -> dict:
+        """The inputs of the compile rung's calls ("tests") and of each benchmark case's first call ("benchmarks"),
+        described (shape, strides, dtype; other values as they are) from the problem's generator run under
+        FakeTensorMode: no memory, no data."""
         from torch._subclasses.fake_tensor import FakeTensorMode
 
-        wanted = [(case, COMPILE_SEED) for case in self.problem.tests]
-        wanted += [(case, WARM_SEED) for case in self.problem.benchmarks]
-        sets = []
-        for case, seed in wanted:
-            try:
-                with FakeTensorMode():
-                    inputs = self.inputs(case, seed, self.device)
-                    descs = [{"shape": list(v.shape), "stride": list(v.stride()), "dtype": dtype_name(v)}
-                             if isinstance(v, torch.Tensor) else {"value": v} for v in inputs.leaves]
-                json.dumps(descs)
-            except Exception:  # noqa: BLE001 - a generator that needs real data: that case compiles on the card
-                continue
-            sets.append({"inputs": descs, "tree": inputs.tree})
-        return sets
+        parts = {"tests": [(case, COMPILE_SEED) for case in self.problem.tests],
+                 "benchmarks": [(case, WARM_SEED) for case in self.problem.benchmarks]}
+        described: dict = {}
+        for part, wanted in parts.items():
+            sets = described[part] = []
+            for case, seed in wanted:
+                try:
+                    with FakeTensorMode():
+                        inputs = self.inputs(case, seed, self.device)
+                        descs = [{"shape": list(v.shape), "stride": list(v.stride()), "dtype": dtype_name(v)}
+                                 if isinstance(v, torch.Tensor) else {"value": v} for v in inputs.leaves]
+                    json.dumps(descs)
+                except Exception:  # noqa: BLE001 - a generator that needs real data: that case compiles on the card
+                    continue
+                sets.append({"inputs": descs, "tree": inputs.tree})
+        return described
 
     def precompile_start(self) -> None:
-        """GPU mode: hand the candidate to the compile-only runner (no GPU device files in its jail, so it may go on
-        while other evaluations hold the card's lease) with the shapes the GPU runner will call it on."""
+        """GPU mode: hand the candidate to the compile-only runner (no GPU device files in its jail, so it goes on
+        while other evaluations hold the card's lease) with the shapes the GPU runner will call it on: the compile
+        rung's first, then the benchmark's, each answered on its own (precompile_take)."""
         caller = self.callers.get("compile")
         if self.mode != "gpu" or caller is None:
             return
@@ -399,24 +404,25 @@ class Measurer:
         try:
             caller.send({"kind": "load", "candidate": self.job["candidate"],
                          "beside": bool(self.problem.extra.get("beside"))})
-            caller.send({"kind": "precompile", "sets": self._shapes_ahead()})
+            for sets in self._shapes_ahead().values():
+                caller.send({"kind": "precompile", "sets": sets})
         except RunnerLost:
             return
-        self.precompile = {"started": started, "asked_s": round(time.perf_counter() - started, 3)}
+        self.ahead = {"started": started, "pending": ["tests", "benchmarks"]}
 
-    def precompile_finish(self) -> None:
-        """Wait (up to PRECOMPILE_WAIT_S from the start) for the compile-only runner, stop it, and copy what its
-        Triton cache holds into the GPU runner's. Both run the same candidate; nothing the copy brings decides a
-        verdict (a kernel that does not match is compiled again by Triton, under its own key)."""
-        record = getattr(self, "precompile", None)
-        if not record:
+    def precompile_take(self, part: str) -> None:
+        """Before the GPU runner first calls the candidate on a part's shapes: wait (up to PRECOMPILE_WAIT_S from the
+        start) for the compile-only runner's answer on that part, and copy what its Triton cache holds into the GPU
+        runner's; after the last part, stop it. Both run the same candidate, and nothing the copy brings decides a
+        verdict (a kernel missing or not matching is compiled by the GPU runner under its own key)."""
+        if part not in self.ahead.get("pending", ()):
             return
         caller = self.callers["compile"]
         waited = time.perf_counter()
         answer = None
         try:
             while answer is None:
-                left = PRECOMPILE_WAIT_S - (time.perf_counter() - record["started"])
+                left = PRECOMPILE_WAIT_S - (time.perf_counter() - self.ahead["started"])
                 if left <= 0 or not caller.answered(left):
                     break
                 message = caller.link.recv()
@@ -424,14 +430,22 @@ class Measurer:
                     answer = message
                 elif message["kind"] == "failed":
                     break
-        except (RunnerLost, Closed, Exception):  # noqa: BLE001 - a runner that died or spoke nonsense: no head start
+        except Exception:  # noqa: BLE001 - a runner that died or spoke nonsense: no head start
             pass
-        self._signal_runner("compile", signal.SIGKILL)
-        record.update(waited_s=round(time.perf_counter() - waited, 3))
+        pending = self.ahead["pending"]
+        del pending[: pending.index(part) + 1]
+        if answer is None:
+            pending.clear()
+        if not pending:
+            self._signal_runner("compile", signal.SIGKILL)
+        record = {"waited_s": round(time.perf_counter() - waited, 3)}
         if answer:
             record.update(seconds=answer["seconds"], sets=answer["sets"], kernels=answer["kernels"])
-            record["files"] = _adopt_cache(os.path.join(os.getcwd(), "compile", "triton"),
-                                           os.path.join(os.getcwd(), "gpu", "triton"))
+        # what the runner has written so far (a kernel's files appear under their final names complete, the group
+        # file that lists them last), whether or not it answered
+        record["files"] = _adopt_cache(os.path.join(os.getcwd(), "compile", "triton"),
+                                       os.path.join(os.getcwd(), "gpu", "triton"))
+        self.ahead[part] = record
 
     def _signal_runner(self, name: str, signum: int) -> None:
         pgid = self.runner_pgid_by_name.get(name)
@@ -468,7 +482,7 @@ class Measurer:
         except Fail as exc:
             self.ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
             return False
-        ahead = {k: v for k, v in (getattr(self, "precompile", None) or {}).items() if k != "started"}
+        ahead = self.ahead.get("tests")
         self.ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
                      compile_seconds=report["compile_seconds"], **({"ahead": ahead} if ahead else {}),
                      split={"inputs": round(staged - started, 3), "runner_calls": report["calls_seconds"],
@@ -722,6 +736,8 @@ class Measurer:
         extra = {}
         if gpu:  # where the rung's time went: making inputs and references, the windows, checking timed outputs
             mapped = self.callers["gpu"].mapped
+            if self.ahead.get("benchmarks"):
+                extra["ahead"] = self.ahead["benchmarks"]
             extra["split"] = {**{k: round(v, 3) for k, v in self.bench_split.items()},
                               "outputs_mapped": mapped.opened, "mapping_s": round(mapped.open_seconds, 3)}
         self.ch.rung("benchmark", True, None, time.perf_counter() - started, shapes=shapes,
@@ -732,9 +748,9 @@ class Measurer:
     def ladder(self) -> None:
         if self.mode == "gpu":
             steps = [("load", lambda: self.load("gpu", "load")),
-                     ("compile", lambda: self.precompile_finish() or self.compile("gpu")),
+                     ("compile", lambda: self.precompile_take("tests") or self.compile("gpu")),
                      ("run", lambda: self.run_rung("gpu")), ("correctness", lambda: self.correctness_rung("gpu")),
-                     ("benchmark", self.benchmark_rung)]
+                     ("benchmark", lambda: self.precompile_take("benchmarks") or self.benchmark_rung())]
         else:
             steps = [("load", lambda: self.load("compile", "load")), ("compile", lambda: self.compile("compile")),
                      ("run", lambda: self.load("interpret", "run") and self.run_rung("interpret")),
