@@ -181,8 +181,11 @@ def main():
     util = statistics.mean(sampler.samples) if sampler.samples else None
     cells = [f"{statistics.mean(v):.2f} s" if v else "-" for v in split.values()]
     ends.sort()
-    # the first evaluation on a machine also measures the card's peaks and the baselines (cached from then on)
-    steady = (ends[-1] - ends[0]) / (len(ends) - 1) if len(ends) > 1 else float("nan")
+    # the first evaluations on a machine also measure the card's peaks and the baselines (cached from then on), and
+    # lanes that start together deliver their first verdicts together: the steady rate counts from the verdict that
+    # completes one per lane
+    first = min(len(lanes), len(ends))
+    steady = (ends[-1] - ends[first - 1]) / (len(ends) - first) if len(ends) > first else float("nan")
     print(f"| {wall:.0f} s | {3600 / (per * cards):.0f} | {per:.2f} s | {' | '.join(cells)} | {idle:.0%} | "
           f"{held / (wall * cards):.0%} | "
           f"{'-' if busy is None else f'{busy:.0%}'} | {'-' if util is None else f'{util:.0f}%'} | "
@@ -194,8 +197,9 @@ def main():
         rung, setup = mean_of(BENCH_PARTS), mean_of(("plans", "hops"))
         print(f"per evaluation, mean: {statistics.mean(windows):.0f} timed windows"
               + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else ""))
-    if len(ends) > 1:
-        print(f"after the first verdict (which also measured the card's peaks and baselines on a fresh machine): "
+    if len(ends) > first:
+        print(f"after {'the first verdict' if first == 1 else f'the first {first} verdicts (one per lane)'} (which "
+              f"also measured the card's peaks and baselines on a fresh machine): "
               f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour")
 
 
