@@ -211,8 +211,8 @@ def test_two_evaluations_on_one_card_take_turns(options):
     log = lease.log[first:]
     grants = [name for event, name in log if event == "grant"]
     parties = set(grants)
-    assert len(parties) == 2  # both timed under the lease, each case a grant of its own
-    assert all(grants.count(p) == len(load_cpu_cases()) for p in parties)
+    assert len(parties) == 2  # both timed under the lease, all of a rung's cases in one grant
+    assert len(load_cpu_cases()) > 1 and all(grants.count(p) == 1 for p in parties)
     stops = [name for event, name in log if event == "stop"]
     assert stops  # the two overlapped: one was stopped while the other timed
     holder = None

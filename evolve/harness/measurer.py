@@ -716,20 +716,24 @@ class Measurer:
         shapes, counter = [], [0]
         gpu = self.mode == "gpu"
         self.bench_split = {"warm": 0.0, "inputs": 0.0, "windows": 0.0, "checks": 0.0, "exchange": 0.0, "spin": 0.0}
+        cases = list(self.problem.benchmarks if gpu else self.problem.cpu_benchmarks)
         try:
-            for case in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks):
+            # Every case's untimed first call, outside the lease (specializations compile, autotuners tune), then all
+            # of the cases' windows under one lease: one stop of the card's other evaluations, one wait for quiet.
+            for case in cases:
                 self._warm(case)
-                with self.lease():
+            with self.lease():
+                for index, case in enumerate(cases):
                     figures = self._gpu_case(case, counter) if gpu else self._cpu_case(case, counter)
-                if gpu:
-                    figures["quiet_s"] = self.quiet_waits[-1] if self.quiet_waits else 0.0
-                profile = self.reference.profile(case)
-                record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype or profile["dtype"],
-                          **({"params": dict(case.params)} if case.params else {}), **figures,
-                          **(self.baselines.get(case.label, {}) if gpu else {}),
-                          "bytes": profile["bytes"], "flops": profile["flops"]}
-                shapes.append({k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v)
-                               for k, v in record.items()})
+                    if gpu:  # the wait for quiet, before the first case's windows
+                        figures["quiet_s"] = self.quiet_waits[-1] if self.quiet_waits and not index else 0.0
+                    profile = self.reference.profile(case)
+                    record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype or profile["dtype"],
+                              **({"params": dict(case.params)} if case.params else {}), **figures,
+                              **(self.baselines.get(case.label, {}) if gpu else {}),
+                              "bytes": profile["bytes"], "flops": profile["flops"]}
+                    shapes.append({k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v)
+                                   for k, v in record.items()})
         except Fail as exc:
             self.ch.rung("benchmark", False, str(exc), time.perf_counter() - started, shapes=shapes)
             return False
