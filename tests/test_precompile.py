@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.harness import measurer
+from evolve.harness import compiled, measurer
 from evolve.harness.protocol import RUNNER
 from evolve.harness.wire import Link
 
@@ -84,12 +84,21 @@ def test_the_cache_is_handed_over_as_plain_files_it_lacks(tmp_path, monkeypatch)
     (source / "DDD" / "cuda_utils.so").write_bytes(b"the runner's")
     (target / "DDD").mkdir(parents=True)
     (target / "DDD" / "cuda_utils.so").write_bytes(b"the measurer's")  # there already: kept
-    monkeypatch.setattr(measurer, "CACHE_FILE_BYTES", 64)
-    assert measurer._adopt_cache(str(source), str(target)) == 2
+    monkeypatch.setattr(compiled, "FILE_BYTES", 64)
+    import json
+
+    listed = {"kernel.cubin": str(source / "AAA" / "kernel.cubin"), "kernel.json": str(source / "AAA" / "kernel.json")}
+    (source / "AAA" / "__grp__kernel.json").write_text(json.dumps({"child_paths": listed}))
+    (source / "CCC" / "__grp__big.json").write_text(json.dumps({"child_paths": {"big.cubin": "x/big.cubin"}}))
+    (source / "AAA" / "__grp__odd.json").write_text("not json")
+    assert compiled.copy_cache(str(source), str(target)) == 3
     got = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
-    assert got == ["AAA/kernel.cubin", "AAA/kernel.json", "DDD/cuda_utils.so"]
+    assert got == ["AAA/__grp__kernel.json", "AAA/kernel.cubin", "AAA/kernel.json", "DDD/cuda_utils.so"]
+    # the group lists the copies (Triton reads a kernel's files by the paths its group file gives)
+    moved = json.loads((target / "AAA" / "__grp__kernel.json").read_text())["child_paths"]
+    assert moved == {name: str(target / "AAA" / name) for name in listed}
     assert (target / "DDD" / "cuda_utils.so").read_bytes() == b"the measurer's"
-    assert measurer._adopt_cache(str(tmp_path / "missing"), str(target)) == 0
+    assert compiled.copy_cache(str(tmp_path / "missing"), str(target)) == 0
 
 
 def test_shapes_ahead_are_described_without_memory():
@@ -165,3 +174,32 @@ def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypa
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.skipif(not __import__("evolve.harness.jail", fromlist=["x"]).abi_version(),
+                    reason="kept caches need Landlock (without it no cache outlives its evaluation)")
+def test_a_source_compiles_once_across_evaluations(tmp_path):
+    """A second evaluation of the same bytes gets the first one's compiled kernels (the compile rung's compiling
+    mostly gone, the same kernels); a source that differs by one comment gets none of them."""
+    from evolve.harness import EvalOptions, evaluate
+
+    problem = ROOT / "tests" / "adversarial" / "problem"
+    honest = ROOT / "problems" / "softmax" / "solutions" / "correct" / "single_block.py"
+    options = EvalOptions(device="cpu", cache_dir=str(tmp_path / "cache"))
+
+    def compile_rung(verdict):
+        assert verdict.ok, verdict.failure
+        return next(r for r in verdict.rungs if r.name == "compile").metrics
+
+    first = evaluate(honest, problem, options)
+    second = evaluate(honest, problem, options)
+    other = tmp_path / "other.py"
+    other.write_text(honest.read_text() + "\n# another source\n")
+    third = evaluate(other, problem, options)
+    assert first.setup[-1]["compiled_restored"] == 0 and third.setup[-1]["compiled_restored"] == 0
+    assert second.setup[-1]["compiled_restored"] > 0
+    before, after = compile_rung(first), compile_rung(second)
+    assert [k["name"] for k in after["kernels"]] == [k["name"] for k in before["kernels"]]
+    assert after["compile_seconds"] < before["compile_seconds"] / 2, (before["compile_seconds"],
+                                                                       after["compile_seconds"])
+    assert len(list((tmp_path / "cache" / "compiled").iterdir())) == 2  # one folder per source

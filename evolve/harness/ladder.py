@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import jail
+from . import compiled, jail
 from . import peaks as peak_cache
 from .formats import load_problem
 from .lease import Evicted
@@ -87,7 +87,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
     facts = {"device": None, "versions": {}, "setup": [], "jail": None, "work": (), "uuid": None}
     rungs: dict[str, RungResult] = {}  # decided so far, by name
-    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None}
+    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None, "kept": None, "restored": 0}
 
     def decide(rung: RungResult) -> None:
         if rung.name in rungs:
@@ -158,6 +158,11 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             driver = cache / "triton-driver"
             if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
                 shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
+            if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
+                beside = [problem.folder / name for name in problem.extra.get("beside", ())
+                          if (problem.folder / name).is_file()]
+                state["kept"] = compiled.source_key(candidate, beside, mode, _versions())
+                state["restored"] = compiled.restore(cache, state["kept"], crew.triton_caches())
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
                    "secret": secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                    "dump": (True if options.sass else "files") if options.dump_dir else False,
@@ -170,6 +175,10 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
             if crew.party is not None and facts["setup"]:  # time stopped for other evaluations' leases, for the record
                 facts["setup"][-1]["stopped_s"] = round(crew.party.stopped_s, 3)
+            if state["kept"]:
+                if facts["setup"]:
+                    facts["setup"][-1]["compiled_restored"] = state["restored"]
+                compiled.keep(cache, state["kept"], crew.triton_cache())
             if crew.party is not None and crew.party.evicted:
                 raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
                               "queued before the stop kept the card busy)")

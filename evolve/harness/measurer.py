@@ -14,10 +14,7 @@ import hmac
 import json
 import math
 import os
-import re
-import shutil
 import signal
-import stat
 import statistics
 import sys
 import time
@@ -25,7 +22,7 @@ import traceback
 
 import torch
 
-from . import lifeline, metrics
+from . import compiled, lifeline, metrics
 from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, nbytes_of
 from .formats import load_problem, reference_for
 from .formats.base import describe, dtype_name
@@ -45,9 +42,7 @@ QUIET_WAIT_S = 10.0  # then the evaluations stopped for the lease are evicted (e
 TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
 MAX_CALLS_PER_WINDOW = 256
 SETTLED, SETTLED_WINDOWS = 0.01, 4  # a case's windows stop once its last four per-call figures lie within 1%
-_SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")
 PRECOMPILE_WAIT_S = 60.0  # the GPU runner's compile rung waits this long for the compile-only runner, then goes on
-CACHE_FILE_BYTES = 256 << 20  # a file of the compile-only runner's Triton cache larger than this is not handed over
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
 
 
@@ -443,8 +438,8 @@ class Measurer:
             record.update(seconds=answer["seconds"], sets=answer["sets"], kernels=answer["kernels"])
         # what the runner has written so far (a kernel's files appear under their final names complete, the group
         # file that lists them last), whether or not it answered
-        record["files"] = _adopt_cache(os.path.join(os.getcwd(), "compile", "triton"),
-                                       os.path.join(os.getcwd(), "gpu", "triton"))
+        record["files"] = compiled.copy_cache(os.path.join(os.getcwd(), "compile", "triton"),
+                                              os.path.join(os.getcwd(), "gpu", "triton"))
         self.ahead[part] = record
 
     def _signal_runner(self, name: str, signum: int) -> None:
@@ -778,45 +773,6 @@ class Measurer:
             except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the runner's kernel broke
                 self.ch.rung(name, False, f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
                 return
-
-
-def _adopt_cache(source: str, target: str) -> int:
-    """Copy a Triton cache written by a runner into another runner's (folder/file, two levels): plain files only,
-    none followed through a link, none larger than CACHE_FILE_BYTES, none that is there already. Returns the count."""
-    copied = 0
-    try:
-        entries = os.listdir(source)
-    except OSError:
-        return 0
-    for entry in entries:
-        folder = os.path.join(source, entry)
-        try:
-            if not _SAFE_NAME.match(entry) or not stat.S_ISDIR(os.lstat(folder).st_mode):
-                continue
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            into = os.path.join(target, entry, name)
-            if not _SAFE_NAME.match(name) or os.path.lexists(into):
-                continue
-            try:
-                fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                continue
-            try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_FILE_BYTES:
-                    continue
-                os.makedirs(os.path.join(target, entry), exist_ok=True)
-                with os.fdopen(os.dup(fd), "rb") as src, open(into, "xb") as dst:
-                    shutil.copyfileobj(src, dst)
-                copied += 1
-            except OSError:
-                continue
-            finally:
-                os.close(fd)
-    return copied
 
 
 def _read_job(fd: int) -> dict:

@@ -205,6 +205,10 @@ class Crew:
         """The runner's own Triton cache (private to this evaluation)."""
         return self.work / RUNNERS[self.mode][0] / "triton"
 
+    def triton_caches(self) -> list:
+        """The Triton caches of the runners that compile (not the interpreter's)."""
+        return [self.work / name / "triton" for name in RUNNERS[self.mode] if name != "interpret"]
+
     def candidate_path(self) -> Path:
         """Where the candidate file goes: inside the first runner's folder (the measurer never reads it)."""
         return self.work / RUNNERS[self.mode][0] / "candidate.py"
