@@ -56,10 +56,11 @@ def test_the_compile_only_runner_compiles_from_shapes_alone(tmp_path):
         assert _recv(link)["kind"] == "loaded"
         sets = [{"inputs": [{"shape": [m, n], "stride": [n, 1], "dtype": dtype}], "tree": None}
                 for m, n, dtype in ((64, 1024, "float32"), (3, 1024, "float32"), (64, 4096, "bfloat16"))]
-        link.send({"kind": "precompile", "sets": sets})
+        link.send({"kind": "precompile", "sets": sets, "launchers": True})
         answer = _recv(link)
         assert answer["kind"] == "precompiled", answer
         assert answer["sets"] == 2 and answer["kernels"] >= 2 and answer["error"]
+        assert 0 <= answer["launchers"] <= answer["kernels"]  # none where Triton has no launcher per signature
         cubins = list((tmp_path / "compile" / "triton").glob("*/*.cubin"))
         assert len(cubins) >= 2  # real sm_90 code, for the GPU runner to find under the same keys
     finally:

@@ -400,7 +400,7 @@ class Measurer:
             caller.send({"kind": "load", "candidate": self.job["candidate"],
                          "beside": bool(self.problem.extra.get("beside"))})
             for sets in self._shapes_ahead().values():
-                caller.send({"kind": "precompile", "sets": sets})
+                caller.send({"kind": "precompile", "sets": sets, "launchers": True})
         except RunnerLost:
             return
         self.ahead = {"started": started, "pending": ["tests", "benchmarks"]}
@@ -435,7 +435,8 @@ class Measurer:
             self._signal_runner("compile", signal.SIGKILL)
         record = {"waited_s": round(time.perf_counter() - waited, 3)}
         if answer:
-            record.update(seconds=answer["seconds"], sets=answer["sets"], kernels=answer["kernels"])
+            record.update(seconds=answer["seconds"], sets=answer["sets"], kernels=answer["kernels"],
+                          launchers=answer["launchers"])
         # what the runner has written so far (a kernel's files appear under their final names complete, the group
         # file that lists them last), whether or not it answered
         record["files"] = compiled.copy_cache(os.path.join(os.getcwd(), "compile", "triton"),

@@ -22,7 +22,7 @@ RUNNER = {
                  "describe_seconds": float, "kernels": [KERNEL], "error": str},
     "outputs": {"kind": str, "call": int, "outputs": [[OUTPUT]]},
     "checked": {"kind": str, "call": int},
-    "precompiled": {"kind": str, "seconds": float, "sets": int, "kernels": int, "error": str},
+    "precompiled": {"kind": str, "seconds": float, "sets": int, "kernels": int, "launchers": int, "error": str},
     "failed": {"kind": str, "reason": str, "log": str, "seconds": float},
 }
 

@@ -323,8 +323,26 @@ class Runner:
                 done += 1
             except BaseException as exc:  # noqa: BLE001 - host code that reads its data, say: the GPU runner compiles
                 errors.append(_short(exc))
+        launchers = self._build_launchers() if message.get("launchers") else 0
         self.link.send({"kind": "precompiled", "seconds": round(time.perf_counter() - started, 4), "sets": done,
-                        "kernels": len(self.log.kernels), "error": errors[0] if errors else ""})
+                        "kernels": len(self.log.kernels), "launchers": launchers, "error": errors[0] if errors else ""})
+
+    def _build_launchers(self) -> int:
+        """Where Triton builds a C launcher per kernel signature on a kernel's first launch (with gcc, against
+        libcuda: Triton 3.6 does, 3.9 launches every kernel through one), build each here, into this runner's cache,
+        which needs no device. Elsewhere nothing is built. Returns how many were."""
+        try:
+            from triton.backends.nvidia.driver import CudaLauncher
+        except Exception:  # noqa: BLE001 - another backend, or none
+            return 0
+        built = 0
+        for kernel in list(self.log.kernels.values()):
+            try:
+                CudaLauncher(kernel.src, kernel.metadata)
+                built += 1
+            except BaseException:  # noqa: BLE001 - a Triton that launches otherwise (it asks the stand-in driver)
+                pass
+        return built
 
     def fail(self, reason: str, started: float | None = None, log: str = "") -> None:
         seconds = round(time.perf_counter() - started, 4) if started else 0.0
