@@ -171,3 +171,22 @@ def test_evaluations_sharing_a_host_split_its_cores(tmp_path):
     finally:
         split.discard()
         plain.discard()
+
+
+def test_the_compile_ahead_runner_runs_at_the_lowest_priority(tmp_path):
+    """Beside a GPU runner, the compile-only runner (which the lease does not stop) starts at nice 19, so candidate
+    code there cannot take the CPU from the card's timing; the other processes, and the CPU mode's runners, at 0."""
+    from evolve.harness.sandbox import COMPILE_AHEAD_NICE, Crew
+
+    def nice(pid):
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+    own = nice(os.getpid())
+    gpu, cpu = Crew("gpu", str(tmp_path / "cache")), Crew("cpu", str(tmp_path / "cache"))
+    try:
+        assert nice(gpu.procs["compile"].pid) == min(own + COMPILE_AHEAD_NICE, 19)
+        assert [nice(gpu.procs[n].pid) for n in ("gpu", "measurer")] == [own, own]
+        assert {nice(p.pid) for p in cpu.procs.values()} == {own}
+    finally:
+        gpu.discard()
+        cpu.discard()

@@ -38,6 +38,9 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # With one, the compile-only runner compiles ahead, off the card, what the GPU runner will call (harness/measurer.py).
 RUNNERS = {"gpu": ("gpu", "compile"), "cpu": ("compile", "interpret")}
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# The compile-only runner beside a GPU runner goes on while other evaluations are timed: at the lowest priority, so
+# its candidate's host code cannot take the CPU from a measurer queueing a window (it would only make that window late).
+COMPILE_AHEAD_NICE = 19
 
 
 @dataclass
@@ -93,12 +96,14 @@ def _env(token: str, work: Path, extra: dict, gpu: str | None = None) -> dict:
     return env
 
 
-def _limits(file_bytes: int):
+def _limits(file_bytes: int, nice: int = 0):
     def apply():
         import resource
 
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+        if nice:
+            os.nice(nice)  # an unprivileged process cannot take it back
 
     return apply
 
@@ -176,7 +181,7 @@ class Crew:
                      str(folder), self.shm],
                     pass_fds=(to_runner_r, from_runner_w, life_r), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     cwd=folder, env=_env(self.token, folder, extra, self.gpu), start_new_session=True,
-                    preexec_fn=_limits(1 << 30))
+                    preexec_fn=_limits(1 << 30, COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0))
             os.close(to_runner_r)
             os.close(from_runner_w)
             measurer_fds += [from_runner_r, to_runner_w]
