@@ -100,6 +100,15 @@ def test_the_cache_is_handed_over_as_plain_files_it_lacks(tmp_path, monkeypatch)
     assert moved == {name: str(target / "AAA" / name) for name in listed}
     assert (target / "DDD" / "cuda_utils.so").read_bytes() == b"the measurer's"
     assert compiled.copy_cache(str(tmp_path / "missing"), str(target)) == 0
+    many = tmp_path / "many"
+    (many / "EEE").mkdir(parents=True)
+    for i in range(5):
+        (many / "EEE" / f"f{i}.bin").write_bytes(b"0" * 40)
+    monkeypatch.setattr(compiled, "COPY_BYTES", 100)
+    assert compiled.copy_cache(str(many), str(tmp_path / "into")) == 2  # the rest would pass the byte budget
+    monkeypatch.setattr(compiled, "COPY_BYTES", 1000)
+    monkeypatch.setattr(compiled, "COPY_FILES", 3)
+    assert compiled.copy_cache(str(many), str(tmp_path / "into2")) == 3
 
 
 def test_shapes_ahead_are_described_without_memory():

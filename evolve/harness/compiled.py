@@ -8,8 +8,8 @@ to the runners of a later evaluation with the same key only: a resumed run, a re
 same source compiles nothing again, and no other candidate ever reads it. What such a file could do in that later
 evaluation, the same source could do there itself at run time; every check still runs on whatever the runner calls.
 
-Copies take plain files only (none through a link, none larger than FILE_BYTES, none the target has already), two
-levels deep as Triton lays them out; a group file (Triton's list of a kernel's files, by absolute path) is written
+Copies take plain files only (none through a link, none larger than FILE_BYTES, none the target has already, no
+more than COPY_BYTES and COPY_FILES in all), two levels deep as Triton lays them out; a group file (Triton's list of a kernel's files, by absolute path) is written
 anew pointing into the target, and only when every file it lists is there.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")
 FILE_BYTES = 256 << 20  # a cache file larger than this is not handed over
 GROUP_BYTES = 1 << 20
 GROUP_PREFIX = "__grp__"
+COPY_BYTES, COPY_FILES = 1 << 30, 20000  # at most this much of one cache is handed over (Triton's are megabytes)
 KEPT_BYTES = 2 << 30  # the kept caches of all sources together; the least recently used go first
 VERSION = "compiled v1"
 
@@ -69,8 +70,9 @@ def _group(fd: int, folder: str) -> str | None:
 
 
 def copy_cache(source: str, target: str) -> int:
-    """Copy a Triton cache's files into another cache; returns how many were written."""
-    copied = 0
+    """Copy a Triton cache's files into another cache, up to COPY_BYTES and COPY_FILES; returns how many were
+    written."""
+    copied, budget = 0, COPY_BYTES
     try:
         entries = os.listdir(source)
     except OSError:
@@ -89,10 +91,16 @@ def copy_cache(source: str, target: str) -> int:
             if not SAFE_NAME.match(name) or os.path.lexists(into):
                 continue
             group = name.startswith(GROUP_PREFIX)
+            if copied >= COPY_FILES:
+                return copied
             fd = _open_plain(os.path.join(folder, name), GROUP_BYTES if group else FILE_BYTES)
             if fd is None:
                 continue
             try:
+                size = os.fstat(fd).st_size
+                if size > budget:
+                    continue
+                budget -= size
                 if group:
                     text = _group(fd, into_folder)
                     if text is None:
