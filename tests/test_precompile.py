@@ -189,8 +189,8 @@ def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypa
 @pytest.mark.skipif(not __import__("evolve.harness.jail", fromlist=["x"]).abi_version(),
                     reason="kept caches need Landlock (without it no cache outlives its evaluation)")
 def test_a_source_compiles_once_across_evaluations(tmp_path):
-    """A second evaluation of the same bytes gets the first one's compiled kernels (the compile rung's compiling
-    mostly gone, the same kernels); a source that differs by one comment gets none of them."""
+    """A second evaluation of the same bytes gets the first one's compiled kernels (Triton compiles none of them
+    again, the same kernels); a source that differs by one comment gets none of them."""
     from evolve.harness import EvalOptions, evaluate
 
     problem = ROOT / "tests" / "adversarial" / "problem"
@@ -210,6 +210,8 @@ def test_a_source_compiles_once_across_evaluations(tmp_path):
     assert second.setup[-1]["compiled_restored"] > 0
     before, after = compile_rung(first), compile_rung(second)
     assert [k["name"] for k in after["kernels"]] == [k["name"] for k in before["kernels"]]
-    assert after["compile_seconds"] < before["compile_seconds"] / 2, (before["compile_seconds"],
-                                                                       after["compile_seconds"])
+    # Triton's own account (its compilation listener, in the runner): all compiled the first time, none the second
+    assert before["fresh"] > 0 and before["cache_hits"] == 0
+    assert after["fresh"] == 0 and after["cache_hits"] >= before["fresh"]
+    assert compile_rung(third)["fresh"] > 0
     assert len(list((tmp_path / "cache" / "compiled").iterdir())) == 2  # one folder per source

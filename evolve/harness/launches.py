@@ -68,6 +68,7 @@ class LaunchLog:
         self.launches = 0
         self.kernels: dict[str, object] = {}  # "name/specialization" -> CompiledKernel
         self.compile_seconds = 0.0
+        self.cache_hits = self.fresh = 0  # kernels Triton found in its cache, and kernels it compiled (a record)
 
     def install(self, mode: str) -> None:
         """mode: 'gpu' (launch and record), 'compile' (sm_90 compile only), 'interpret' (count launches)."""
@@ -108,6 +109,18 @@ class LaunchLog:
             driver.set_active(_HopperStandIn())  # host code that asks the driver for the device gets the CPU
             return
 
+        try:  # Triton tells a listener of every kernel it compiles or finds in its cache
+            from triton import knobs
+
+            def listen(*, cache_hit=False, **_):
+                if cache_hit:
+                    log.cache_hits += 1
+                else:
+                    log.fresh += 1
+
+            knobs.compilation.listener = listen
+        except (ImportError, AttributeError):
+            pass
         original_run = JITFunction.run
         compile_only = mode == "compile"
         if compile_only:

@@ -480,7 +480,8 @@ class Measurer:
             return False
         ahead = self.ahead.get("tests")
         self.ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
-                     compile_seconds=report["compile_seconds"], **({"ahead": ahead} if ahead else {}),
+                     compile_seconds=report["compile_seconds"], cache_hits=report["cache_hits"], fresh=report["fresh"],
+                     **({"ahead": ahead} if ahead else {}),
                      split={"inputs": round(staged - started, 3), "runner_calls": report["calls_seconds"],
                             "runner_inputs": report["inputs_seconds"], "runner_describe": report["describe_seconds"]})
         error = report["error"]

@@ -297,7 +297,8 @@ class Runner:
             info.pop("_sass", None)
         now = time.perf_counter()
         self.link.send({"kind": "compiled", "seconds": round(now - started, 4),
-                        "compile_seconds": round(self.log.compile_seconds, 3),
+                        "compile_seconds": round(self.log.compile_seconds, 3), "cache_hits": self.log.cache_hits,
+                        "fresh": self.log.fresh,
                         "calls_seconds": round(calls_done - started, 4), "describe_seconds": round(now - calls_done, 4),
                         "inputs_seconds": round(self.inputs_seconds, 4),
                         "kernels": infos, "error": _short(error) if error is not None else ""})
