@@ -8,7 +8,6 @@ first failure as skipped. Nothing the runner says reaches it except through the 
 from __future__ import annotations
 
 import math
-import re
 import secrets
 import shutil
 import time
@@ -258,14 +257,13 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
     return entry
 
 
-_SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")
 
 
 def _copy_dumps(work: Path, dest: Path) -> None:
     """The compiler artifacts a runner wrote in its own folder, copied by name (plain files only)."""
     for folder in sorted(work.glob("*/dump")):
         for path in sorted(folder.iterdir()):
-            if path.is_file() and not path.is_symlink() and _SAFE_NAME.match(path.name):
+            if path.is_file() and not path.is_symlink() and compiled.SAFE_NAME.match(path.name):
                 dest.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, dest / path.name)
 

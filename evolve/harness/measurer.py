@@ -118,7 +118,7 @@ class Measurer:
     def __init__(self, job: dict, channel: Channel, links: dict, grant_fd: int):
         self.job, self.ch = job, channel
         self.grant_fd = grant_fd
-        self.runner_pgids: list[int] = []  # each runner's process group (its own session)
+        self.runner_pgid_by_name: dict[str, int] = {}  # each runner's process group (its own session)
         self.quiet_waits: list[float] = []  # seconds each timed section waited for the card to be quiet
         self.quiet_probe = None  # the tiny tensor wait_quiet launches its kernel on
         self.holding = False  # whether this evaluation holds the card's lease now
@@ -202,7 +202,7 @@ class Measurer:
         return round(time.perf_counter() - started, 4)
 
     def _signal_runners(self, signum: int) -> None:
-        for pgid in self.runner_pgids:
+        for pgid in self.runner_pgid_by_name.values():
             try:
                 os.killpg(pgid, signum)
             except (ProcessLookupError, PermissionError):
@@ -808,7 +808,6 @@ def main(argv) -> int:
     links = {name: Link(int(read_fd), int(write_fd), RUNNER) for name, read_fd, write_fd, _ in specs}
     sys.setrecursionlimit(10000)
     measurer = Measurer(job, channel, links, grant_fd)
-    measurer.runner_pgids = [int(pid) for *_, pid in specs]
     measurer.runner_pgid_by_name = {name: int(pid) for name, *_, pid in specs}
     try:
         prepare_started = time.perf_counter()

@@ -67,6 +67,7 @@ class Runner:
         self.gate_addr = self.done_addr = 0
         self.kept: list = []  # the last call's outputs, alive until the measurer has read them
         self._files: dict = {}
+        self.launched_ahead: set = set()  # kernels whose launcher _build_launchers has built
 
     # -- set-up, before the candidate exists -------------------------------------------------------------------------
     def hello(self, jail_status: str, started: float) -> None:
@@ -209,9 +210,8 @@ class Runner:
                 if gpu and message["poison"]:
                     self._poison(expects)
                 # GPU MODE's candidates take the generated structure as one argument, evolve's the inputs in order
-                data = self.pytree.tree_unflatten(list(inputs), self.pytree.treespec_loads(tree)) if tree else None
                 with OpLog():
-                    out = self.module.custom_kernel(data) if tree else self.module.custom_kernel(*inputs)
+                    out = self._call_candidate(inputs, tree)
                 results.append((out, inputs, expects))
         except BaseException as exc:  # noqa: BLE001 - the candidate's exception is its failure
             error = exc
@@ -303,6 +303,12 @@ class Runner:
                         "inputs_seconds": round(self.inputs_seconds, 4),
                         "kernels": infos, "error": _short(error) if error is not None else ""})
 
+    def _call_candidate(self, leaves, tree):
+        """GPU MODE's candidates take the generated structure as one argument, evolve's the inputs in order."""
+        if tree:
+            return self.module.custom_kernel(self.pytree.tree_unflatten(list(leaves), self.pytree.treespec_loads(tree)))
+        return self.module.custom_kernel(*leaves)
+
     def on_precompile(self, message: dict) -> None:
         """Compile-only, beside a GPU runner: call custom_kernel on tensors of the given shapes, strides and dtypes on
         the meta device (no memory, no data), so that each launch compiles its kernel for sm_90 into this runner's
@@ -316,11 +322,7 @@ class Runner:
                 leaves = [d["value"] if "value" in d else
                           torch.empty_strided(d["shape"], d["stride"], dtype=getattr(torch, d["dtype"]), device="meta")
                           for d in s["inputs"]]
-                tree = s.get("tree")
-                if tree:
-                    self.module.custom_kernel(self.pytree.tree_unflatten(leaves, self.pytree.treespec_loads(tree)))
-                else:
-                    self.module.custom_kernel(*leaves)
+                self._call_candidate(leaves, s.get("tree"))
                 done += 1
             except BaseException as exc:  # noqa: BLE001 - host code that reads its data, say: the GPU runner compiles
                 errors.append(_short(exc))
@@ -337,7 +339,10 @@ class Runner:
         except Exception:  # noqa: BLE001 - another backend, or none
             return 0
         built = 0
-        for kernel in list(self.log.kernels.values()):
+        for key, kernel in list(self.log.kernels.items()):
+            if key in self.launched_ahead:  # an earlier part built it
+                continue
+            self.launched_ahead.add(key)
             try:
                 CudaLauncher(kernel.src, kernel.metadata)
                 built += 1
