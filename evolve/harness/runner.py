@@ -62,6 +62,10 @@ class Runner:
         self.link, self.mode, self.work = link, mode, work
         self.log = LaunchLog()
         self.log.install(mode)
+        if mode == "interpret":  # the same interpreter, its module listing taken once (harness/interpreter.py)
+            from .interpreter import speed_up
+
+            speed_up()
         self.module = None
         self.mapped = None
         self.gate_addr = self.done_addr = 0
