@@ -226,6 +226,19 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     Stops at --target, --max-candidates, --budget, --max-cost or after --stagnation candidates without
     improvement, and says which. Ctrl-C stops cleanly; --resume continues.
     """
+    # What the arguments alone decide, before anything imports torch (a second or more)
+    if cluster and gpus is not None:
+        _fail("--gpus picks cards of this machine; on a cluster use --cluster-lanes N")
+    if cluster_lanes and not cluster:
+        _fail("--cluster-lanes needs --cluster")
+    if cluster and per_gpu > 1:
+        _fail("--per-gpu is for this machine's cards; a cluster lane is one GPU each (--cluster-lanes N)")
+    from .config import parse_duration
+
+    try:
+        fair_window_s = 0.0 if fair_window.strip() in ("0", "0s", "off") else parse_duration(fair_window)
+    except ValueError as exc:
+        _fail(f"--fair-window: {exc}")
     from .archive import ArchiveError
     from .config import CPU_BUDGET_S, LLMConfig, ProfileConfig, RunConfig, SearchConfig, format_duration
     from .harness import EvalOptions, ProblemError, load_problem
@@ -246,18 +259,6 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     from .harness.ladder import gpu_available
 
     on_cpu = device == "cpu" or (device == "auto" and not gpu_available() and not cluster)
-    if cluster and gpus is not None:
-        _fail("--gpus picks cards of this machine; on a cluster use --cluster-lanes N")
-    if cluster_lanes and not cluster:
-        _fail("--cluster-lanes needs --cluster")
-    if cluster and per_gpu > 1:
-        _fail("--per-gpu is for this machine's cards; a cluster lane is one GPU each (--cluster-lanes N)")
-    from .config import parse_duration
-
-    try:
-        fair_window_s = 0.0 if fair_window.strip() in ("0", "0s", "off") else parse_duration(fair_window)
-    except ValueError as exc:
-        _fail(f"--fair-window: {exc}")
     cards = None
     if gpus is not None:
         from .pipeline import parse_gpus, visible_gpus
@@ -535,6 +536,8 @@ def status_command(db):
               help="Where the re-verification runs.")
 def best_command(problem, db, export_path, export_format, no_verify, device):
     """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder."""
+    if export_path and not Path(export_path).resolve().parent.is_dir():  # before anything imports torch
+        _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     from .harness.formats import export
     from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .render import ladder_lines, shape_table
@@ -547,8 +550,6 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     if export_format == "kernelbench" and loaded.format != "kernelbench":
         _fail(f"--export-format kernelbench needs a KernelBench problem (a .py file with class Model); {problem} is "
               f"a{'n evolve' if loaded.format == 'evolve' else ' GPU MODE'} problem")
-    if export_path and not Path(export_path).resolve().parent.is_dir():
-        _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     archive = _open_archive(db)
     best = archive.best(name)
     if best is None:
