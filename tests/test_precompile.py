@@ -111,6 +111,54 @@ def test_the_cache_is_handed_over_as_plain_files_it_lacks(tmp_path, monkeypatch)
     assert compiled.copy_cache(str(many), str(tmp_path / "into2")) == 3
 
 
+def test_no_copy_reads_or_writes_through_a_link_on_either_side(tmp_path):
+    """The GPU runner can write in its own cache while the measurer copies into it: a link it puts there (a folder, a
+    file name, the cache's root) must not carry the measurer's writes elsewhere, nor a linked source root its reads."""
+    outside = tmp_path / "site-packages"
+    outside.mkdir()
+    source, target = tmp_path / "compile" / "triton", tmp_path / "gpu" / "triton"
+    for entry in ("X", "Y", "Z"):
+        (source / entry).mkdir(parents=True)
+        (source / entry / "zz.pth").write_text("import os  # would run at every start-up")
+    target.mkdir(parents=True)
+    (target / "X").symlink_to(outside)  # a linked folder
+    (target / "Y").mkdir()
+    (target / "Y" / "zz.pth").symlink_to(outside / "planted.pth")  # a linked file name
+    assert compiled.copy_cache(str(source), str(target)) == 1  # Z only
+    assert list(outside.iterdir()) == []
+    assert (target / "Z" / "zz.pth").is_file() and (target / "Y" / "zz.pth").is_symlink()
+    linked_root = tmp_path / "gpu2" / "triton"
+    linked_root.parent.mkdir()
+    linked_root.symlink_to(outside)
+    assert compiled.copy_cache(str(source), str(linked_root)) == 0 and list(outside.iterdir()) == []
+    (outside / "A").mkdir()
+    (outside / "A" / "secret.txt").write_text("not the runner's")
+    linked_source = tmp_path / "compile2" / "triton"
+    linked_source.parent.mkdir()
+    linked_source.symlink_to(outside)
+    assert compiled.copy_cache(str(linked_source), str(tmp_path / "into")) == 0
+    assert not (tmp_path / "into" / "A").exists()
+
+
+def test_a_copy_cut_short_leaves_no_file_under_its_name(tmp_path):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        def fails(out):
+            out.write(b"half a cubin")
+            raise OSError(28, "No space left on device")
+
+        with pytest.raises(OSError):
+            compiled._write_new("kernel.cubin", fd, fails)
+        assert list(folder.iterdir()) == []
+        compiled._write_new("kernel.cubin", fd, lambda out: out.write(b"whole"))
+        assert [p.name for p in folder.iterdir()] == ["kernel.cubin"]
+        assert (folder / "kernel.cubin").read_bytes() == b"whole"
+    finally:
+        os.close(fd)
+
+
 def test_shapes_ahead_are_described_without_memory():
     """The compile rung's and each benchmark case's first inputs, from the problem's own generator under
     FakeTensorMode: the largest softmax shape (512 MB) in an instant, strides and dtypes as the real call's."""

@@ -31,10 +31,10 @@ KEPT_BYTES = 2 << 30  # the kept caches of all sources together; the least recen
 VERSION = "compiled v1"
 
 
-def _open_plain(path: str, limit: int):
+def _open_plain(name: str, limit: int, dir_fd: int):
     """An open descriptor on a regular file of at most `limit` bytes, not reached through a link; None otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -47,9 +47,31 @@ def _open_plain(path: str, limit: int):
     return None
 
 
-def _group(fd: int, folder: str) -> str | None:
-    """A group file's text rewritten to list its files inside `folder`, or None if it is not one or lists a file that
-    is not there."""
+def _open_folder(name: str, dir_fd: int | None = None, create: bool = False):
+    """A descriptor on a folder that is not a link (created first where asked); None otherwise. Every step below a
+    cache's root goes through descriptors like this one: a runner that can write in a cache (either side of a copy)
+    can put a link anywhere in it, and no copy may read or write through one."""
+    if create:
+        try:
+            os.mkdir(name, 0o755, dir_fd=dir_fd)
+        except OSError:
+            pass
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def _is_plain(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _group(fd: int, folder: str, folder_fd: int) -> str | None:
+    """A group file's text rewritten to list its files inside `folder` (open as `folder_fd`), or None if it is not one
+    or lists a file that is not there as a plain file."""
     try:
         with os.fdopen(os.dup(fd), "rb") as f:
             data = json.loads(f.read())
@@ -61,62 +83,98 @@ def _group(fd: int, folder: str) -> str | None:
             base = os.path.basename(path) if isinstance(path, str) else ""
             if not isinstance(name, str) or not SAFE_NAME.match(base) or base.startswith(GROUP_PREFIX):
                 return None
-            moved[name] = os.path.join(folder, base)
-            if not os.path.isfile(moved[name]) or os.path.islink(moved[name]):
+            if not _is_plain(base, folder_fd):
                 return None
+            moved[name] = os.path.join(folder, base)
         return json.dumps({"child_paths": moved})
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
+def _write_new(name: str, dir_fd: int, write) -> None:
+    """Write a file under a temporary name and move it into place: a copy cut short (a full disk, Ctrl-C) leaves no
+    truncated file under a name Triton would read."""
+    temporary = f".partial-{os.getpid()}-{name}"[:200]
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+        os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # replaces a link there, never follows it
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
 def copy_cache(source: str, target: str) -> int:
     """Copy a Triton cache's files into another cache, up to COPY_BYTES and COPY_FILES; returns how many were
-    written."""
+    written. Neither root may be a link; below them, nothing is read or written through one (descriptors, O_NOFOLLOW)."""
     copied, budget = 0, COPY_BYTES
-    try:
-        entries = os.listdir(source)
-    except OSError:
+    source_fd = _open_folder(source)
+    if source_fd is None:
         return 0
-    for entry in entries:
-        folder = os.path.join(source, entry)
-        try:
-            if not SAFE_NAME.match(entry) or not stat.S_ISDIR(os.lstat(folder).st_mode):
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    target_fd = _open_folder(target, create=True)
+    if target_fd is None:
+        os.close(source_fd)
+        return 0
+    try:
+        for entry in os.listdir(source_fd):
+            if not SAFE_NAME.match(entry):
                 continue
-            names = sorted(os.listdir(folder), key=lambda n: n.startswith(GROUP_PREFIX))  # groups last
-        except OSError:
-            continue
-        into_folder = os.path.join(target, entry)
-        for name in names:
-            into = os.path.join(into_folder, name)
-            if not SAFE_NAME.match(name) or os.path.lexists(into):
+            folder_fd = _open_folder(entry, source_fd)
+            if folder_fd is None:
                 continue
-            group = name.startswith(GROUP_PREFIX)
-            if copied >= COPY_FILES:
-                return copied
-            fd = _open_plain(os.path.join(folder, name), GROUP_BYTES if group else FILE_BYTES)
-            if fd is None:
-                continue
+            into_fd = None
             try:
-                size = os.fstat(fd).st_size
-                if size > budget:
-                    continue
-                budget -= size
-                if group:
-                    text = _group(fd, into_folder)
-                    if text is None:
+                names = sorted(os.listdir(folder_fd), key=lambda n: n.startswith(GROUP_PREFIX))  # groups last
+                for name in names:
+                    if not SAFE_NAME.match(name) or name.startswith(".partial-"):
                         continue
-                    os.makedirs(into_folder, exist_ok=True)
-                    with open(into, "x") as dst:
-                        dst.write(text)
-                else:
-                    os.makedirs(into_folder, exist_ok=True)
-                    with os.fdopen(os.dup(fd), "rb") as src, open(into, "xb") as dst:
-                        shutil.copyfileobj(src, dst)
-                copied += 1
+                    if copied >= COPY_FILES:
+                        return copied
+                    if into_fd is None:
+                        into_fd = _open_folder(entry, target_fd, create=True)
+                        if into_fd is None:
+                            break
+                    try:
+                        os.stat(name, dir_fd=into_fd, follow_symlinks=False)
+                        continue  # the target has it (or has something under its name)
+                    except FileNotFoundError:
+                        pass
+                    group = name.startswith(GROUP_PREFIX)
+                    fd = _open_plain(name, GROUP_BYTES if group else FILE_BYTES, folder_fd)
+                    if fd is None:
+                        continue
+                    try:
+                        size = os.fstat(fd).st_size
+                        if size > budget:
+                            continue
+                        budget -= size
+                        if group:
+                            text = _group(fd, os.path.join(target, entry), into_fd)
+                            if text is None:
+                                continue
+                            _write_new(name, into_fd, lambda out: out.write(text.encode()))
+                        else:
+                            with os.fdopen(os.dup(fd), "rb") as src:
+                                _write_new(name, into_fd, lambda out: shutil.copyfileobj(src, out))
+                        copied += 1
+                    except OSError:
+                        continue
+                    finally:
+                        os.close(fd)
             except OSError:
                 continue
             finally:
-                os.close(fd)
+                os.close(folder_fd)
+                if into_fd is not None:
+                    os.close(into_fd)
+    finally:
+        os.close(source_fd)
+        os.close(target_fd)
     return copied
 
 

@@ -262,6 +262,8 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
 def _copy_dumps(work: Path, dest: Path) -> None:
     """The compiler artifacts a runner wrote in its own folder, copied by name (plain files only)."""
     for folder in sorted(work.glob("*/dump")):
+        if folder.is_symlink() or not folder.is_dir():  # a runner's link would copy files from elsewhere
+            continue
         for path in sorted(folder.iterdir()):
             if path.is_file() and not path.is_symlink() and compiled.SAFE_NAME.match(path.name):
                 dest.mkdir(parents=True, exist_ok=True)
