@@ -182,6 +182,32 @@ def test_shapes_ahead_are_described_without_memory():
                                     "dtype": str(real.dtype).removeprefix("torch.")}
 
 
+def test_shapes_ahead_leave_the_measurers_reference_real():
+    """A KernelBench reference keeps the first model its generator made: described first, under FakeTensorMode, its
+    weights were fake tensors for every real call after (the float64 reference fell back, another device failed)."""
+    import torch
+
+    from evolve.harness.formats import load_problem, reference_for
+
+    class Probe:
+        problem = load_problem(str(ROOT / "tests" / "data" / "kernelbench" / "scale_shift_relu.py"))
+        reference = reference_for(problem)
+        secret, device = 7, torch.device("cpu")
+        inputs = measurer.Measurer.inputs
+
+    probe = Probe()
+    parts = measurer.Measurer._shapes_ahead(probe)
+    assert parts["tests"] and parts["tests"][0]["inputs"][0]["shape"]
+    case = Probe.problem.tests[0]
+    inputs = probe.inputs(case, 1)
+    assert not any(type(t).__name__ == "FakeTensor" for t in inputs.leaves if isinstance(t, torch.Tensor))
+    assert Probe.reference.skeleton is not None
+    assert not any(type(p).__name__ == "FakeTensor" for p in Probe.reference.skeleton.parameters())
+    refs = Probe.reference.reference(inputs, on_cpu=True)
+    assert refs[0].dtype == torch.float64  # the float64 reference, not the float32 fallback
+    Probe.reference._call(inputs.leaves, device=torch.device("meta"))  # another device: the model moves
+
+
 def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypatch):
     """The GPU mode's orchestration, driven here with a real compile-only runner: the candidate and both parts' shapes
     sent at the start, the lease told the runner is off the card (its jail seen), each part's cache copied into the GPU
@@ -224,6 +250,8 @@ def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypa
         tests = probe.ahead["tests"]
         assert tests["sets"] == len(Probe.problem.tests) and tests["kernels"] >= 1 and tests["files"] >= 2
         assert proc.poll() is None  # still compiling the benchmark's shapes
+        assert probe.callers["compile"].answered(120)  # its answer here, but past the deadline (time stopped for
+        monkeypatch.setattr(measurer, "PRECOMPILE_WAIT_S", 0.0)  # other leases runs on its clock): still taken
         measurer.Measurer.precompile_take(probe, "benchmarks")
         assert probe.ahead["benchmarks"]["sets"] == len(Probe.problem.benchmarks)
         assert list((tmp_path / "gpu" / "triton").glob("*/*.cubin"))
