@@ -261,6 +261,38 @@ def test_a_search_on_two_lanes_evaluates_each_candidate_once_on_its_lanes_card(t
     assert all(c.status == "evaluated" for c in archive.candidates(summary.run_id))
 
 
+def test_proposals_are_asked_ahead_but_never_more_than_the_concurrency(tmp_path):
+    """Model calls run ahead of the lanes (bounded prefetch): at most --concurrency at once, and at the stop no more
+    than that many answers are left unevaluated (tokens a stop wastes)."""
+    seed = load_problem(ROOT / "problems" / "softmax").seed_files()[0].read_text()
+    state = {"now": 0, "peak": 0, "calls": 0}
+    lock = threading.Lock()
+
+    class Slow(Instant):
+        concurrency = 2
+
+        def propose(self, *args, **kwargs):
+            with lock:
+                state["now"] += 1
+                state["calls"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            time.sleep(0.05)
+            with lock:
+                state["now"] -= 1
+            return super().propose(*args, **kwargs)
+
+    def evaluate(path, problem, options):
+        time.sleep(0.02)
+        return ladder(fitness=0.5)
+
+    archive = Archive(tmp_path / "a.db")
+    summary = Search(_config(tmp_path, max_candidates=10), archive, Slow(seed), evaluate=evaluate).run()
+    assert summary.evaluated == 10
+    assert 2 == state["peak"]  # ahead of need, and bounded
+    llm = [c for c in archive.candidates(summary.run_id) if c.proposer == "llm"]
+    assert len(llm) >= 8 and state["calls"] - len(llm) <= Slow.concurrency  # answers asked for, never evaluated
+
+
 def test_a_run_whose_harness_cannot_evaluate_stops_and_keeps_the_candidates_pending(tmp_path):
     def evaluate(path, problem, options):
         broken = ladder(failed="load")
