@@ -290,7 +290,7 @@ def test_proposals_are_asked_ahead_but_never_more_than_the_concurrency(tmp_path)
     assert summary.evaluated == 10
     assert 2 == state["peak"]  # ahead of need, and bounded
     llm = [c for c in archive.candidates(summary.run_id) if c.proposer == "llm"]
-    assert len(llm) >= 8 and state["calls"] - len(llm) <= Slow.concurrency  # answers asked for, never evaluated
+    assert len(llm) >= 5 and state["calls"] - len(llm) <= Slow.concurrency  # answers asked for, never evaluated
 
 
 def test_a_run_whose_harness_cannot_evaluate_stops_and_keeps_the_candidates_pending(tmp_path):
