@@ -257,8 +257,6 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
     return entry
 
 
-
-
 def _copy_dumps(work: Path, dest: Path) -> None:
     """The compiler artifacts a runner wrote in its own folder, copied by name (plain files only)."""
     for folder in sorted(work.glob("*/dump")):

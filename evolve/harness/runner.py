@@ -213,7 +213,6 @@ class Runner:
             for inputs, expects, tree in prepared:
                 if gpu and message["poison"]:
                     self._poison(expects)
-                # GPU MODE's candidates take the generated structure as one argument, evolve's the inputs in order
                 with OpLog():
                     out = self._call_candidate(inputs, tree)
                 results.append((out, inputs, expects))
