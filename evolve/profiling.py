@@ -212,10 +212,7 @@ class Profiler:
                 _remove(work)
 
     def _profile(self, work, started, candidate, problem_dir, case, beside, bound_kind, case_label, gpu) -> Result:
-        from .harness.lease import card_lock
-        from .harness.lifeline import kill_everything
         from .harness.profile import ISOLATION_FAILED, JAIL_FAILED
-        from .harness.sandbox import _env, _limits
 
         target = work / "candidate.py"
         shutil.copyfile(candidate, target)
@@ -226,34 +223,9 @@ class Profiler:
                 "--launch-count", str(MAX_KERNELS), "--csv", "--page", "raw"]
         for section in SECTIONS:
             args += ["--section", section]
-        life_r, life_w = os.pipe()  # the launcher kills the profile when this closes (evolve is gone)
         job = {"candidate": str(target), "problem": str(problem_dir), "case": case, "ncu": self.ncu,
-               "ncu_args": args, "work": str(work), "seed": secrets.randbits(31), "beside": bool(beside),
-               "lifeline": life_r}
-        (work / "job.json").write_text(json.dumps(job))
-        token = secrets.token_hex(16)
-        env = _env(token, work, {"HOME": str(work)}, gpu)
-        hold = card_lock("gpu", gpu)  # no other evolve process times on the card while its kernels are replayed
-        hold.acquire()
-        try:
-            try:
-                with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
-                    proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
-                                             str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                            cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30),
-                                            pass_fds=(life_r,))
-            finally:
-                os.close(life_r)
-            try:
-                code = proc.wait(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                code = None
-            finally:
-                kill_everything([proc.pid], token)
-                proc.wait()
-                os.close(life_w)
-        finally:
-            hold.release()
+               "ncu_args": args, "work": str(work), "seed": secrets.randbits(31), "beside": bool(beside)}
+        code = run_child(work, job, self.timeout_s, gpu)
         seconds = time.monotonic() - started
         if code is None:
             return Result(False, seconds, f"ncu did not finish within {self.timeout_s:g} s")
@@ -282,16 +254,62 @@ class Profiler:
         return Result(True, seconds, "", summary, report[:200_000])
 
 
+def run_child(work: Path, job: dict, timeout_s: float, gpu: str | None) -> int | None:
+    """Run the jailed profiler child (harness/profile.py `launch`) on `job` (written to work/job.json, with the
+    lifeline added), holding the card against other evolve processes while its kernels run under ncu. The
+    launcher's exit code, or None when it did not finish within timeout_s (everything it started is killed)."""
+    from .harness.lease import card_lock
+    from .harness.lifeline import kill_everything
+    from .harness.sandbox import _env, _limits
+
+    life_r, life_w = os.pipe()  # the launcher kills the profile when this closes (evolve is gone)
+    (work / "job.json").write_text(json.dumps({**job, "lifeline": life_r}))
+    token = secrets.token_hex(16)
+    env = _env(token, work, {"HOME": str(work)}, gpu)
+    hold = card_lock("gpu", gpu)  # no other evolve process times on the card while its kernels are replayed
+    hold.acquire()
+    try:
+        try:
+            with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
+                proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
+                                         str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                        cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30),
+                                        pass_fds=(life_r,))
+        finally:
+            os.close(life_r)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            kill_everything([proc.pid], token)
+            proc.wait()
+            os.close(life_w)
+    finally:
+        hold.release()
+    return code
+
+
+def read_bounded(path: Path, limit: int) -> tuple[str, bool]:
+    """(text, whole): at most `limit` bytes of a regular file, read as _read does, and whether that was all of it."""
+    data = _read_bytes(path, limit + 1)
+    return data[:limit].decode(errors="replace"), len(data) <= limit
+
+
 def _read(path: Path, limit: int = 2_000_000) -> str:
+    return _read_bytes(path, limit).decode(errors="replace")
+
+
+def _read_bytes(path: Path, limit: int) -> bytes:
     """At most `limit` bytes of a regular file the profiled process could have replaced: no link is followed, and a
     FIFO or device is not read (opening does not block either)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return ""
+        return b""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
+            return b""
         chunks, left = [], limit
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -299,9 +317,9 @@ def _read(path: Path, limit: int = 2_000_000) -> str:
                 break
             chunks.append(chunk)
             left -= len(chunk)
-        return b"".join(chunks).decode(errors="replace")
+        return b"".join(chunks)
     except OSError:
-        return ""
+        return b""
     finally:
         os.close(fd)
 
