@@ -5,6 +5,12 @@
     python -m evolve.harness.profile target JOB    (under ncu) make the case's inputs, call the candidate once to
                                                    compile and warm up, then once more between cudaProfilerStart and
                                                    cudaProfilerStop: only that call's kernels are profiled
+    python -m evolve.harness.profile audit-target JOB
+                                                   (under ncu, profiled from its start: the launch audit,
+                                                   evolve/launch_audit.py) make every benchmark case's inputs, launch
+                                                   a marker kernel, give up root (or, as a user, jail itself apart from
+                                                   ncu's report), import the candidate, call it twice per case, launch
+                                                   the marker again
 
 JOB is a JSON file the parent wrote: candidate, problem, case index, seed, ncu path and arguments, work folder.
 
@@ -20,6 +26,14 @@ waits for process 1, and kills it when the parent is gone (its lifeline closes).
 said by the launcher alone, through a pipe process 1 writes only before ncu starts (it closes at the exec), so no exit
 code of ncu or of the candidate reads as a refusal. What the profiled process reports is advice for the next prompt
 and never enters a verdict; the parent reads the report as numbers.
+
+The launch audit's target is different: its report decides whether a kernel may be reported, exported or ranked, so
+the candidate must not be able to write it. Everything the target does before importing the candidate is harness
+code: it makes the inputs (their kernels come before the first marker, which the candidate cannot launch ahead of its
+own import), then, as root, drops to an unprivileged user (the work folder and ncu's report stay root's; only
+`tmp/`, world-writable and sticky, takes its writes), or, as a user, applies a second Landlock jail of its own that
+allows writes beneath `tmp/` only. Where it cannot, it writes `refused` (the candidate never ran, so nothing else
+can have written it) and exits: the audit was not run, and says why.
 """
 from __future__ import annotations
 
@@ -34,6 +48,8 @@ NCU_PORTS = range(49152, 49152 + 64)  # ncu's default base port and its default 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 ISOLATION_FAILED, JAIL_FAILED = 3, 4  # launch's exit codes when it refuses to profile
+UNPRIVILEGED = 65534  # the audit's target runs the candidate as this uid (nobody) when it starts as root
+REFUSED = "refused"  # in the work folder: why the audit's target stopped before it imported the candidate
 
 
 def isolate() -> str | None:
@@ -79,9 +95,11 @@ def _inside(job: dict, job_path: str) -> tuple[int, str]:
     status = jail.apply([work, "/proc"], ports=NCU_PORTS)
     if not status.startswith("landlock"):
         return JAIL_FAILED, f"the jail could not be applied ({status})"
-    os.environ.update({"HOME": work, "TMPDIR": work})
+    home = str(Path(work, "tmp")) if job.get("mode") == "audit" else work  # the audit: tmp/, where its target writes
+    os.environ.update({"HOME": home, "TMPDIR": home})
     argv = [job["ncu"], *job["ncu_args"], "--log-file", str(Path(work, "ncu.csv")),
-            sys.executable, "-m", "evolve.harness.profile", "target", job_path]
+            sys.executable, "-m", "evolve.harness.profile", "audit-target" if job.get("mode") == "audit" else "target",
+            job_path]
     os.execv(job["ncu"], argv)
     return ISOLATION_FAILED, "not reached"
 
@@ -159,11 +177,109 @@ def target(job_path: str) -> int:
     return 0
 
 
+def _marker() -> None:
+    """The audit's marker: a kernel of torch's own (ncu lists it as `...spin_kernel...`), launched and finished."""
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda._sleep(1000)
+    torch.cuda.synchronize()
+
+
+def _refuse(work: str, why: str) -> int:
+    """Say why the audit stops before the candidate is imported (only harness code has run: nobody else wrote it)."""
+    print(f"launch audit not run: {why}", file=sys.stderr)
+    fd = os.open(Path(work, REFUSED), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(why[:1000])
+    return 0
+
+
+def drop_root() -> str | None:
+    """As root: become UNPRIVILEGED for good (no groups, real, effective and saved ids, every thread); None, or why
+    not. Called after CUDA is initialized (the device files stay open) and before the candidate is imported."""
+    try:
+        os.setgroups([])
+        os.setresgid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
+        os.setresuid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
+    except OSError as exc:
+        return f"root could not be given up ({exc})"
+    if os.getresuid() != (UNPRIVILEGED,) * 3 or os.getresgid() != (UNPRIVILEGED,) * 3 or os.getgroups():
+        return "root could not be given up (the ids did not change)"
+    try:
+        os.setuid(0)
+    except OSError:
+        return None
+    return "root could not be given up (it could be taken back)"
+
+
+def restrict(work: str) -> str | None:
+    """Keep the candidate from writing ncu's report and `refused`: as a user, a second jail, writes beneath tmp/ only
+    (it must be applied while this process has one thread: before torch is imported). As root this does nothing
+    here (drop_root does it, later). None, or why not."""
+    if os.geteuid() == 0:
+        return None
+    from . import jail
+
+    status = jail.apply([str(Path(work, "tmp")), "/proc"], ports=NCU_PORTS)
+    return None if status.startswith("landlock") else f"the target could not jail itself apart from the report " \
+                                                        f"({status})"
+
+
+def audit_target(job_path: str) -> int:
+    """Under ncu, profiled from its start: what ran on the device while the candidate was called on every benchmark
+    case, twice (the first call compiles and warms up). Inputs are made and the first marker launched before the
+    candidate is imported; the second marker follows the last call."""
+    job = json.loads(Path(job_path).read_text())
+    work = job["work"]
+    why = restrict(work)
+    if why:
+        return _refuse(work, why)
+    try:
+        import importlib.util
+
+        import torch
+        import triton  # noqa: F401 - imported while the installed packages are surely readable (before the drop)
+
+        from .formats import load_problem, reference_for
+        from .formats.base import unflatten
+
+        problem = load_problem(job["problem"])
+        reference = reference_for(problem)
+        calls = []
+        for index, case in enumerate(problem.benchmarks):
+            inputs = reference.generate(case, job["seed"] + index, torch.device("cuda"))
+            # contiguous, as the GPU runner is given them (a copy here, not in the candidate's calls)
+            leaves = tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs.leaves)
+            calls.append(((unflatten(leaves, inputs.tree),) if inputs.tree is not None else leaves))
+        _marker()
+    except Exception as exc:  # noqa: BLE001 - the problem's own code: the candidate has not run
+        return _refuse(work, f"the inputs could not be made ({type(exc).__name__}: {exc})"[:500])
+    if os.geteuid() == 0:
+        why = drop_root()
+        if why:
+            return _refuse(work, why)
+    spec = importlib.util.spec_from_file_location("candidate", job["candidate"])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = module
+    if job.get("beside"):
+        sys.path.insert(0, str(Path(job["candidate"]).parent))
+    spec.loader.exec_module(module)
+    for args in calls:
+        for _ in range(2):
+            out = module.custom_kernel(*args)
+            torch.cuda.synchronize()
+            del out
+    _marker()
+    return 0
+
+
 def main(argv) -> int:
-    if len(argv) != 3 or argv[1] not in ("launch", "target"):
+    commands = {"launch": launch, "target": target, "audit-target": audit_target}
+    if len(argv) != 3 or argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2
-    return launch(argv[2]) if argv[1] == "launch" else target(argv[2])
+    return commands[argv[1]](argv[2])
 
 
 if __name__ == "__main__":
