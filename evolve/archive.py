@@ -103,6 +103,20 @@ for prompts and ``evolve show``, never part of a verdict.
     report        ncu's raw CSV page, zlib-compressed
     created       ISO time (UTC)
 
+``launch_audits``: what ran on the device while a candidate was called, seen by Nsight Compute from outside its
+Python, against the kernels it may launch (``evolve/launch_audit.py``). A candidate with a failed audit is never the
+best ``Archive.best`` reports (nor ``evolve best`` exports, nor a leaderboard ranks).
+    id            integer primary key
+    candidate_id  the candidate (references ``candidates.id``)
+    device        the device it ran on
+    status        ``"passed"``, ``"failed"`` or ``"not run"`` (``reason`` says why: no ncu, counters refused, ...)
+    reason        one line: what ran, what should not have, or why there was no audit
+    kernels       JSON list of [kernel name as ncu lists it, launches] seen during the calls
+    allowed       JSON list of the names it may launch (its compile rung's kernels and its @triton.jit functions)
+    seconds       wall seconds the audit took (ncu and the child's start-up included)
+    report        ncu's CSV, zlib-compressed
+    created       ISO time (UTC)
+
 ``_evolve_migrations``: schema migrations applied to this file.
     name          migration function name (``m001_initial``, ...)
     applied       ISO time (UTC) it was applied
@@ -275,6 +289,15 @@ def m009_retimes(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX idx_retimes_run_id ON retimes (run_id)")
 
 
+@migration
+def m010_launch_audits(db: sqlite_utils.Database) -> None:
+    """What ran on the device during a candidate's calls, seen from outside it (evolve/launch_audit.py)."""
+    db.execute("""CREATE TABLE launch_audits (id INTEGER PRIMARY KEY, candidate_id INTEGER NOT NULL REFERENCES
+        candidates(id), device TEXT NOT NULL, status TEXT NOT NULL, reason TEXT, kernels TEXT NOT NULL DEFAULT '[]',
+        allowed TEXT NOT NULL DEFAULT '[]', seconds REAL NOT NULL DEFAULT 0, report BLOB, created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_launch_audits_candidate_id ON launch_audits (candidate_id)")
+
+
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
     """Apply the pending migrations in order, all in one transaction; refuse a file from a newer evolve.
 
@@ -314,6 +337,7 @@ def _now() -> str:
 
 _COLUMNS = [f for f in Candidate.__dataclass_fields__]
 _SELECT = "SELECT " + ", ".join(f"c.{c}" for c in _COLUMNS) + " FROM candidates c JOIN runs r ON r.id = c.run_id"
+_NOT_FAILED = "c.id NOT IN (SELECT candidate_id FROM launch_audits WHERE status = 'failed')"
 
 
 def _candidate(row: sqlite3.Row) -> Candidate:
@@ -492,11 +516,11 @@ class Archive:
                                         [_now(), stop_reason, run_id]))
 
     def runs(self) -> list[dict]:
-        return [self._run_dict(r) for r in self._dicts("""
+        return [self._run_dict(r) for r in self._dicts(f"""
             SELECT r.*, count(c.id) AS candidates,
                    coalesce(sum(c.status = 'evaluated'), 0) AS evaluated, coalesce(sum(c.ok = 1), 0) AS correct,
-                   max(CASE WHEN c.ok = 1 THEN c.score END) AS best_score,
-                   max(CASE WHEN c.ok = 1 THEN c.fitness END) AS best_fitness,
+                   max(CASE WHEN c.ok = 1 AND {_NOT_FAILED} THEN c.score END) AS best_score,
+                   max(CASE WHEN c.ok = 1 AND {_NOT_FAILED} THEN c.fitness END) AS best_fitness,
                    coalesce(sum(c.cost), 0.0) AS cost, coalesce(sum(c.tokens_in + c.tokens_out), 0) AS tokens,
                    coalesce(sum(c.status = 'pending'), 0) AS pending
             FROM runs r LEFT JOIN candidates c ON c.run_id = r.id GROUP BY r.id ORDER BY r.id""")]
@@ -612,8 +636,9 @@ class Archive:
         return [_candidate(r) for r in self._query(sql, params)]
 
     def best(self, problem: str, run_id: int | None = None) -> Candidate | None:
-        """The ok candidate with the highest score (ties: the oldest), in one run or across the problem."""
-        sql = _SELECT + " WHERE r.problem = ? AND c.ok = 1"
+        """The ok candidate with the highest score (ties: the oldest), in one run or across the problem; never one
+        that failed a launch audit."""
+        sql = _SELECT + " WHERE r.problem = ? AND c.ok = 1 AND " + _NOT_FAILED
         params: list = [problem]
         if run_id is not None:
             sql += " AND c.run_id = ?"
@@ -690,6 +715,34 @@ class Archive:
         """Candidates with a profile attempt on record on this device."""
         return {r[0] for r in self._query("SELECT DISTINCT candidate_id FROM profiles WHERE device = ?", [device])}
 
+    def store_audit(self, candidate_id: int, device: str, audit) -> None:
+        """Keep a launch_audit.Audit."""
+        import zlib
+
+        row = [candidate_id, device, audit.status, audit.reason, json.dumps([list(k) for k in audit.kernels]),
+               json.dumps(list(audit.allowed)), float(audit.seconds),
+               zlib.compress(audit.report.encode(), 6) if audit.report else None, _now()]
+        self._write(lambda c: c.execute(
+            "INSERT INTO launch_audits (candidate_id, device, status, reason, kernels, allowed, seconds, report, "
+            "created) VALUES (?,?,?,?,?,?,?,?,?)", row))
+
+    def audit(self, candidate_id: int, device: str | None = None) -> dict | None:
+        """The candidate's launch audit (on one device, if given): a failed one if there is any (a failure is for
+        good), else the latest; kernels and allowed decoded, the report left out. None when it has none."""
+        sql = ("SELECT id, candidate_id, device, status, reason, kernels, allowed, seconds, created FROM launch_audits "
+               "WHERE candidate_id = ?" + (" AND device = ?" if device is not None else "")
+               + " ORDER BY status = 'failed' DESC, id DESC LIMIT 1")
+        rows = self._dicts(sql, [candidate_id] + ([device] if device is not None else []))
+        if not rows:
+            return None
+        row = rows[0]
+        row["kernels"], row["allowed"] = json.loads(row["kernels"] or "[]"), json.loads(row["allowed"] or "[]")
+        return row
+
+    def failed_audits(self) -> set[int]:
+        """Candidates that failed a launch audit on any device."""
+        return {r[0] for r in self._query("SELECT DISTINCT candidate_id FROM launch_audits WHERE status = 'failed'")}
+
     def store_retime(self, run_id: int, candidate_id: int, number: int, verdict: Verdict, figure) -> None:
         row = [run_id, candidate_id, int(number), int(bool(verdict.ok)), figure,
                json.dumps([dict(s) for s in verdict.shapes]), verdict.device, _now()]
@@ -737,12 +790,15 @@ class Archive:
 
     def timeline(self, run_id: int) -> list[dict]:
         """A run's candidates in the order they were proposed, without sources or prompts: what a leaderboard and its
-        curves read (lineage, proposer, model, verdict summary, tokens, cost, when proposed, evaluation seconds)."""
+        curves read (lineage, proposer, model, verdict summary, tokens, cost, when proposed, evaluation seconds, and
+        its launch audit's status: "failed" if any failed, else the latest, None when there is none)."""
         rows = self._dicts(
             "SELECT c.id, c.parent_ids, c.island, c.generation, c.proposer, c.model, c.template, c.tokens_in, "
             "c.tokens_out, c.cost, c.latency_s, c.status, c.ok, c.fitness, c.score, c.failed_rung, c.reason, "
-            "c.created, e.seconds AS eval_seconds FROM candidates c LEFT JOIN evaluations e ON e.candidate_id = c.id "
-            "WHERE c.run_id = ? ORDER BY c.id", [run_id])
+            "c.created, e.seconds AS eval_seconds, (SELECT a.status FROM launch_audits a WHERE a.candidate_id = c.id "
+            "ORDER BY a.status = 'failed' DESC, a.id DESC LIMIT 1) AS audit "
+            "FROM candidates c LEFT JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = ? ORDER BY c.id",
+            [run_id])
         for row in rows:
             row["parent_ids"] = json.loads(row["parent_ids"] or "[]")
             row["ok"] = None if row["ok"] is None else bool(row["ok"])
