@@ -123,6 +123,8 @@ class Progress:
             line = f"re-timing stopped: {event['reason']}"
         elif kind == "profile_off":
             line = f"profiling off for this run: {event['reason']}"
+        elif kind == "audit":
+            line = f"#{event['candidate'].id}: {event['audit'].line}"
         elif kind == "profile":
             c, r = event["candidate"], event["result"]
             line = (f"profiled #{c.id} on {r.summary.get('case')} in {r.seconds:.1f} s: {r.summary.get('verdict')}"

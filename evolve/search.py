@@ -65,6 +65,8 @@ class Summary:
     interrupted: bool = False  # stopped by Ctrl-C (the command exits 130)
     retimed: tuple = ()  # retime.Retimed: the best few re-timed against each other at the end (GPU runs)
     session_evaluated: int | None = None  # evaluated by this process, where the run was resumed (seconds count these)
+    audit: object = None  # launch_audit.Audit of `best`: passed, or not run and why
+    audit_failed: tuple = ()  # (Candidate, Audit): better candidates that failed the launch audit, left out
 
 
 def package_versions() -> dict:
@@ -114,7 +116,7 @@ class Search:
     loop can run against another evaluator (a pool, a cluster) and be tested without one."""
 
     def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
-                 clock=time.monotonic):
+                 clock=time.monotonic, auditor=None):
         self.config = config
         self.archive = archive
         self.proposer = proposer
@@ -154,6 +156,8 @@ class Search:
         self.profiler = None  # made at the first profile step; False once profiling is off for the run
         self.profiled_at = 0  # evaluations when profiling last ran
         self.retimed: list = []  # retime.Retimed of the end of the run, best first
+        self.auditor = auditor  # launch_audit.Auditor, made at the end of the run where none was given
+        self.audited = None  # launch_audit.Picked: the reported best and its launch audit (audit_step)
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
@@ -684,10 +688,11 @@ class Search:
                                                  package_versions())
         self.device = self.archive.run(self.run_id)["device"]
         scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device}
+        failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
         for cand in self.archive.candidates(**scope):
             if cand.proposer == compose.COMPOSER:
                 self._composed.add(cand.hash)
-            if cand.status == "evaluated":
+            if cand.status == "evaluated" and cand.id not in failed:
                 # the noise measured then, so near-ties are judged as before a crash
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None
                 self._admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
@@ -776,6 +781,9 @@ class Search:
                 self.drain()
                 self.profile_step()  # the run's best, where it has none yet: the next run's prompts read it
                 self.retime_step()
+            if not self.pipeline.dead:
+                self.drain()
+            self.audit_step()  # before the best is reported: what it runs on the device, seen from outside it
         except KeyboardInterrupt:
             stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
         self.pipeline.close()  # candidates still in it stay pending in the archive: --resume evaluates them
@@ -810,19 +818,65 @@ class Search:
         self.inflight.clear()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
-    def summary(self, stop: str) -> Summary:
-        seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]
-        everything = self.archive.candidates(self.run_id)
+    # -- the launch audit -------------------------------------------------------------------------------------------
+    def reported(self) -> tuple[Candidate | None, Candidate | None]:
+        """(best, near tie): the run's best as reported, never one that failed a launch audit. The highest measured
+        score may beat the search's best only within the noise: then the search's best is reported, the other as a
+        near tie."""
         top = self.archive.best(self.problem.name, self.run_id)
-        best, near_tie = top, None
-        held = self.best  # the search's best: the highest measured score may beat it only within the noise
+        held = self.best
+        if held is not None and held.id in self.archive.failed_audits():
+            held = None
         if top is not None and held is not None and held.run_id == self.run_id and held.id != top.id \
                 and not self.population.better(top, held):
-            best, near_tie = held, top
+            return held, top
+        return top, None
+
+    def audit_step(self) -> None:
+        """The launch audit of the run's best (launch_audit.py); one that fails is left out and the next best is
+        audited, up to launch_audit.TRIES of them."""
+        from .launch_audit import pick
+
+        self.audited = pick(self.archive, self.device, lambda: self.reported()[0], self._audit_one)
+        for cand, audit in self.audited.failed:
+            self.emit({"kind": "audit", "candidate": cand, "audit": audit})
+        if self.audited.best is not None:
+            self.emit({"kind": "audit", "candidate": self.audited.best, "audit": self.audited.audit})
+
+    def _audit_one(self, cand: Candidate):
+        from .harness.ladder import gpu_available
+        from .launch_audit import NEEDS_GPU, NOT_RUN, Audit, Auditor, allowed_names
+
+        verdict = self.archive.verdict(cand.id)
+        if verdict is None or verdict.mode != "gpu":
+            return Audit(NOT_RUN, NEEDS_GPU)
+        if self.auditor is None:
+            if not gpu_available():  # a cluster's driver: the lanes' cards are elsewhere
+                return Audit(NOT_RUN, "no GPU on this machine (the run's lanes were elsewhere)")
+            self.auditor = Auditor()
+        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
+        beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
+        return self.auditor.audit(cand.source, self.problem.path, allowed_names(verdict, cand.source), beside=beside,
+                                  gpu=getattr(lane, "gpu", None))
+
+    def summary(self, stop: str) -> Summary:
+        from .launch_audit import recorded
+
+        seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]
+        everything = self.archive.candidates(self.run_id)
+        best, near_tie = self.reported()
+        picked = self.audited
+        if picked is not None and (picked.best is None or best is None or picked.best.id == best.id):
+            best, audit, failed = picked.best, picked.audit, picked.failed
+        else:  # not audited in this session (interrupted): what the archive knows
+            audit, failed = (recorded(self.archive, best, self.device) if best is not None else None), ()
+        if best is None or near_tie is not None and near_tie.id == best.id:
+            near_tie = None
         return Summary(
             run_id=self.run_id, stop_reason=stop, evaluated=sum(c.status == "evaluated" for c in everything),
             correct=sum(bool(c.ok) for c in everything), best=best,
             seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
             cost=self.archive.spend(self.run_id)["cost"], seconds=self.clock() - self.started,
-            db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.retimed),
+            db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.retimed), audit=audit,
+            audit_failed=failed,
         )
