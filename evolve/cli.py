@@ -339,13 +339,17 @@ def _print_summary(summary, archive, problem):
                    f"since it was resumed, in {summary.seconds / 60:.1f} min), {summary.correct} correct, "
                    f"${summary.cost:.4f} spent in all")
     best = summary.best
+    for failed, audit in summary.audit_failed:
+        click.echo(f"#{failed.id} ({failed.score:.3g}) is left out: {audit.line}")
     if best is None:
-        click.echo("no correct kernel yet")
+        click.echo("no correct kernel yet" if summary.audit is None else f"no kernel reported: {summary.audit.line}")
     else:
         kind = f"fitness {best.fitness:.3f}" if best.fitness is not None else f"cpu interpreter score {best.score:.3g}"
         seed = summary.seed_best
         versus = f" (best seed: #{seed.id} {seed.score:.3g})" if seed and seed.id != best.id else ""
         click.echo(f"best: #{best.id} {kind}{versus}")
+        if summary.audit is not None:
+            click.echo(f"  {summary.audit.line}")
         tie = summary.near_tie
         if tie is not None:
             click.echo(f"  #{tie.id} measured {tie.score:.3g}, above it by less than the timing noise: not counted as "
@@ -535,7 +539,9 @@ def status_command(db):
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where the re-verification runs.")
 def best_command(problem, db, export_path, export_format, no_verify, device):
-    """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder."""
+    """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder and, on a GPU with
+    Nsight Compute, the launch audit (what ran on the device: only its own Triton kernels); one that fails the audit
+    is left out for good and the next best is tried."""
     if export_path and not Path(export_path).resolve().parent.is_dir():  # before anything imports torch
         _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     from .harness.formats import export
@@ -551,22 +557,54 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
         _fail(f"--export-format kernelbench needs a KernelBench problem (a .py file with class Model); {problem} is "
               f"a{'n evolve' if loaded.format == 'evolve' else ' GPU MODE'} problem")
     archive = _open_archive(db)
-    best = archive.best(name)
-    if best is None:
-        _fail(f"no correct kernel for {name} in {db}", 1)
-    click.echo(f"#{best.id} from run {best.run_id} ({best.proposer}{' ' + best.model if best.model else ''}), "
-               f"score {best.score:.4g}")
-    if not no_verify:
+    from .launch_audit import recorded
+
+    def header(cand):
+        click.echo(f"#{cand.id} from run {cand.run_id} ({cand.proposer}{' ' + cand.model if cand.model else ''}), "
+                   f"score {cand.score:.4g}")
+
+    if no_verify:
+        best = archive.best(name)  # never one that failed a launch audit
+        if best is None:
+            _fail(f"no correct kernel for {name} in {db}", 1)
+        header(best)
+        click.echo(recorded(archive, best).line + " (--no-verify: the record, nothing run now)")
+    else:
         import tempfile
 
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "best.py"
-            path.write_text(best.source)
-            verdict = evaluate(path, problem, EvalOptions(device=device))
-        for line in ladder_lines(verdict) + shape_table(verdict):
-            click.echo(line)
-        if not verdict.ok:
-            _fail("the archived best no longer passes the ladder; not exported", 1)
+        from .harness.ladder import device_name
+        from .launch_audit import NEEDS_GPU, NOT_RUN, PASSED, Audit, Auditor, allowed_names, from_record, pick
+
+        where, auditor = device_name(device), None
+
+        def check(cand):
+            """The whole ladder again, then the launch audit (a pass on record for this device stands)."""
+            nonlocal auditor
+            header(cand)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "best.py"
+                path.write_text(cand.source)
+                verdict = evaluate(path, problem, EvalOptions(device=device))
+            for line in ladder_lines(verdict) + shape_table(verdict):
+                click.echo(line)
+            if not verdict.ok:
+                _fail("the archived best no longer passes the ladder; not exported", 1)
+            held = from_record(archive.audit(cand.id, where))
+            if verdict.mode != "gpu":
+                audit = Audit(NOT_RUN, NEEDS_GPU)
+            elif held is not None and held.status == PASSED:
+                audit = held
+            else:
+                auditor = auditor or Auditor()
+                beside = [loaded.folder / n for n in loaded.extra.get("beside", ())]
+                audit = auditor.audit(cand.source, problem, allowed_names(verdict, cand.source), beside=beside)
+            click.echo(audit.line + (" (on record)" if audit.recorded else ""))
+            return audit
+
+        picked = pick(archive, where, lambda: archive.best(name), check, reuse=False)
+        if picked.best is None:
+            _fail(picked.audit.line if picked.audit else f"no correct kernel for {name} in {db}", 1)
+        best = picked.best
     if export_path:
         Path(export_path).write_text(export(best.source, loaded, export_format))
         click.echo(f"written to {export_path}" + (f" as a {export_format} submission" if export_format != "evolve"
@@ -633,6 +671,13 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo(f"measured on {verdict.device}" + (f" ({verdict.gpu})" if verdict.gpu else ""))
         for line in ladder_lines(verdict) + shape_table(verdict):
             click.echo(line)
+    if verdict and verdict.ok:
+        from .launch_audit import recorded
+
+        audit = recorded(archive, c)
+        click.echo(audit.line)
+        if audit.kernels:
+            click.echo("  seen during the calls: " + ", ".join(f"{n} x{k}" for n, k in audit.kernels[:8]))
     profiled = archive.profile(c.id)
     if profiled:
         from .profiling import render as render_profile

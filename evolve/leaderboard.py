@@ -6,8 +6,10 @@ measured again. The rows group runs by (problem, model, device), where a run's m
 devices are never combined: every mean and every fast_p is taken within one device.
 
 Definitions (README "Compare models" says the same):
-- best: the highest fraction of roofline of a correct kernel (GPU verdicts only; under the CPU interpreter there is
-  no roofline and the row shows the interpreter's ranking score instead, `cpu_score`).
+- best: the highest fraction of roofline of a correct kernel that did not fail a launch audit (GPU verdicts only;
+  under the CPU interpreter there is no roofline and the row shows the interpreter's ranking score instead,
+  `cpu_score`). `audit` is that kernel's launch audit (evolve/launch_audit.py): "passed", or "not run" (no audit on
+  record, or none possible: the CPU interpreter, no Nsight Compute); a kernel that failed one is never the best.
 - speed-up against torch eager / torch.compile: the geometric mean over the benchmark cases of the best kernel's
   per-case `speedup_vs_torch` / `speedup_vs_compile`.
 - proposals: the model's own proposals (proposer "llm", invalid replies included); for the embedded default every
@@ -119,7 +121,7 @@ class Run:
                 continue
             n += 1
             value = c["fitness"] if c["fitness"] is not None else c["score"]
-            if c["ok"] and value is not None and (best is None or value > best):
+            if c["ok"] and c.get("audit") != "failed" and value is not None and (best is None or value > best):
                 best = value
             out.append({"candidates": n, "dollars": cost, "seconds": self.seconds_at(c), "best": best,
                         "id": c["id"]})
@@ -172,6 +174,7 @@ class Row:
     best: float | None = None  # fraction of roofline (GPU)
     cpu_score: float | None = None  # the interpreter's ranking score, where there is no roofline
     best_candidate: dict | None = None  # {"db", "run", "id", "proposer"}
+    audit: str | None = None  # the best kernel's launch audit: "passed" or "not run"
     vs_eager: float | None = None
     vs_compile: float | None = None
     seed: float | None = None  # the best seed's fraction in the run of the best
@@ -213,7 +216,8 @@ def build_row(problem: str, model: str, device: str, runs: list[Run], verdict_of
             row.total.tokens += int(c["tokens_in"] or 0) + int(c["tokens_out"] or 0)
             row.total.dollars += float(c["cost"] or 0.0)
             value = c["fitness"] if c["fitness"] is not None else c["score"]
-            if c["ok"] and value is not None and (best_value is None or value > best_value):
+            if c["ok"] and c.get("audit") != "failed" and value is not None and \
+                    (best_value is None or value > best_value):
                 best_run, best_cand, best_value = run, c, value
     seconds = [r.wall_seconds() for r in runs]
     row.total.seconds = sum(s for s in seconds if s is not None) if any(s is not None for s in seconds) else None
@@ -228,6 +232,7 @@ def build_row(problem: str, model: str, device: str, runs: list[Run], verdict_of
         return row
     row.best_candidate = {"db": best_run.db, "archive": best_run.tag, "run": best_run.id, "id": best_cand["id"],
                           "proposer": best_cand["proposer"]}
+    row.audit = "passed" if best_cand.get("audit") == "passed" else "not run"
     if best_cand["fitness"] is not None:
         row.best = best_cand["fitness"]
     else:
@@ -237,7 +242,8 @@ def build_row(problem: str, model: str, device: str, runs: list[Run], verdict_of
     row.vs_eager = geomean(s.get("speedup_vs_torch") for s in shapes)
     row.vs_compile = geomean(s.get("speedup_vs_compile") for s in shapes)
     row.to_best = _spend_until(best_run, best_cand["id"])
-    first = next((c for c in best_run.candidates if c["ok"] and _own(best_run, c)), None)
+    first = next((c for c in best_run.candidates if c["ok"] and c.get("audit") != "failed" and _own(best_run, c)),
+                 None)
     row.to_first_correct = _spend_until(best_run, first["id"]) if first else None
     seeds = [c["fitness"] for c in best_run.candidates if c["proposer"] == "seed" and c["ok"] and
              c["fitness"] is not None]
@@ -355,7 +361,7 @@ def text_lines(b: Board) -> list[str]:
         out.append(head)
         for r in rows:
             best = _f(r.best) if r.best is not None else (_f(r.cpu_score, "{:.3g}") + "*" if r.cpu_score else "-")
-            kernel = f"#{r.best_candidate['id']}" if r.best_candidate else "-"
+            kernel = f"#{r.best_candidate['id']}" + ("" if r.audit == "passed" else "°") if r.best_candidate else "-"
             out.append(
                 f"  {r.problem[:13]:<14}{r.model[:25]:<26}{best:>6} {kernel:>8}{_f(r.vs_eager, '{:.2f}x'):>7}"
                 f"{_f(r.vs_compile, '{:.2f}x'):>8}{_pct(r.correct_rate):>8}{_pct(r.compile_failure_rate):>9}"
@@ -365,6 +371,9 @@ def text_lines(b: Board) -> list[str]:
                 f"{_f(r.dollars_per_point, '{:.4f}'):>8}")
         if any(r.best is None and r.cpu_score for r in rows):
             out.append("  * no GPU: the CPU interpreter's ranking score, not a fraction of roofline")
+        if any(r.best_candidate and r.audit != "passed" for r in rows):
+            out.append("  ° launch audit not run on this kernel (no GPU, or no Nsight Compute): what ran on the device "
+                       "was not seen from outside it")
         out.append("")
         out.append(f"  {'model':<26}{'solved':>8}  fast_p vs eager (p=0/1/1.5/2)  vs compile           "
                    f"{'geomean best':>12}{'eager':>7}{'compile':>8}{'$':>9}")
