@@ -160,6 +160,7 @@ assert "--profile-from-start" not in args  # profiled from the start: the candid
 work = job["work"]
 assert stat.S_IMODE(os.stat(work).st_mode) == 0o711 and stat.S_IMODE(os.stat(work + "/tmp").st_mode) == 0o1777
 assert os.environ["TMPDIR"] == work + "/tmp" and os.environ["HOME"] == work + "/tmp"
+assert os.environ["TRITON_CACHE_DIR"].startswith(work + "/tmp/")
 report = {cublas!r} if "cublas" in open(job["candidate"]).read() else {honest!r}
 with open(args[args.index("--log-file") + 1], "w") as log:
     log.write(open(report).read())

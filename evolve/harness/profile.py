@@ -95,7 +95,11 @@ def _inside(job: dict, job_path: str) -> tuple[int, str]:
     status = jail.apply([work, "/proc"], ports=NCU_PORTS)
     if not status.startswith("landlock"):
         return JAIL_FAILED, f"the jail could not be applied ({status})"
-    home = str(Path(work, "tmp")) if job.get("mode") == "audit" else work  # the audit: tmp/, where its target writes
+    if job.get("mode") == "audit":  # tmp/, where its target writes once it has given up root
+        home = str(Path(work, "tmp"))
+        os.environ.update({"TRITON_HOME": home, "TRITON_CACHE_DIR": str(Path(home, ".triton", "cache"))})
+    else:
+        home = work
     os.environ.update({"HOME": home, "TMPDIR": home})
     argv = [job["ncu"], *job["ncu_args"], "--log-file", str(Path(work, "ncu.csv")),
             sys.executable, "-m", "evolve.harness.profile", "audit-target" if job.get("mode") == "audit" else "target",
