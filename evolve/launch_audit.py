@@ -57,15 +57,16 @@ NEEDS_GPU = ("the launch audit needs a GPU: Nsight Compute watches the device, a
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 MARKER = re.compile(r"\bspin_kernel\b")
 FILL = re.compile(r"^(void )?at::[\w:<>, ]*FillFunctor<")
-LIBRARIES = [  # (pattern on the name, what it is); the first match names it
-    (r"cublas|nvjet|splitkreduce|gemv2|gemmsn|gemmk1|^(ampere|volta|turing|maxwell|kepler|pascal|hopper|blackwell)_",
-     "cuBLAS"),
+LIBRARIES = [  # (pattern on the name, what it is); the first match names it. A templated or namespaced name can never
+    # equal a Triton kernel's, so these are for the plain (extern "C") names libraries give kernels, and for names a
+    # compile rung may not claim
+    (r"cublas|nvjet|splitkreduce|gemv2|gemmsn|gemmk1|^(ampere|volta|turing|maxwell)_", "cuBLAS"),
     (r"cutlass", "CUTLASS"), (r"cudnn", "cuDNN"), (r"xmma|^sm\d{2,3}_", "cuBLAS or cuDNN"),
-    (r"cufft|^(vector|regular)_fft", "cuFFT"), (r"curand", "cuRAND"), (r"cutensor", "cuTENSOR"), (r"nccl", "NCCL"),
+    (r"cufft", "cuFFT"), (r"curand", "cuRAND"), (r"cutensor", "cuTENSOR"), (r"nccl", "NCCL"),
     (r"^triton_(poi|red|per|tem|for|mm|bmm)_", "torch.compile (Inductor)"),
     (r"^fmha_v2|flash::|flashinfer", "a flash-attention library"),
     (r"^(void )?(cub|thrust)::|::cub::", "CUB or Thrust"),
-    (r"at::|aten|c10::|pytorch|spin_kernel", "ATen (torch)"),
+    (r"^(void )?(at|c10)::|^aten_|\bspin_kernel\b", "ATen (torch)"),
 ]
 
 

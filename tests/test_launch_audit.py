@@ -93,6 +93,11 @@ def test_a_kernel_named_like_a_library_cannot_be_whitelisted(name):
     assert status == FAILED and "named like a library's" in reason
 
 
+def test_plain_kernel_names_that_merely_resemble_a_library_are_kept():
+    for name in ("flatten_kernel", "hopper_matmul_kernel", "gemm_kernel", "fused_attention_fwd"):
+        assert judge(launches("inputs", SPIN, name, SPIN), {name})[0] == PASSED, name
+
+
 def test_what_it_may_launch_is_its_compile_rung_and_its_own_jit_functions():
     source = ("import triton\nfrom triton import jit\n\n@triton.autotune(configs=[], key=[])\n@triton.jit\n"
               "def tuned_kernel(x):\n    pass\n\n@jit\ndef plain_kernel(x):\n    pass\n\n"
