@@ -372,8 +372,8 @@ def text_lines(b: Board) -> list[str]:
         if any(r.best is None and r.cpu_score for r in rows):
             out.append("  * no GPU: the CPU interpreter's ranking score, not a fraction of roofline")
         if any(r.best_candidate and r.audit != "passed" for r in rows):
-            out.append("  ° launch audit not run on this kernel (no GPU, or no Nsight Compute): what ran on the device "
-                       "was not seen from outside it")
+            out.append("  ° launch audit not run on this kernel (no GPU, or no Nsight Compute): what ran on the "
+                       "device was not seen from outside it")
         out.append("")
         out.append(f"  {'model':<26}{'solved':>8}  fast_p vs eager (p=0/1/1.5/2)  vs compile           "
                    f"{'geomean best':>12}{'eager':>7}{'compile':>8}{'$':>9}")

@@ -28,7 +28,8 @@ DATA = ROOT / "tests" / "data" / "ncu"
 HONEST, CUBLAS = DATA / "audit_softmax_seed.csv", DATA / "audit_matmul_cublas.csv"
 MINI = ROOT / "tests" / "data" / "mini_softmax"
 SPIN = "at::cuda::<unnamed>::spin_kernel(long)"
-FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)"
+FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>"
+        "(int, T2, T3)")
 CUTLASS = "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(T1::Params)"
 
 
