@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from evolve.harness.formats import detect
+import torch
+
+from evolve.harness.formats import detect, reference_for
 from evolve.harness import EvalOptions, ProblemError, evaluate, load_problem
+from evolve.harness.metrics import error_metrics, judge
 from llm_server import ScriptedLLM
 from test_run import env, evolve, fenced, rows
 
@@ -86,6 +89,7 @@ def test_gpumode_submissions(name, expected, cache_dir):
     ("relu", "19_ReLU.py", None),
     ("scale_shift_relu", "scale_shift_relu.py", None),  # x, then the parameter, then the buffer
     ("scale_without_shift", "scale_shift_relu.py", "cosine"),
+    ("zeros", "softmax_wide.py", "the output is all zeros"),  # cosine 1, and within KernelBench's atol
 ])
 def test_kernelbench_kernels(kernel, problem, expected, cache_dir):
     verdict = evaluate(KERNELBENCH / "kernels" / f"{kernel}.py", KERNELBENCH / problem,
@@ -94,6 +98,56 @@ def test_kernelbench_kernels(kernel, problem, expected, cache_dir):
         assert verdict.ok, failure(verdict)
         return
     assert failure(verdict)[0] == "correctness" and expected in failure(verdict)[1]
+
+
+# -- evolve's scale check beside the format's own ------------------------------------------------------------------
+SCALED = {"zeros": (0.0, "the output is all zeros"), "double": (2.0, "its norm is 2x the reference's")}
+
+
+def _one_check(target):
+    """A foreign problem's largest test case: its reference, inputs, reference outputs and an honest output (the op
+    computed in float32 and stored in the output's dtype, as a kernel does)."""
+    problem = load_problem(target)
+    reference, case = reference_for(problem), problem.tests[-1]
+    inputs = reference.generate(case, 1, "cpu")
+    refs = reference.reference(inputs, on_cpu=True)
+    a = inputs.leaves[0]
+    honest = torch.softmax(a, dim=1) if problem.format == "kernelbench" else (a.float() + inputs.leaves[1].float())
+    return problem, reference, case, inputs, refs, (honest.to(a.dtype),)
+
+
+def _evolves_check(problem, case, outs, refs):
+    """evolve's own metrics on the outputs, as the measurer's correctness check applies them."""
+    for o, r in zip(outs, refs):
+        tol = problem.tolerance_for(case, str(o.dtype).replace("torch.", ""))
+        reason = judge(error_metrics(o, r, tol.floor, tol.rtol), tol.rtol, tol.min_cosine)
+        if reason:
+            return reason
+    return None
+
+
+@pytest.mark.parametrize("wrong", sorted(SCALED))
+@pytest.mark.parametrize("target", [KERNELBENCH / "softmax_wide.py", GPUMODE], ids=["kernelbench", "gpumode"])
+def test_an_output_of_the_wrong_scale_fails_whatever_the_formats_check_says(target, wrong, monkeypatch):
+    problem, reference, case, inputs, refs, honest = _one_check(target)
+    scale, fragment = SCALED[wrong]
+    outs = tuple(o * scale for o in honest)  # cosine 1: only the scale is wrong
+    reason = _evolves_check(problem, case, outs, refs)
+    assert reason is not None and fragment in reason, reason
+    if problem.format == "kernelbench":  # KernelBench's own allclose passes both: every value is ~1e-4
+        assert all(torch.allclose(o.double(), r, atol=1e-2, rtol=1e-2) for o, r in zip(outs, refs))
+    else:  # a task whose own check passes anything
+        monkeypatch.setattr(reference.module, "check_implementation", lambda data, output: (True, ""))
+    # the format's check, which the measurer also runs on every timed call, holds evolve's scale check first
+    reason = reference.check(inputs, outs, refs)
+    assert reason is not None and fragment in reason, reason
+
+
+@pytest.mark.parametrize("target", [KERNELBENCH / "softmax_wide.py", GPUMODE], ids=["kernelbench", "gpumode"])
+def test_an_honest_foreign_output_passes_both_checks(target):
+    problem, reference, case, inputs, refs, honest = _one_check(target)
+    assert _evolves_check(problem, case, honest, refs) is None
+    assert reference.check(inputs, honest, refs) is None
 
 
 # -- run, best, export, and the format's own check ------------------------------------------------------------------

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from evolve.harness import load_problem
+from evolve.harness.problem import foreign_tolerance
 from evolve.harness.metrics import error_metrics, judge, max_rel, psnr, unravel, worst_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,16 +84,62 @@ def test_psnr_edges():
 def test_unravel_and_worst_of():
     assert unravel(7, (2, 3, 2)) == [1, 0, 1]
     a = {"max_abs": 1, "max_rel": 0.1, "mse": 1, "rmse": 1, "frac_off": 0, "n_off": 0, "psnr": 50, "cosine": 0.9,
-         "worst_index": [0]}
-    b = {**a, "max_rel": 0.2, "psnr": 40, "cosine": 0.99, "worst_index": [5]}
+         "rel_l2": 0.3, "norm_ratio": 0.8, "worst_index": [0]}
+    b = {**a, "max_rel": 0.2, "psnr": 40, "cosine": 0.99, "rel_l2": 0.1, "norm_ratio": 1.0, "worst_index": [5]}
     w = worst_of(a, b)
     assert w["max_rel"] == 0.2 and w["psnr"] == 40 and w["cosine"] == 0.9 and w["worst_index"] == [5]
+    assert w["rel_l2"] == 0.3 and w["norm_ratio"] == 0.8  # the ratio of the output whose L2 error is the worst
 
 
 def test_max_rel_sees_nan():
     ref = torch.ones(4)
     out = torch.tensor([1.0, float("nan"), 1.0, 1.0])
     assert not max_rel(out, ref, 1e-30) <= 1.0
+
+
+def _foreign(out, ref, dtype):
+    """judge() under the policy of a foreign format's output of this dtype (no element rule: the format has its own)."""
+    tol = foreign_tolerance(dtype)
+    return judge(error_metrics(out, ref, tol.floor, tol.rtol), tol.rtol, tol.min_cosine)
+
+
+def _truncated_bf16(x):
+    """float32 -> bfloat16 by dropping the low 16 bits, as the CPU interpreter converts (a bias toward zero)."""
+    return (x.float().view(torch.int32) & -65536).view(torch.float32).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("dtype, scale, passes", [
+    ("float32", 1.002, True), ("float32", 1.01, False),  # the bound: 0.45% in float32
+    ("bfloat16", 1.02, True), ("bfloat16", 1.1, False),  # 4.5% in bfloat16 and float16
+    ("float16", 0.0, False), ("float32", 2.0, False), ("float32", -1.0, False), ("float32", 0.5, False),
+])
+def test_the_whole_output_check_sees_scale_the_cosine_cannot(dtype, scale, passes):
+    ref = _softmax64(torch.randn(8, 16384, dtype=torch.float64))
+    out = ref * scale
+    reason = _foreign(out, ref, dtype)
+    assert error_metrics(out, ref, 1e-30, math.inf)["cosine"] == pytest.approx(1.0 if scale >= 0 else -1.0)
+    assert (reason is None) == passes, reason
+    if not passes and scale > 0:
+        assert f"its norm is {scale:g}x the reference's" in reason and "scale is off" in reason
+    if scale == 0:
+        assert "the output is all zeros" in reason
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_honest_low_precision_passes_the_whole_output_check(dtype):
+    """Rounding the float64 reference once into the output dtype, and (bfloat16) the interpreter's truncation."""
+    x = torch.randn(64, 3000, dtype=torch.float64) * 3
+    for ref in (_softmax64(x), x @ torch.randn(3000, 200, dtype=torch.float64)):
+        assert _foreign(ref.to(getattr(torch, dtype)), ref, dtype) is None
+        if dtype == "bfloat16":
+            assert _foreign(_truncated_bf16(ref), ref, dtype) is None
+
+
+def test_an_all_zero_reference_needs_an_all_zero_output():
+    ref = torch.zeros(4, 100, dtype=torch.float64)
+    assert _foreign(torch.zeros(4, 100), ref, "float32") is None
+    reason = _foreign(torch.full((4, 100), 1e-6), ref, "float32")
+    assert reason is not None and "the reference is all zero but the output is not (rms 1e-06" in reason
 
 
 def _softmax64(x):

@@ -29,6 +29,8 @@ _reshape = torch.reshape
 _float64 = torch.float64
 _float32 = torch.float32
 _zeros = torch.zeros
+_stack = torch.stack
+_tolist = torch.Tensor.tolist
 
 
 def _scalar(t) -> float:
@@ -40,7 +42,8 @@ def all_finite(t) -> bool:
 
 
 def error_metrics(out, ref, floor: float, rtol: float) -> dict:
-    """Max abs/rel error, MSE, RMSE, PSNR, cosine similarity and the share of elements off, all in float64.
+    """Max abs/rel error, MSE, RMSE, PSNR, cosine similarity, the whole output's relative L2 error and norm ratio
+    (whole()) and the share of elements off, all in float64.
 
     rel error of an element = |out - ref| / max(|ref|, floor); an element is off when that exceeds rtol.
     """
@@ -50,11 +53,14 @@ def error_metrics(out, ref, floor: float, rtol: float) -> dict:
     diff = _abs(_sub(o, r))
     rel = _div(diff, _clamp_min(_abs(r), floor))
     worst = int(_item(_argmax(rel)))
-    mse = _scalar(_sum(_mul(diff, diff))) / max(n, 1)
+    dd = _scalar(_sum(_mul(diff, diff)))
+    mse = dd / max(n, 1)
     peak = _scalar(_max(_abs(r))) if n else 0.0
     dot = _scalar(_sum(_mul(o, r)))
-    norms = math.sqrt(_scalar(_sum(_mul(o, o))) * _scalar(_sum(_mul(r, r))))
+    oo, rr = _scalar(_sum(_mul(o, o))), _scalar(_sum(_mul(r, r)))
+    norms = math.sqrt(oo * rr)
     bad = int(_item(_count_nonzero(_gt(rel, rtol))))
+    rel_l2, norm_ratio = whole(dd, oo, rr, n, floor)
     return {
         "max_abs": _scalar(_max(diff)) if n else 0.0,
         "max_rel": _scalar(rel[worst]) if n else 0.0,
@@ -64,10 +70,60 @@ def error_metrics(out, ref, floor: float, rtol: float) -> dict:
         # a reference entirely below the floor is judged element by element, absolutely: its direction is noise (a
         # GPU's flush-to-zero returns 0 there), and an all-zero side has none
         "cosine": 1.0 if (peak < floor or norms == 0) and not bad else dot / norms if norms > 0 else 0.0,
+        "rel_l2": rel_l2,
+        "norm_ratio": norm_ratio,
         "frac_off": bad / max(n, 1),
         "n_off": bad,
         "worst_index": unravel(worst, tuple(ref.shape)) if n else [],
     }
+
+
+def whole(dd: float, oo: float, rr: float, n: int, floor: float) -> tuple[float, float]:
+    """(rel_l2, norm_ratio) from the sums of (out - ref)^2, out^2 and ref^2 over n elements.
+
+    rel_l2 = rms(out - ref) / max(rms(ref), floor): the element rule's relative error, for the whole output, so it
+    sees direction and scale together; where the reference is below the floor the error is absolute, as an element's.
+    norm_ratio = ||out|| / ||ref|| (0 for an all-zero output, inf for a non-zero one of an all-zero reference).
+    """
+    n = max(n, 1)
+    rel_l2 = math.sqrt(dd / n) / max(math.sqrt(rr / n), floor)
+    norm_ratio = math.sqrt(oo / rr) if rr > 0 else 1.0 if oo == 0 else math.inf
+    return rel_l2, norm_ratio
+
+
+def l2_bound(min_cosine: float) -> float:
+    """The largest rel_l2 allowed: that of an output of the reference's norm at the cosine bound, sqrt(2(1 - cos)).
+
+    So for an output of the right scale the two checks agree, and the scale itself may be off by at most this
+    fraction: 0.45% at cosine 0.99999, 4.5% at 0.999 (rounding to bf16 costs an element at most 0.39%, to fp16
+    0.05%, and round-to-nearest leaves the norm all but unchanged)."""
+    return math.sqrt(2.0 * max(0.0, 1.0 - min_cosine))
+
+
+def scale_reason(out, ref, floor: float, min_cosine: float) -> str | None:
+    """The whole-output check of judge(), on the tensors themselves (on out's device, in float64, one wait): for the
+    formats whose own check is not scale-aware, applied to every checked and timed output."""
+    o = _reshape(_to(out, dtype=_float64), (-1,))
+    r = _reshape(_to(ref, device=o.device, dtype=_float64), (-1,))
+    d = _sub(o, r)
+    dd, oo, rr = _tolist(_stack([_sum(_mul(d, d)), _sum(_mul(o, o)), _sum(_mul(r, r))]))
+    n = max(o.numel(), 1)
+    return whole_reason(*whole(dd, oo, rr, n, floor), math.sqrt(dd / n), l2_bound(min_cosine))
+
+
+def whole_reason(rel_l2: float, norm_ratio: float, rmse: float, bound: float) -> str | None:
+    """None when rel_l2 is within bound, else a reason that says how far the output's scale is off."""
+    if rel_l2 <= bound:  # False for NaN
+        return None
+    if math.isinf(norm_ratio):
+        return f"the reference is all zero but the output is not (rms {rmse:.3g}; relative L2 error {rel_l2:.3g})"
+    if norm_ratio == 0:
+        what = "the output is all zeros"
+    elif abs(norm_ratio - 1) > bound:  # the scale alone is off by more than the bound
+        what = f"the output's scale is off: its norm is {norm_ratio:.4g}x the reference's"
+    else:
+        what = f"its norm is {norm_ratio:.4g}x the reference's: the values are off, not the scale"
+    return f"relative L2 error ||out - ref|| / ||ref|| = {rel_l2:.3g} > {bound:.3g}; {what}"
 
 
 def max_rel(out, ref, floor: float) -> float:
@@ -110,7 +166,8 @@ def judge(metrics: dict, rtol: float, min_cosine: float) -> str | None:
         return f"max_rel={metrics['max_rel']:.3g} at ({where}) > rtol {rtol:g}; {share}"
     if metrics["cosine"] < min_cosine:
         return f"cosine={metrics['cosine']:.8f} < {min_cosine}"
-    return None
+    # the cosine is blind to scale (zeros and 2x the reference score 1); the relative L2 error is not
+    return whole_reason(metrics["rel_l2"], metrics["norm_ratio"], metrics["rmse"], l2_bound(min_cosine))
 
 
 def summarize(per_dtype: dict) -> str:
@@ -134,4 +191,6 @@ def worst_of(a: dict | None, b: dict) -> dict:
     out["psnr"] = min(a["psnr"], b["psnr"])
     out["cosine"] = min(a["cosine"], b["cosine"])
     out["worst_index"] = a["worst_index"] if a["max_rel"] >= b["max_rel"] else b["worst_index"]
+    whole_of = a if a["rel_l2"] >= b["rel_l2"] else b
+    out["rel_l2"], out["norm_ratio"] = whole_of["rel_l2"], whole_of["norm_ratio"]
     return out

@@ -24,7 +24,9 @@ class ProblemError(ValueError):
 
 @dataclass(frozen=True)
 class Tolerance:
-    """An element fails when |out - ref| > rtol * max(|ref|, floor); the whole output also needs min_cosine."""
+    """An element fails when |out - ref| > rtol * max(|ref|, floor); the whole output also needs min_cosine, and a
+    relative L2 error rms(out - ref) / max(rms(ref), floor) within sqrt(2(1 - min_cosine)) (metrics.l2_bound), so
+    that an output of the wrong scale fails even where the cosine, blind to scale, passes it."""
 
     rtol: float
     floor: float
@@ -34,8 +36,9 @@ class Tolerance:
 # Integer outputs are compared exactly: one element off fails.
 EXACT = Tolerance(rtol=0.0, floor=1.0, min_cosine=-1.0)
 # A foreign format brings its own element-wise check (GPU MODE's check_implementation, KernelBench's allclose);
-# evolve adds finiteness, shape and dtype, and a cosine similarity per output dtype that catches a wholly wrong
-# output whatever the format's own check says.
+# evolve adds finiteness, shape and dtype, and per output dtype a cosine similarity and the relative L2 error it
+# implies (0.45% in float32, 4.5% in bfloat16 and float16), which catch a wholly wrong output, or one of the wrong
+# scale, whatever the format's own check says (an absolute atol passes zeros where every value is ~1e-4).
 FOREIGN_COSINE = {"float64": 0.999999, "float32": 0.99999, "bfloat16": 0.999, "float16": 0.999}
 
 
@@ -122,5 +125,11 @@ class Problem:
             return self.tolerance[case.dtype]
         if dtype in self.tolerance:
             return self.tolerance[dtype]
-        return Tolerance(rtol=math.inf, floor=1e-30, min_cosine=FOREIGN_COSINE.get(dtype, 0.99))
+        return foreign_tolerance(dtype)
+
+
+def foreign_tolerance(dtype: str) -> Tolerance:
+    """evolve's guard on a foreign format's float output: no element-wise rule (the format's own check is that), the
+    whole output's cosine and relative L2 error; where the reference is all zero the output must be zero too."""
+    return Tolerance(rtol=math.inf, floor=1e-30, min_cosine=FOREIGN_COSINE.get(dtype, 0.99))
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from ..problem import Case, Problem, ProblemError
+from .. import metrics
+from ..problem import Case, Problem, ProblemError, foreign_tolerance
 
 
 class Inputs:
@@ -99,6 +100,19 @@ def describe(leaves) -> list[dict]:
 
 def dtype_name(t) -> str:
     return str(t.dtype).replace("torch.", "")
+
+
+def scale_check(outputs, refs) -> str | None:
+    """evolve's guard beside a foreign format's own check, on every checked and timed output: each float output's
+    relative L2 error against the reference within what its dtype allows (problem.foreign_tolerance), so an output of
+    the wrong scale (all zeros, 2x) fails whatever the format's check says."""
+    for index, (o, r) in enumerate(zip(outputs, refs)):
+        if isinstance(o, torch.Tensor) and isinstance(r, torch.Tensor) and o.is_floating_point():
+            tol = foreign_tolerance(dtype_name(o))
+            reason = metrics.scale_reason(o, r, tol.floor, tol.min_cosine)
+            if reason:
+                return f"output {index}: {reason}"
+    return None
 
 
 class Reference:

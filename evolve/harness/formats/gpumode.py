@@ -3,9 +3,9 @@ reference.py (`generate_input(**case, seed)`, `ref_kernel(data)`, `check_impleme
 
 A candidate is a GPU MODE submission, `custom_kernel(data)`, taking the generated structure itself; the runner
 rebuilds it around the shared tensors. The folder's own `check_implementation` judges every checked and every timed
-output, besides evolve's finiteness, shape, dtype and cosine checks. There are no dtype axis and no roofline formulas
-in the format: a case's bytes are counted from its actual inputs and outputs (memory-bound) unless reference.py
-defines `bytes_moved(**case)` and `flops(**case)` of its own.
+output, besides evolve's finiteness, shape, dtype, cosine and scale checks. There are no dtype axis and no roofline
+formulas in the format: a case's bytes are counted from its actual inputs and outputs (memory-bound) unless
+reference.py defines `bytes_moved(**case)` and `flops(**case)` of its own.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from ..problem import Case, Problem, ProblemError
-from .base import Inputs, Reference, flatten, import_file, parse, unflatten
+from .base import Inputs, Reference, flatten, import_file, parse, scale_check, unflatten
 
 REQUIRED = ("ref_kernel", "generate_input", "check_implementation")
 # A submission may import the task's own type names (`from task import input_t, output_t`), nothing else of it.
@@ -131,6 +131,9 @@ class GpuModeReference(Reference):
         return tuple(leaves)
 
     def check(self, inputs, outputs, refs):
+        wrong_scale = scale_check(outputs, refs)
+        if wrong_scale:
+            return wrong_scale
         tree = self.out_trees.get(inputs.tree)
         if tree is None:
             tree = self._run(inputs)[1]

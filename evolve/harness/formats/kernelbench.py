@@ -5,8 +5,9 @@ Candidates keep evolve's one contract, `custom_kernel(*inputs)`. The inputs are,
 arguments as `get_inputs()` returns them, then the model's parameters in `Model.named_parameters()` order, then its
 buffers in `Model.named_buffers()` order. Each check builds the model from a fresh seed (so its weights change as its
 inputs do) and the reference is the same module run in float64 on the same tensors. KernelBench's own check,
-`torch.allclose(out, ref, atol=1e-2, rtol=1e-2)`, applies besides evolve's finiteness, shape, dtype and cosine
-checks. The file has one size: it is the only test and benchmark case, and also what the CPU interpreter runs.
+`torch.allclose(out, ref, atol=1e-2, rtol=1e-2)`, applies besides evolve's finiteness, shape, dtype, cosine and
+scale checks (its atol alone passes an all-zero softmax over 16,384 columns). The file has one size: it is the only
+test and benchmark case, and also what the CPU interpreter runs.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import torch
 
 from ..problem import Case, Problem, ProblemError
-from .base import Inputs, Reference, as_tuple, dtype_name, import_file, parse
+from .base import Inputs, Reference, as_tuple, dtype_name, import_file, parse, scale_check
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 ATOL = RTOL = 1e-2  # KernelBench's eval: torch.allclose(output, output_new, atol=1e-02, rtol=1e-02)
@@ -116,6 +117,9 @@ class KernelBenchReference(Reference):
         return self._profiles[key]
 
     def check(self, inputs, outputs, refs):
+        wrong_scale = scale_check(outputs, refs)
+        if wrong_scale:
+            return wrong_scale
         for index, (o, r) in enumerate(zip(outputs, refs)):
             o, r = o.to("cpu", torch.float64), r.to("cpu", torch.float64)
             if not torch.allclose(o, r, atol=ATOL, rtol=RTOL):
