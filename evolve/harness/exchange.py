@@ -104,6 +104,21 @@ class Slab:
         return start
 
 
+def _shared_file(folder: str, nbytes: int):
+    """A new file of nbytes under a name no one could have guessed and made first (never opened through a link, never
+    an existing file), and this process's own shared mapping of it: (path for the runner, mapping)."""
+    import mmap
+    import secrets
+
+    path = str(Path(folder) / f"buffer-{secrets.token_hex(12)}.bin")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.ftruncate(fd, nbytes)
+        return path, mmap.mmap(fd, nbytes)
+    finally:
+        os.close(fd)
+
+
 class Buffer:
     """One shared buffer: `desc` tells the runner where it is, `view` is the measurer's own tensor over it."""
 
@@ -117,9 +132,7 @@ class Buffer:
             self.path = None
         else:
             pool.count += 1
-            self.path = str(Path(pool.folder) / f"buffer{pool.count}.bin")
-            with open(self.path, "wb") as f:
-                f.truncate(max(nbytes, 1))
+            self.path, self.map = _shared_file(pool.folder, max(nbytes, 1))
             self._files: dict = {}
 
     def desc(self, shape, dtype: str) -> dict:
@@ -133,16 +146,20 @@ class Buffer:
             from . import cuda_ipc
 
             return cuda_ipc.tensor_at(self.ptr, shape, dtype)
-        if dtype not in self._files:
+        if dtype not in self._files:  # through this process's own mapping, never the path (a runner may replace it)
             numel = self.nbytes // itemsize(dtype)
-            self._files[dtype] = torch.from_file(self.path, shared=True, size=numel, dtype=getattr(torch, dtype))
+            self._files[dtype] = torch.frombuffer(self.map, dtype=getattr(torch, dtype), count=numel)
         return self._files[dtype][: math.prod(shape)].view(list(shape))
 
     def free(self) -> None:
         if self.pool.mode != "gpu":
             self._files.clear()
             try:
-                os.unlink(self.path)
+                self.map.close()
+            except BufferError:  # a view still alive: the mapping goes with it
+                pass
+            try:
+                os.unlink(self.path)  # a name in a folder of the measurer's own (unlink follows no link)
             except OSError:
                 pass
 

@@ -63,8 +63,11 @@ def abi_version() -> int:
     return max(int(version), 0)
 
 
-def apply(writable: list[str], ports: range | tuple = (), devices: bool = True) -> str:
+def apply(writable: list[str], ports: range | tuple = (), devices: bool = True, existing: list[str] = ()) -> str:
     """Jail this process. Returns 'landlock ABI N' when applied, else 'none: <why>'.
+
+    existing: folders whose files the jailed process may write but in which it may make, remove or rename nothing
+    (the measurer's shared buffers: a runner can neither put a link where the measurer looks nor fill the folder).
 
     ports: TCP ports the jailed processes may still bind and connect to (Landlock ABI 4 and up; every other port stays
     closed). Only the profiler's child asks for any: Nsight Compute's front end and the process it profiles talk over
@@ -98,7 +101,8 @@ def apply(writable: list[str], ports: range | tuple = (), devices: bool = True) 
     try:
         file_rights = WRITE_FILE | (TRUNCATE if abi >= 3 else 0)
         allowed = DEVICE_FILES if devices else DEVICE_FILES[:3]  # /dev/null, /dev/zero, /dev/full
-        paths = [(p, fs) for p in writable] + [(p, file_rights) for pattern in allowed for p in glob.glob(pattern)]
+        paths = [(p, fs) for p in writable] + [(p, file_rights) for p in existing]
+        paths += [(p, file_rights) for pattern in allowed for p in glob.glob(pattern)]
         for path, rights in paths:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)

@@ -8,6 +8,7 @@ first failure as skipped. Nothing the runner says reaches it except through the 
 from __future__ import annotations
 
 import math
+import os
 import secrets
 import shutil
 import time
@@ -257,15 +258,37 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
     return entry
 
 
+DUMP_FILE_BYTES = 64 << 20  # one compiler artifact copied out of a runner's folder, at most
+
+
 def _copy_dumps(work: Path, dest: Path) -> None:
-    """The compiler artifacts a runner wrote in its own folder, copied by name (plain files only)."""
-    for folder in sorted(work.glob("*/dump")):
-        if folder.is_symlink() or not folder.is_dir():  # a runner's link would copy files from elsewhere
-            continue
-        for path in sorted(folder.iterdir()):
-            if path.is_file() and not path.is_symlink() and compiled.SAFE_NAME.match(path.name):
+    """The compiler artifacts a runner wrote in its own folder, copied by name: every step through a descriptor that
+    follows no link and blocks on nothing (a runner can put a link or a named pipe anywhere in its folder), regular
+    files of a bounded size only."""
+    work_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in sorted(os.listdir(work_fd)):
+            runner_fd = compiled._open_folder(name, work_fd)
+            if runner_fd is not None:
+                _copy_dump_folder(runner_fd, dest)
+                os.close(runner_fd)
+    finally:
+        os.close(work_fd)
+
+
+def _copy_dump_folder(runner_fd: int, dest: Path) -> None:
+    folder_fd = compiled._open_folder("dump", runner_fd)
+    if folder_fd is not None:
+        try:
+            for name in sorted(os.listdir(folder_fd)):
+                fd = compiled._open_plain(name, DUMP_FILE_BYTES, folder_fd) if compiled.SAFE_NAME.match(name) else None
+                if fd is None:
+                    continue
                 dest.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, dest / path.name)
+                with os.fdopen(fd, "rb") as src, open(dest / name, "wb") as out:
+                    shutil.copyfileobj(src, out)
+        finally:
+            os.close(folder_fd)
 
 
 def _read_json(path: Path) -> dict:

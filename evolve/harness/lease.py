@@ -36,11 +36,22 @@ class Evicted(Exception):
 
 
 def find_strays(parties) -> dict:
-    """For each party, the processes outside its process groups whose environment carries its evaluation's token
-    (one that left its group), found in one pass over /proc: {party: [pid, ...]}."""
+    """For each party, the processes outside its process groups that are its own: beneath its keepers (harness/
+    keeper.py: one that left its session and dropped its token is still there) or carrying its evaluation's token,
+    found in one pass over /proc: {party: [pid, ...]}."""
+    from .processes import parents, tree
+
     needles = {f"EVOLVE_EVAL_TOKEN={p.token}".encode(): p for p in parties}
     groups = {pgid for p in parties for pgid in p.pgids + p.offcard}
+    table = parents()
     found: dict = {p: [] for p in parties}
+    for party in parties:
+        for pid in tree(party.pgids, table) - set(party.pgids):
+            try:
+                if os.getpgid(pid) not in groups:
+                    found[party].append(pid)
+            except (ProcessLookupError, PermissionError):
+                continue
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -52,7 +63,7 @@ def find_strays(parties) -> dict:
         except (OSError, ProcessLookupError):
             continue
         for needle, party in needles.items():
-            if needle in environ:
+            if needle in environ and pid not in found[party]:
                 found[party].append(pid)
     return found
 
@@ -268,27 +279,80 @@ def all_leases() -> list[CardLease]:
         return list(_LEASES.values())
 
 
+class CardBusy(Exception):
+    """Another process held the card for longer than an evaluation waits for it; str() says who and what to do."""
+
+
+LOCK_WAIT_S = 900.0  # the longest an evaluation waits for another process to let go of its card
+LOCK_NOTE_S = 60.0  # how often a wait for the card is said again
+
+
 class CardLock:
     """A card held by this process against other processes of the same user on the machine (an exclusive flock on a
     file named after the card), for as long as any evaluation of this process runs on it. Evaluations of one process
-    share it (a count); the first waits for another process to let go of the card, saying who holds it."""
+    share it (a count); the first waits for another process to let go of the card, saying who holds it, for at most
+    LOCK_WAIT_S. The file is write-only (mode 0200, opened for writing), so no runner can open it: its jail lets it
+    write only in its own folders, and an flock needs a descriptor. Who holds it is written beside it."""
 
     def __init__(self, path: Path):
         self.path = path
+        self.holder_path = path.with_suffix(".holder")
         self.count = 0
         self.fd: int | None = None
         self._lock = threading.Lock()  # acquirers of this process queue here while the first waits for the card
 
+    def _open(self) -> int:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.path.parent.stat().st_uid != os.getuid():  # made by someone else: not a lock of ours
+            raise PermissionError(f"{self.path.parent} belongs to another user")
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o200)
+        os.fchmod(fd, 0o200)  # a lock file an older evolve made readable
+        return fd
+
+    def _wait(self, fd: int) -> float:
+        """Poll for the card (a thread waiting here never sits in a call nothing can end), saying so every minute."""
+        log = logging.getLogger("evolve")
+        began = noted = time.monotonic()
+        holder = self._holder()
+        log.warning("%s is in use by %s: evaluations on it wait until that process ends its own (two evolve "
+                    "processes never time on one card at once)", self.path.stem, holder)
+        while True:
+            time.sleep(0.25)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return time.monotonic() - began
+            except BlockingIOError:
+                pass
+            now = time.monotonic()
+            if now - began > LOCK_WAIT_S:
+                os.close(fd)
+                raise CardBusy(f"{self.path.stem} was held by {self._holder()} for {LOCK_WAIT_S:g} s: stop that "
+                               f"process, or give this run another card (--gpus)")
+            if now - noted > LOCK_NOTE_S:
+                noted = now
+                log.warning("%s: still waiting for %s (%.0f s)", self.path.stem, self._holder(), now - began)
+
+    def _holder(self) -> str:
+        try:
+            fd = os.open(self.holder_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return "another process"
+        try:
+            text = os.read(fd, 200).decode(errors="replace").strip()
+        except OSError:
+            text = ""
+        finally:
+            os.close(fd)
+        return "".join(c for c in text if c.isprintable()) or "another process"
+
     def acquire(self) -> float:
-        """Hold the card; returns the seconds spent waiting for another process to let go of it."""
+        """Hold the card; returns the seconds spent waiting for another process to let go of it (CardBusy past
+        LOCK_WAIT_S)."""
         with self._lock:
             waited = 0.0
             if self.count == 0:
                 try:
-                    self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                    if self.path.parent.stat().st_uid != os.getuid():  # made by someone else: not a lock of ours
-                        raise PermissionError(f"{self.path.parent} belongs to another user")
-                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                    fd = self._open()
                 except OSError as exc:
                     logging.getLogger("evolve").warning(
                         "%s cannot be held against other processes (%s): run one evolve per card", self.path, exc)
@@ -297,21 +361,13 @@ class CardLock:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
-                    began = time.monotonic()
-                    holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-                    logging.getLogger("evolve").warning(
-                        "%s is in use by %s: evaluations on it wait until that process ends its own (two evolve "
-                        "processes never time on one card at once)", self.path.stem, holder)
-                    while True:  # polled, so a thread waiting here never sits in a call nothing can end
-                        time.sleep(0.25)
-                        try:
-                            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                            break
-                        except BlockingIOError:
-                            continue
-                    waited = time.monotonic() - began
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"evolve pid {os.getpid()}".encode(), 0)
+                    waited = self._wait(fd)
+                try:
+                    with open(self.holder_path.with_suffix(f".{os.getpid()}"), "w") as f:
+                        f.write(f"evolve pid {os.getpid()}")
+                    os.replace(f.name, self.holder_path)
+                except OSError:
+                    pass
                 self.fd = fd
             self.count += 1
             return waited

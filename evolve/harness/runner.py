@@ -380,7 +380,8 @@ def main(argv) -> int:
     from . import jail
 
     # The compile-only runner gets no GPU device files: it never needs a card, so it cannot reach one.
-    status = jail.apply([str(work), shm, "/proc/self"], devices=mode != "compile")
+    # The shared buffers' folder: its files may be written, nothing made there (harness/exchange.py).
+    status = jail.apply([str(work), "/proc/self"], devices=mode != "compile", existing=[shm])
     from . import lifeline
 
     # After the jail, never before: a thread started earlier would stay outside it (jail.apply refuses to jail a

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import jail
+from . import jail, processes
 from .lease import card_name
 from ..redact import is_secret_name
 from .lifeline import ENV as LIFELINE_ENV, kill_everything
@@ -33,6 +33,7 @@ from .protocol import MEASURER
 from .wire import Malformed, parse
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+KEEPER = str(Path(__file__).with_name("keeper.py"))
 # Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
 # another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
 # With one, the compile-only runner compiles ahead, off the card, what the GPU runner will call (harness/measurer.py).
@@ -48,6 +49,7 @@ class CrewResult:
     messages: list = field(default_factory=list)
     timed_out: bool = False
     memory_killed: bool = False
+    uninspectable: str | None = None  # why the evaluation's memory could not be counted (it was killed)
     tampered: str | None = None
     finished: bool = False
     seconds: float = 0.0
@@ -60,8 +62,11 @@ class CrewResult:
             return f"the channel to the harness was tampered with ({self.tampered})"
         if self.timed_out:
             return f"timed out after {limit_s:g} s (process group killed)"
+        if self.memory_killed and self.uninspectable:
+            return f"its memory could not be counted: {self.uninspectable} (killed)"
         if self.memory_killed:
-            return f"used more than {max_rss_gb:g} GB of host memory (killed)"
+            return (f"used more than {max_rss_gb:g} GB of host memory (killed; resident memory, open files and the "
+                    f"files in its folders all count)")
         name = runner or next(iter(self.runner_exit), None)
         code = self.runner_exit.get(name)
         hint = _hint(self.stderr.get(name, ""))
@@ -108,28 +113,6 @@ def _limits(file_bytes: int, nice: int = 0):
     return apply
 
 
-def _rss_bytes(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def _group_rss(pgid: int) -> int:
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.getpgid(int(entry.name)) == pgid:
-                    total += _rss_bytes(int(entry.name))
-            except (ProcessLookupError, PermissionError):
-                continue
-    return total
-
-
 def _wait(proc, seconds: float) -> None:
     if proc is not None:
         try:
@@ -155,6 +138,7 @@ class Crew:
         self.key = secrets.token_bytes(32)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
+        self.outputs: dict[str, tuple] = {}  # process name -> (stdout, stderr): files only this process can name
         life_r, self._life_w = os.pipe()  # the children's lifeline (harness/lifeline.py): only this process writes
         common = {LIFELINE_ENV: str(life_r)}
         if threads > 0:  # evaluations sharing a host split its cores, rather than each spinning a thread on every one
@@ -175,13 +159,13 @@ class Crew:
                 # the interpreter's tl.dot is numpy's matmul: BLAS threads spinning against the measurer's and the
                 # other runner's work on a small machine made it several times slower
                 extra["OPENBLAS_NUM_THREADS"] = extra["OMP_NUM_THREADS"] = "1"
-            with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
-                self.procs[name] = subprocess.Popen(
-                    [sys.executable, "-m", "evolve.harness.runner", str(to_runner_r), str(from_runner_w), name,
-                     str(folder), self.shm],
-                    pass_fds=(to_runner_r, from_runner_w, life_r), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    cwd=folder, env=_env(self.token, folder, extra, self.gpu), start_new_session=True,
-                    preexec_fn=_limits(1 << 30, COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0))
+            out, err = self._output(name)
+            self.procs[name] = subprocess.Popen(  # under its keeper: everything it starts stays beneath that
+                [sys.executable, "-S", KEEPER, sys.executable, "-m", "evolve.harness.runner", str(to_runner_r),
+                 str(from_runner_w), name, str(folder), self.shm],
+                pass_fds=(to_runner_r, from_runner_w, life_r), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                cwd=folder, env=_env(self.token, folder, extra, self.gpu), start_new_session=True,
+                preexec_fn=_limits(1 << 30, COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0))
             os.close(to_runner_r)
             os.close(from_runner_w)
             measurer_fds += [from_runner_r, to_runner_w]
@@ -195,13 +179,41 @@ class Crew:
         trusted = Path(trusted_cache) if jail.abi_version() else self.work
         extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"),
                  "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor"), **common}
-        with open(self.work / "measurer.stdout", "wb") as out, open(self.work / "measurer.stderr", "wb") as err:
-            self.procs["measurer"] = subprocess.Popen(
-                [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, str(grant_r), *links],
-                pass_fds=(job_r, msg_w, life_r, grant_r, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out,
-                stderr=err, cwd=self.work, env=_env(self.token, self.work, extra, self.gpu), start_new_session=True)
+        out, err = self._output("measurer")
+        self.procs["measurer"] = subprocess.Popen(
+            [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, str(grant_r), *links],
+            pass_fds=(job_r, msg_w, life_r, grant_r, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out,
+            stderr=err, cwd=self.work, env=_env(self.token, self.work, extra, self.gpu), start_new_session=True)
         for fd in (job_r, msg_w, life_r, grant_r, *close_after):
             os.close(fd)
+
+    def _output(self, name: str) -> tuple:
+        """The process's stdout and stderr: unlinked files in the evaluation's folder (which no runner can write), held
+        by this process, so reading them back never opens a path a runner could have put something at."""
+        files = (tempfile.TemporaryFile(dir=self.work), tempfile.TemporaryFile(dir=self.work))
+        self.outputs[name] = files
+        return files
+
+    def stderr_tail(self, name: str, limit: int = 4000) -> str:
+        """The last `limit` bytes a process wrote to its stderr (bounded: a runner can make it any size)."""
+        if name not in self.outputs:
+            return ""
+        fd = self.outputs[name][1].fileno()
+        try:
+            size = os.fstat(fd).st_size
+            return os.pread(fd, limit, max(0, size - limit)).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _over_memory(self, runners: list, max_rss_gb: float, result: CrewResult) -> bool:
+        """Whether the runners' trees hold more than the limit: resident memory, nameless open files, and the bytes
+        in their folders and the shared buffers' folder (RAM where it is /dev/shm)."""
+        folders = [self.work / name for name in RUNNERS[self.mode]] + [Path(self.shm)]
+        try:
+            return processes.evaluation_bytes(runners, folders) > max_rss_gb * 2**30
+        except processes.Uninspectable as exc:
+            result.uninspectable = str(exc)
+            return True
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.procs.values())
@@ -218,14 +230,24 @@ class Crew:
         """Where the candidate file goes: inside the first runner's folder (the measurer never reads it)."""
         return self.work / RUNNERS[self.mode][0] / "candidate.py"
 
+    def kill(self) -> None:
+        """Every process of the evaluation: the keepers' trees first (whatever session or environment a process has),
+        then the groups and any process still carrying the token."""
+        pids = [p.pid for p in self.procs.values()]
+        processes.kill_tree(pids)
+        kill_everything(pids, self.token)
+
     def discard(self) -> None:
-        kill_everything([p.pid for p in self.procs.values()], self.token)
+        self.kill()
         for p in self.procs.values():
             p.wait()
         for fd in (self._job_w, self._msg_r, self._life_w, self._grant_w):  # only those run() did not take over
             if fd is not None:  # (closing a number twice could close a descriptor another thread has opened since)
                 os.close(fd)
         self._job_w = self._msg_r = self._life_w = self._grant_w = None
+        for files in self.outputs.values():
+            for f in files:
+                f.close()
         shutil.rmtree(self.work, ignore_errors=True)
         shutil.rmtree(self.shm, ignore_errors=True)
 
@@ -248,7 +270,7 @@ class Crew:
         started = time.monotonic()
         lease = card_lease((self.mode, self.gpu))
         party = self.party = Party(self.work.name, [p.pid for p in self.procs.values()], self.token, self._grant_w)
-        party.kill = lambda: kill_everything([p.pid for p in self.procs.values()], self.token)
+        party.kill = self.kill
         lease.join(party)
         job_w, msg_r, self._job_w, self._msg_r = self._job_w, self._msg_r, None, None
         try:
@@ -266,7 +288,7 @@ class Crew:
                         result.timed_out = True
                         break
                     ready, _, _ = select.select([channel], [], [], min(left, 0.25))
-                    if max_rss_gb and sum(_group_rss(pid) for pid in runners) > max_rss_gb * 2**30:
+                    if max_rss_gb and self._over_memory(runners, max_rss_gb, result):
                         result.memory_killed = True
                         break
                     if not ready:
@@ -303,7 +325,7 @@ class Crew:
             for name, proc in self.procs.items():
                 if name != "measurer":
                     result.runner_exit[name] = proc.poll()
-            kill_everything([p.pid for p in self.procs.values()], self.token)
+            self.kill()
             if result.finished:
                 for proc in self.procs.values():
                     threading.Thread(target=proc.wait, daemon=True, name="evolve-reap").start()
@@ -312,11 +334,7 @@ class Crew:
                     proc.wait()
             result.seconds = time.monotonic() - started
             for name in self.procs:
-                path = self.work / (f"{name}/stderr" if name != "measurer" else "measurer.stderr")
-                try:
-                    result.stderr[name] = path.read_bytes()[-4000:].decode(errors="replace")
-                except OSError:
-                    pass
+                result.stderr[name] = self.stderr_tail(name)
         return result
 
 

@@ -1,0 +1,83 @@
+"""The runner's keeper: `python -S keeper.py RUNNER_ARGV...`, the parent of a runner, runs no candidate code.
+
+It makes itself the subreaper of everything beneath it (PR_SET_CHILD_SUBREAPER), so a process the runner starts stays
+its descendant even when it leaves its session, drops the evaluation's token and loses its parent: the keeper's tree
+is the evaluation (harness/processes.py), and it dies with it. The keeper starts the runner, reaps whatever ends
+beneath it, and when the runner ends or the parent is gone (its lifeline closes) kills the whole tree, then ends as
+the runner did (the same exit code, or the same signal), so its parent reads the runner's end from the keeper's.
+Started as a script (no package import), it costs a bare interpreter's start-up.
+"""
+import ctypes
+import os
+import select
+import signal
+import sys
+
+PR_SET_CHILD_SUBREAPER = 36
+LIFELINE_ENV = "EVOLVE_LIFELINE"  # as harness/lifeline.py names it
+
+
+def _load_processes():
+    """harness/processes.py by its path (this script imports no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("evolve_processes", os.path.join(os.path.dirname(__file__),
+                                                                                   "processes.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv) -> int:
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        print(f"keeper: no subreaper ({os.strerror(ctypes.get_errno())})", file=sys.stderr)
+        return 125
+    lifeline = os.environ.get(LIFELINE_ENV)
+    runner = os.fork()
+    if runner == 0:
+        try:
+            os.execv(argv[1], argv[1:])
+        finally:
+            os._exit(127)
+    processes = _load_processes()
+    status = None
+    while status is None:
+        if lifeline is not None:
+            ready, _, _ = select.select([int(lifeline)], [], [], 0.2)
+            if ready and not os.read(int(lifeline), 1):  # the parent is gone
+                break
+        else:
+            select.select([], [], [], 0.2)
+        while True:  # reap: the runner's end, and any orphan that ended beneath it
+            try:
+                pid, code = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid == runner:
+                status = code
+    processes.kill_tree([os.getpid()])  # everything beneath the keeper (it spares itself)
+    _reap()
+    if status is None:
+        return 137
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128 + os.WTERMSIG(status)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
