@@ -203,3 +203,133 @@ def test_one_contract_the_checker_the_prompt_and_readme_share():
     for module in ("torch", "triton", "math", "functools", "logging"):
         assert f"`{module}`" in contract
     assert "custom_kernel(*inputs)" in contract and "float32" in contract
+
+
+# A library object kept in a name, a container, an attribute or a function's result is judged as the library path it
+# may be, however it was bound; a module is followed only where the check can see every use of it.
+GELU = "torch.nn.functional.gelu in host code"
+TENSOR_INTERNALS = "torch.Tensor._make_subclass in host code: library internals"
+
+
+@pytest.mark.parametrize("body, fragment", [
+    # plain, unpacking, augmented, walrus, for, with, defaults, returns, global, nonlocal, lambda, containers
+    ("def custom_kernel(x):\n    m = torch.nn\n    return m.functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    a, (b, m) = 1, (2, torch.nn)\n    return m.functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    first, *rest = [1, torch.nn]\n    return rest[0].functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    ms = []\n    ms += [torch.nn]\n    return ms[0].functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    if (m := torch.nn) is not None:\n        return m.functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    for m in (torch.nn,):\n        return m.functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    return [m.functional.gelu(x) for m in [torch.nn]][0]\n", GELU),
+    ("import contextlib\ndef custom_kernel(x):\n    with contextlib.nullcontext(torch.Tensor) as T:\n"
+     "        return T._make_subclass(T, x)\n", TENSOR_INTERNALS),
+    ("def custom_kernel(x, m=torch.nn):\n    return m.functional.gelu(x)\n", GELU),
+    ("def library():\n    return torch.nn\ndef custom_kernel(x):\n    return library().functional.gelu(x)\n", GELU),
+    ("def modules():\n    yield torch.nn\ndef custom_kernel(x):\n    for m in modules():\n"
+     "        return m.functional.gelu(x)\n", GELU),
+    ("M = None\ndef setup():\n    global M\n    M = torch.nn\ndef custom_kernel(x):\n    setup()\n"
+     "    return M.functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    m = None\n    def setup():\n        nonlocal m\n        m = torch.nn\n    setup()\n"
+     "    return m.functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    f = lambda: torch.nn\n    return f().functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    for m in (lambda: (yield torch.nn))():\n        return m.functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    f = lambda m=torch.nn: m.functional.gelu(x)\n    return f()\n", GELU),
+    ("def custom_kernel(x):\n    return [torch.linalg, torch.nn][1].functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    d = {'m': torch.nn}\n    return d['m'].functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    d = {}\n    d['m'] = torch.nn\n    return d.get('m').functional.gelu(x)\n", GELU),
+    ("def custom_kernel(x):\n    m = torch.nn\n    return getattr(m, 'functional').gelu(x)\n", GELU),
+    # what the chain reaches: another library's call, an import, internals, the op log's switch
+    ("def custom_kernel(x):\n    m = torch.serialization.torch\n    return m.mm(x, x)\n", "torch.mm in host code"),
+    ("def custom_kernel(x):\n    m = torch.serialization\n    m.os.getpid()\n    return x\n", "reaches the module os"),
+    ("def custom_kernel(x):\n    return tl.extra.modules['os'].getpid()\n", "through a table of modules"),
+    ("def custom_kernel(x):\n    table = triton.language.extra\n    return table.modules.get('os')\n",
+     "through a table of modules"),
+    ("def custom_kernel(x):\n    m = torch.nn\n    return m.functional.torch._C._nn.gelu(x)\n", "library internals"),
+    ("def custom_kernel(x):\n    m = torch.nn\n"
+     "    with m.functional.torch.utils._python_dispatch._disable_current_modes():\n"
+     "        return x\n", "_disable_current_modes in host code: library internals"),
+    ("def custom_kernel(x):\n    T = torch.Tensor\n    return T._make_subclass(T, x)\n", TENSOR_INTERNALS),
+    ("def use(t, x):\n    return t._make_subclass(t, x)\ndef custom_kernel(x):\n    return use(torch.Tensor, x)\n",
+     TENSOR_INTERNALS),
+    ("class C:\n    pass\nc = C()\nc.t = torch.Tensor\ndef custom_kernel(x):\n    return c.t._make_subclass(c.t, x)\n",
+     TENSOR_INTERNALS),
+    ("class M(torch.nn.Module):\n    pass\ndef custom_kernel(x):\n    return M._apply\n",
+     "torch.nn.Module._apply in host code: library internals"),
+    ("dt = torch.float32\n@triton.jit\ndef k(p):\n    tl.store(p, dt)\ndef custom_kernel(x):\n    return x\n",
+     "torch.float32 inside a @triton.jit function"),
+    # private names on what the library made or the caller handed in
+    ("def custom_kernel(x):\n    return torch.empty_like(x)._base\n",
+     "private name _base on an object torch.empty_like made"),
+    ("def custom_kernel(x):\n    return x._typed_storage()\n",
+     "private name _typed_storage on a value the check cannot"),
+    # writes into library objects through a name
+    ("def custom_kernel(x):\n    d = triton.runtime.driver\n    d.active = None\n    return x\n",
+     "assigns into triton.runtime.driver"),
+    ("def custom_kernel(x):\n    T = torch.Tensor\n    T.view = T.reshape\n    return x\n",
+     "assigns into torch.Tensor"),
+    # a module where the check could not follow it: refused where it goes
+    ("import functools\ndef custom_kernel(x):\n"
+     "    return functools.reduce(lambda a, b: b, [torch.nn]).functional.gelu(x)\n",
+     "hands the module torch.nn to a call"),
+    ("def use(m, x):\n    return m.functional.gelu(x)\ndef custom_kernel(x):\n    return use(torch.nn, x)\n",
+     "hands the module torch.nn to a call"),
+    ("def custom_kernel(x):\n    f = lambda: torch.nn\n"
+     "    return list(map(lambda g: g(), [f]))[0].functional.gelu(x)\n",
+     "hands the module torch.nn to a call"),
+    ("class C:\n    pass\nc = C()\nc.m = torch.nn\ndef custom_kernel(x):\n    return c.m.functional.gelu(x)\n",
+     "hands the module torch.nn to an attribute"),
+    ("import enum\nclass E(enum.Enum):\n    M = torch.nn\n"
+     "def custom_kernel(x):\n    return E.M.value.functional.gelu(x)\n",
+     "hands the module torch.nn to a class body"),
+    ("class C:\n    @property\n    def m(self):\n        return torch.nn\n"
+     "def custom_kernel(x):\n    return C().m.functional\n",
+     "hands the module torch.nn to the caller of a method"),
+    ("def custom_kernel(x):\n    return torch.nn\n", "hands the module torch.nn to the runner"),
+    ("def custom_kernel(x):\n    match torch.nn:\n        case m:\n            return m.functional.gelu(x)\n",
+     "hands the module torch.nn to a match"),
+    ("def custom_kernel(x):\n    m = torch.nn\n    return x if m == x else x\n",
+     "hands the module torch.nn to an operator"),
+    ("import functools\ndef custom_kernel(x):\n"
+     "    return functools.reduce(getattr, ['_make_subclass'], torch.Tensor)\n",
+     "builtin getattr as a value"),
+    # a reading that cannot end is refused, not assumed
+    ("def custom_kernel(x):\n    m = torch.nn\n    while x is not None:\n        m = m.deeper\n    return x\n",
+     "cannot follow this file's names to an end"),
+])
+def test_library_objects_are_followed_through_names(body, fragment):
+    problems = check(body)
+    assert any(fragment in p for p in problems), problems
+
+
+@pytest.mark.parametrize("body", [
+    # library objects honest code keeps in names, containers, defaults and attributes
+    "libdevice = tl.extra.cuda.libdevice\n@triton.jit\ndef k(p):\n    tl.store(p, libdevice.exp(tl.load(p)))\n"
+    "def custom_kernel(x):\n    return x\n",
+    "nn = torch.nn\nclass M(nn.Module):\n    def forward(self, x):\n        return x\n"
+    "def custom_kernel(x):\n    return M()(x)\n",
+    "T = torch.Tensor\ndef custom_kernel(x):\n    assert isinstance(x, T)\n    return x\n",
+    "empty = torch.empty_like\ndef custom_kernel(x):\n    out = empty(x)\n    return out.view(-1).view_as(x)\n",
+    "TL = {torch.float16: tl.float16, torch.float32: tl.float32}\n@triton.jit\ndef k(p, D: tl.constexpr):\n"
+    "    tl.store(p, tl.load(p).to(D))\ndef custom_kernel(x):\n    k[(1,)](x, D=TL[x.dtype])\n    return x\n",
+    "def custom_kernel(x, dtype=torch.float32):\n    out = torch.empty(x.shape, dtype=dtype, device=x.device)\n"
+    "    return out.to(torch.float32).contiguous()\n",
+    "class Launcher:\n    def __init__(self, block=1024):\n        self._block = block\n        self._cache = {}\n"
+    "    def __call__(self, x):\n        out = self._cache.get(x.shape) or torch.empty_like(x)\n"
+    "        copy_kernel[(1,)](out, x, x.numel(), BLOCK=self._block)\n        return out\n"
+    "LAUNCH = Launcher()\ndef custom_kernel(x):\n    return LAUNCH(x)\n",
+    "def custom_kernel(x):\n    for kernel, limit in ((copy_kernel, 1024), (copy_kernel, None)):\n"
+    "        if limit is None or x.numel() <= limit:\n            out = torch.empty_like(x)\n"
+    "            kernel[(1,)](out, x, x.numel(), BLOCK=1024)\n            return out\n",
+    "def custom_kernel(x):\n    props = torch.cuda.get_device_properties(x.device)\n"
+    "    n = props.multi_processor_count\n"
+    "    with torch.cuda.device(x.device):\n        return x if n else x\n",
+    "import functools\ndef launch(x, BLOCK):\n    out = torch.empty_like(x)\n"
+    "    copy_kernel[(1,)](out, x, x.numel(), BLOCK=BLOCK)\n"
+    "    return out\ndef custom_kernel(x):\n    return functools.partial(launch, BLOCK=128)(x)\n",
+    "import enum\nclass Mode(enum.Enum):\n    ONE = 1\n    TWO = 2\ndef custom_kernel(x):\n"
+    "    return x if Mode.ONE.value == 1 and Mode(2) is Mode.TWO else x\n",
+    "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass Settings:\n    dtype: torch.dtype = torch.float32\n"
+    "    block: int = 1024\ndef custom_kernel(x):\n    s = Settings(block=512)\n    return x.to(s.dtype)\n",
+    "def custom_kernel(x):\n    m = torch.nn\n    if m is None:\n        return x\n    return x\n",
+])
+def test_honest_uses_of_library_objects_pass(body):
+    assert check(body) == []

@@ -5,7 +5,11 @@ No verdict rests on it alone. The candidate runs in a jailed runner and every fi
 library call is timed at the library's speed, a wrong answer fails. Each rule therefore says what it protects, and
 none may refuse an honest idiom; RULES (in the candidate language's module, evolve/lang/triton.py, with the
 tables this check reads) is the list. Every name is resolved through the file's imports and
-aliases, so `import torch.nn.functional as F; F.softmax(x)` is seen as `torch.nn.functional.softmax`.
+aliases, so `import torch.nn.functional as F; F.softmax(x)` is seen as `torch.nn.functional.softmax`, and through
+what the file binds (static_flow.py): `m = torch.nn; m.functional.gelu(x)` is `torch.nn.functional.gelu` too, however
+`m` was bound (unpacking, a container, a default, a function's result, an attribute). A module is followed through
+names, containers and the file's own functions only; handed anywhere else (a call, an attribute, a class body) it is
+refused, since the check could not judge what is done with it there.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import builtins
 from pathlib import Path
 
 
+from .static_flow import UNKNOWN, Flow
 from ..lang.triton import (ALLOWED_MODULES, HOST_DATA_ESCAPES, HOST_TORCH_ALLOCATION, HOST_TORCH_COMPUTE,  # noqa: F401
                            JIT_DECORATORS, JIT_INTROSPECTION_ATTRIBUTES, JIT_INTROSPECTION_BUILTINS,
                            JIT_TENSOR_ESCAPES, RULES, Rule)
@@ -33,6 +38,14 @@ INTROSPECTION = frozenset({
     "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "f_back",
     "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
 })
+CONTAINER_NODES = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+UNFOLLOWED = {  # where a module may not go, as the refusal says it
+    ast.keyword: "a call", ast.Call: "a call", ast.AugAssign: "an operator", ast.BinOp: "an operator",
+    ast.UnaryOp: "an operator", ast.Compare: "an operator", ast.withitem: "a with statement", ast.Match: "a match",
+    ast.Raise: "a raise", ast.Await: "an await", ast.FormattedValue: "a format", ast.ClassDef: "a class's bases",
+    ast.AnnAssign: "an annotation", ast.arg: "an annotation", ast.FunctionDef: "an annotation",
+    ast.AsyncFunctionDef: "an annotation", ast.Assert: "an assertion's message", ast.Slice: "a slice",
+}
 TYPING_EVALUATORS = frozenset({"get_type_hints", "ForwardRef", "Protocol", "runtime_checkable", "evaluate_forward_ref",
                                "get_annotations"})
 
@@ -73,7 +86,8 @@ def _is_main_guard(node) -> bool:
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=()):
+    def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=(), *, flow: Flow):
+        self.flow = flow
         self.allow_modules = set(allow_modules)
         self.type_names: set[str] = set()  # names imported from an allowed problem module: annotations only
         self.annotations: set[int] = set()  # ids of the bare-name annotations where such a name may stand
@@ -90,6 +104,129 @@ class _Checker(ast.NodeVisitor):
 
     def fail(self, node, message):
         self.problems.append((getattr(node, "lineno", 0), message))
+
+    def visit(self, node):
+        if isinstance(node, ast.expr) and isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
+            self._check_module_goes(node)
+        return super().visit(node)
+
+    # -- where a module may go ----------------------------------------------------------------------------------------
+    def _check_module_goes(self, node) -> None:
+        """A value that is (or holds, or returns) a module may stand only where the flow follows it."""
+        if isinstance(node, ast.Name) and node.id in self.aliases:
+            return  # an import's own name has its own rule (`uses the module torch as a value`)
+        modules = sorted(p for p in self.flow.library_paths(self.flow.value(node)) if _may_be_module(p))
+        if not modules:
+            return
+        where = self._unfollowed_position(node)
+        if where:
+            self.fail(node, f"hands the module {modules[0]} to {where}: the check follows a module only through "
+                            f"names, containers and the file's own functions, so that every use of it is judged")
+
+    def _unfollowed_position(self, node) -> str | None:
+        """Where a module-valued expression's value goes, when the flow does not follow it there; None when it does."""
+        parent, field = self.flow.parents.get(id(node), (None, None))
+        if parent is None or isinstance(parent, (ast.Attribute, ast.IfExp, ast.BoolOp, ast.Expr, ast.arguments,
+                                                 ast.NamedExpr, ast.Lambda) + CONTAINER_NODES):
+            return None  # read through, chosen between, thrown away, a default, or an item
+        if isinstance(parent, ast.Starred):
+            return self._unfollowed_position(parent)
+        if isinstance(parent, ast.Call):
+            first = field == "args" and parent.args and parent.args[0] is node
+            named = isinstance(parent.func, ast.Name) and parent.func.id in NAMED_ATTRIBUTE_BUILTINS
+            return None if field == "func" or (first and named) else "a call"
+        if isinstance(parent, (ast.If, ast.While, ast.Assert, ast.comprehension)) and field in ("test", "ifs"):
+            return None  # only its truth is read
+        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+            return None
+        if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            return None
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and field == "value":
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return next(filter(None, map(self._unfollowed_target, targets)), None)
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and field == "iter":
+            return self._unfollowed_target(parent.target)
+        if isinstance(parent, ast.Subscript):
+            return None if field == "value" or self._only_boxes(parent.value) else "an index"
+        if isinstance(parent, ast.AugAssign) and field == "value":  # `items += [m]` on a list extends the list
+            return None if self._unfollowed_target(parent.target) is None and self._only_boxes(parent.target) \
+                else "an operator"
+        if isinstance(parent, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return self._unfollowed_exit(parent)
+        return UNFOLLOWED.get(type(parent), "a place the check does not follow")
+
+    def _unfollowed_target(self, target) -> str | None:
+        if isinstance(target, ast.Name):
+            return "a class body" if self.flow.key(target)[2].kind == "class" else None
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return next(filter(None, map(self._unfollowed_target, target.elts)), None)
+        if isinstance(target, ast.Starred):
+            return self._unfollowed_target(target.value)
+        if isinstance(target, ast.Subscript) and self._only_boxes(target.value):
+            return None
+        return "an attribute" if isinstance(target, ast.Attribute) else "an item of an object the check does not follow"
+
+    def _unfollowed_exit(self, node) -> str | None:
+        function = self.flow.enclosing.get(id(node))
+        if function is None:
+            return None
+        if id(function) in self.flow.methods:
+            return "the caller of a method (Python and libraries call methods where the check cannot see)"
+        at_module = self.flow.scope_of.get(id(function)) is self.flow.module
+        if getattr(function, "name", None) == "custom_kernel" and at_module:
+            return "the runner"
+        return None
+
+    def _called(self, node) -> bool:
+        parent, field = self.flow.parents.get(id(node), (None, None))
+        return isinstance(parent, ast.Call) and field == "func"
+
+    def _only_boxes(self, node) -> bool:
+        return all(atom[0] == "box" for atom in self.flow.value(node))
+
+    # -- objects the flow follows ------------------------------------------------------------------------------------
+    def _check_object_attribute(self, node) -> None:
+        """`x.attr` where x is no import: judged as the path for every library object x may be, and a private name
+        on an object the library made (or that the check cannot trace) is the library's internals."""
+        atoms = self.flow.value(node.value)
+        paths = {f"{a[1]}.{node.attr}" for a in atoms if a[0] == "lib"}
+        for atom in atoms:
+            if atom[0] == "class":  # `M._apply` on a file's torch.nn.Module is torch.nn.Module._apply
+                paths |= {step[1] for step in self.flow.inherited(atom[1], node.attr) if step[0] == "lib"}
+        for path in sorted(paths):
+            self._check_path(node, path)
+            parts = path.split(".")
+            if parts[:2] == ["torch", "Tensor"] and len(parts) > 2 and parts[2] in self.forbid_methods:
+                self.fail(node, f"uses Tensor.{parts[2]} (as {path}), which this problem forbids")
+        if self.in_jit or not node.attr.startswith("_") or node.attr.startswith("__"):
+            return
+        for atom in sorted(a for a in atoms if a[0] == "made" or a == UNKNOWN):
+            if self._foreign_private(atom, node.attr):
+                what = f"an object {atom[1]} made" if atom[0] == "made" else "a value the check cannot trace"
+                self.fail(node, f"uses the private name {node.attr} on {what}: library internals are library calls "
+                                f"by another name")
+                return
+
+    def _foreign_private(self, atom, attr: str) -> bool:
+        """Whether a private name on this object may be the library's: always where the object's library class has
+        it; otherwise unless the file itself stores or defines an attribute of that name."""
+        if atom[0] == "made":
+            chain = _resolve(atom[1])
+            if chain and len(chain) == len(atom[1].split(".")) and isinstance(chain[-1], type):
+                import inspect
+
+                try:
+                    inspect.getattr_static(chain[-1], attr)
+                    return True
+                except AttributeError:
+                    pass
+        return attr not in self.flow.file_attrs
+
+    def _check_object_name(self, node) -> None:
+        """A name that may hold a library object is judged as that object's path wherever it is read (inside a
+        kernel, `h = torch.empty` is torch)."""
+        for atom in sorted(a for a in self.flow.value(node) if a[0] == "lib"):
+            self._check_path(node, atom[1])
 
     # -- the file ----------------------------------------------------------------------------------------------------
     def visit_Module(self, node):
@@ -218,6 +355,8 @@ class _Checker(ast.NodeVisitor):
             if parts[:2] == ["torch", "Tensor"] and len(parts) > 2 and parts[2] in self.forbid_methods:
                 self.fail(node, f"uses Tensor.{parts[2]} (as {path}), which this problem forbids")
             return  # the chain is judged as a whole
+        if isinstance(node.ctx, ast.Load):
+            self._check_object_attribute(node)
         if self.in_jit:
             if node.attr.startswith("_"):
                 self.fail(node, f"touches the private attribute {node.attr} inside a @triton.jit function: kernels "
@@ -261,12 +400,17 @@ class _Checker(ast.NodeVisitor):
         if node.id in DYNAMIC_BUILTINS and node.id not in self.bound:
             self.fail(node, f"uses the builtin {node.id}: candidates may not run code built from strings or reach "
                             f"names computed at run time")
+        elif node.id in NAMED_ATTRIBUTE_BUILTINS and node.id not in self.bound and not self._called(node):
+            self.fail(node, f"uses the builtin {node.id} as a value: whatever calls it reads an attribute named at run "
+                            f"time; call it with the name in the source")
         elif node.id not in self.known:
             self.fail(node, f"uses the name {node.id}, which the file never defines or imports (names injected at "
                             f"run time are not the candidate's)")
         elif self.in_jit and node.id in JIT_INTROSPECTION_BUILTINS and node.id not in self.jit_locals:
             self.fail(node, f"uses the builtin {node.id} inside a @triton.jit function: kernels may not inspect what "
                             f"they run on (the interpreter and the compiler hand them different objects)")
+        elif node.id in self.bound:
+            self._check_object_name(node)
 
     def visit_Call(self, node):
         func = node.func
@@ -292,6 +436,11 @@ class _Checker(ast.NodeVisitor):
                 root = root.value
             if isinstance(root, ast.Name) and root.id in self.aliases:
                 self.fail(target, f"assigns into {self.aliases[root.id]}: candidates may not modify modules")
+            else:
+                owner = sorted(a[1] for a in self.flow.value(target.value) if a[0] == "lib")
+                if owner:
+                    self.fail(target, f"assigns into {owner[0]}: candidates may not modify modules or the "
+                                      f"library's objects")
         elif isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
                 self._check_target(element)
@@ -465,13 +614,31 @@ def _canonical(path: str) -> str:
 
 
 def _module_escape(path: str) -> str | None:
-    """The first module along the path that lies outside the allowed packages (typing.sys -> 'sys'), if any."""
+    """The first module along the path that lies outside the allowed packages (typing.sys -> 'sys'), if any; a
+    library table of modules counts as the modules it holds (triton.language.extra.modules is sys.modules)."""
     import types
 
     for obj in _resolve(path):
         if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in SAFE_MODULES:
             return obj.__name__
+        held = _held_modules(obj)
+        if held:
+            return f"{held[0]} (through a table of modules)"
     return None
+
+
+def _held_modules(obj) -> list[str]:
+    """The names of outside modules a library container holds among its keys or values."""
+    import types
+
+    if isinstance(obj, dict):
+        values = list(obj.values()) + list(obj.keys())
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        values = list(obj)
+    else:
+        return []
+    return [v.__name__ for v in values if isinstance(v, types.ModuleType)
+            and v.__name__.split(".")[0] not in SAFE_MODULES]
 
 
 def _jit_path_allowed(path: str) -> bool:
@@ -490,6 +657,89 @@ def _is_module(path: str) -> bool:
 
     chain = _resolve(path)
     return bool(chain) and len(chain) == len(path.split(".")) and isinstance(chain[-1], types.ModuleType)
+
+
+def _library_step(path: str, attr: str, inherited: bool = False):
+    """What `path.attr` is, for the flow: a path while it names a module, a class or what a module or class holds
+    (modules by their own name, so that a loop through modules closes); past any other object, an object the
+    library made (its attributes have no name to judge); None where a class lacks the attribute, or where a file's
+    class would inherit it from this library class and the class does not have it itself. Read statically."""
+    import inspect
+    import types
+
+    obj = _static_object(path)
+    if obj is _UNTOLD:
+        return "lib", f"{path}.{attr}"
+    try:
+        value = inspect.getattr_static(obj, attr)
+    except AttributeError:  # a module may load it later; an object with __getattr__ computes it
+        if inherited and isinstance(obj, type):
+            return None  # a metaclass's __getattr__ (Enum's) reads the file's own class, which the flow follows
+        if isinstance(obj, types.ModuleType) or hasattr(type(obj), "__getattr__"):
+            return "lib", f"{path}.{attr}"
+        return None if isinstance(obj, type) else ("made", path)
+    if isinstance(value, types.ModuleType):
+        return "lib", value.__name__
+    if isinstance(obj, (types.ModuleType, type)) or isinstance(value, type) or _computed_on_read(value):
+        return "lib", f"{path}.{attr}"
+    return "made", path
+
+
+_UNTOLD = object()
+
+
+def _static_object(path: str):
+    """The object at a dotted path, walked with getattr_static through modules, classes and plain objects alike;
+    _UNTOLD where a step is missing or computed when read."""
+    import inspect
+    import sys
+
+    parts = path.split(".")
+    obj = sys.modules.get(parts[0]) if parts[0] in SAFE_MODULES else None
+    if obj is None:
+        return _UNTOLD
+    for index, part in enumerate(parts[1:], 1):
+        try:
+            value = inspect.getattr_static(obj, part)
+        except AttributeError:
+            value = sys.modules.get(".".join(parts[: index + 1]), _UNTOLD)
+        if value is _UNTOLD or (not isinstance(obj, type) and _computed_on_read(value)):
+            return _UNTOLD
+        obj = value
+    return obj
+
+
+def _may_be_module(path: str) -> bool:
+    """Whether a path may name a module: it does, or the walk cannot tell (it reaches an attribute a module may
+    still load or compute, or one an object computes when read). Read statically, like _resolve."""
+    import inspect
+    import sys
+    import types
+
+    parts = path.split(".")
+    obj = sys.modules.get(parts[0]) if parts[0] in SAFE_MODULES else None
+    if obj is None:
+        return True
+    for part in parts[1:]:
+        owner = obj
+        try:
+            obj = inspect.getattr_static(owner, part)
+        except AttributeError:  # a submodule not loaded yet or a module's __getattr__; or an object's __getattr__
+            return isinstance(owner, types.ModuleType) or hasattr(type(owner), "__getattr__")
+        if not isinstance(owner, types.ModuleType) and _computed_on_read(obj):
+            return True
+    return isinstance(obj, types.ModuleType)
+
+
+def _computed_on_read(attribute) -> bool:
+    """A class attribute whose value is computed when it is read (a property or other descriptor of Python code);
+    functions, methods and C-level slots are not modules when read."""
+    import types
+
+    plain = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+             types.GetSetDescriptorType, types.MemberDescriptorType, types.ClassMethodDescriptorType, staticmethod,
+             classmethod, type, types.ModuleType)
+    return hasattr(type(attribute), "__get__") and not isinstance(attribute, plain)
 
 
 NO_ENTRY = "defines no function custom_kernel(*inputs)"
@@ -516,8 +766,16 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(),
     for name in ("torch", "triton", "math", "typing"):  # the allowed packages themselves (never a name the
         importlib.import_module(name)  # candidate chose), so that paths into them resolve the same everywhere
     tree = _parse(source, filename)
-    checker = _Checker(forbid_calls, forbid_modules, _bound_names(tree), allow_modules)
-    checker.visit(tree)
+    try:
+        imported = ast.Module(body=[n for n in tree.body if not _is_main_guard(n)], type_ignores=[])
+        flow = Flow(imported, allow_modules, _library_step)
+        checker = _Checker(forbid_calls, forbid_modules, _bound_names(tree), allow_modules, flow=flow)
+        checker.visit(tree)
+    except RecursionError:
+        raise Rejection("the file nests expressions too deeply to be read") from None
+    if not flow.complete:
+        checker.problems.append((0, "the check cannot follow this file's names to an end (a library path that "
+                                    "grows in a loop): name the library object in full"))
     if _lacks_entry(tree):
         checker.problems.append((0, NO_ENTRY))
     seen, out = set(), []
