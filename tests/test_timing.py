@@ -72,16 +72,50 @@ def test_kept_window_calibrations_are_each_the_fastest_seen():
         return {"kind": "plan", "key": "K", "case": case, "k": k, "one_ms": one, "many_ms": many, "hops_ms": None}
 
     hops = {"kind": "plan", "key": "K", "case": None, "k": None, "one_ms": None, "many_ms": None}
+
+    def unstamped(entry):
+        assert all(isinstance(v["checked"], float) for v in entry.values() if isinstance(v, dict))
+        return {k: {f: x for f, x in v.items() if f != "checked"} if isinstance(v, dict) else v
+                for k, v in entry.items() if k != "hops_checked"}
+
     entry = _fastest_plan({}, plan("fp32 8x8", 4, 0.5, 1.5))
-    assert entry == {"fp32 8x8": {"k": 4, "one_ms": 0.5, "many_ms": 1.5}}
+    assert unstamped(entry) == {"fp32 8x8": {"k": 4, "one_ms": 0.5, "many_ms": 1.5}}
     entry = _fastest_plan(entry, plan("fp32 8x8", 4, 0.4, 1.7))
-    assert entry["fp32 8x8"] == {"k": 4, "one_ms": 0.4, "many_ms": 1.5}
+    assert unstamped(entry)["fp32 8x8"] == {"k": 4, "one_ms": 0.4, "many_ms": 1.5}
     entry = _fastest_plan(entry, plan("fp32 8x8", 2, 0.6, 0.9))
-    assert entry["fp32 8x8"] == {"k": 2, "one_ms": 0.6, "many_ms": 0.9}
+    assert unstamped(entry)["fp32 8x8"] == {"k": 2, "one_ms": 0.6, "many_ms": 0.9}
     entry = _fastest_plan(entry, {**hops, "hops_ms": 0.3})
+    assert isinstance(entry["hops_checked"], float)
     entry = _fastest_plan(entry, {**hops, "hops_ms": 0.35})
     assert entry["hops_ms"] == 0.3 and entry["fp32 8x8"]["k"] == 2
     assert _fastest_plan(entry, {**hops, "hops_ms": 0.25})["hops_ms"] == 0.25
+
+
+def test_kept_calibrations_are_measured_again_once_old():
+    """A kept peak or window calibration is believed for RECHECK_S only: older (or never stamped) it counts as
+    missing, so the set-up measures it again under the lease, and keeps the better of the two (the higher peak,
+    the lower fixed cost: another process's work on the card only ever makes a peak low and a cost high)."""
+    import time
+
+    from evolve.harness import peaks
+    from evolve.harness.measurer import RECHECK_S, Measurer
+
+    measurer = Measurer.__new__(Measurer)
+    measurer.job = {}
+    now = time.time()
+    assert measurer._fresh({"checked": now - 60})
+    assert not measurer._fresh({"checked": now - RECHECK_S - 1})
+    assert not measurer._fresh({"bandwidth": 4e12})  # kept before stamps: re-checked once
+    assert not measurer._fresh(None) and not measurer._fresh({"checked": "soon"})
+    assert not measurer._fresh({"hops_ms": 0.1, "hops_checked": now - RECHECK_S - 1}, "hops_checked")
+    measurer.job = {"recheck_s": 10.0}
+    assert not measurer._fresh({"checked": now - 60})
+
+    kept = {"bandwidth": 4.0e12, "flops": {"bfloat16": 7e14, "float32": 5e13}, "checked": now - RECHECK_S - 1}
+    slow = {"bandwidth": 2.0e12, "flops": {"bfloat16": 8e14, "float32": 1e13}}
+    assert peaks.highest(kept, slow) == {"bandwidth": 4.0e12, "flops": {"bfloat16": 8e14, "float32": 5e13}}
+    assert peaks.highest(None, slow) == slow
+    assert peaks.highest({"bandwidth": float("nan"), "flops": {}}, slow) == slow
 
 
 def test_a_case_stops_early_only_once_its_last_windows_agree():

@@ -91,12 +91,14 @@ def _group(fd: int, folder: str, folder_fd: int) -> str | None:
         return None
 
 
-def _write_new(name: str, dir_fd: int, write) -> None:
+def _write_new(name: str, dir_fd: int, write, owner: int | None = None) -> None:
     """Write a file under a temporary name and move it into place: a copy cut short (a full disk, Ctrl-C) leaves no
     truncated file under a name Triton would read."""
     temporary = f".partial-{os.getpid()}-{name}"[:200]
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
     try:
+        if owner is not None:
+            os.fchown(fd, owner, owner)
         with os.fdopen(fd, "wb") as out:
             write(out)
         os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # replaces a link there, never follows it
@@ -108,9 +110,10 @@ def _write_new(name: str, dir_fd: int, write) -> None:
         raise
 
 
-def copy_cache(source: str, target: str) -> int:
+def copy_cache(source: str, target: str, owner: int | None = None) -> int:
     """Copy a Triton cache's files into another cache, up to COPY_BYTES and COPY_FILES; returns how many were
-    written. Neither root may be a link; below them, nothing is read or written through one (descriptors, O_NOFOLLOW)."""
+    written. Neither root may be a link; below them, nothing is read or written through one (descriptors, O_NOFOLLOW).
+    owner: the uid the target's folders and files are given (a runner's cache, where the runner gave up root)."""
     copied, budget = 0, COPY_BYTES
     source_fd = _open_folder(source)
     if source_fd is None:
@@ -121,6 +124,8 @@ def copy_cache(source: str, target: str) -> int:
         os.close(source_fd)
         return 0
     try:
+        if owner is not None:
+            os.fchown(target_fd, owner, owner)
         for entry in os.listdir(source_fd):
             if not SAFE_NAME.match(entry):
                 continue
@@ -139,6 +144,8 @@ def copy_cache(source: str, target: str) -> int:
                         into_fd = _open_folder(entry, target_fd, create=True)
                         if into_fd is None:
                             break
+                        if owner is not None:
+                            os.fchown(into_fd, owner, owner)
                     try:
                         os.stat(name, dir_fd=into_fd, follow_symlinks=False)
                         continue  # the target has it (or has something under its name)
@@ -157,10 +164,10 @@ def copy_cache(source: str, target: str) -> int:
                             text = _group(fd, os.path.join(target, entry), into_fd)
                             if text is None:
                                 continue
-                            _write_new(name, into_fd, lambda out: out.write(text.encode()))
+                            _write_new(name, into_fd, lambda out: out.write(text.encode()), owner)
                         else:
                             with os.fdopen(os.dup(fd), "rb") as src:
-                                _write_new(name, into_fd, lambda out: shutil.copyfileobj(src, out))
+                                _write_new(name, into_fd, lambda out: shutil.copyfileobj(src, out), owner)
                         copied += 1
                     except OSError:
                         continue
@@ -192,8 +199,9 @@ def kept_folder(cache_dir: Path, key: str) -> Path:
     return Path(cache_dir) / "compiled" / key
 
 
-def restore(cache_dir: Path, key: str, targets: list) -> int:
-    """Hand a source's kept cache to the runners' caches; marks it used (for pruning). Returns the files copied."""
+def restore(cache_dir: Path, key: str, targets: list, owner: int | None = None) -> int:
+    """Hand a source's kept cache to the runners' caches (their files given to owner, where runners gave up root);
+    marks it used (for pruning). Returns the files copied."""
     folder = kept_folder(cache_dir, key)
     if not folder.is_dir():
         return 0
@@ -201,7 +209,7 @@ def restore(cache_dir: Path, key: str, targets: list) -> int:
         os.utime(folder)
     except OSError:
         pass
-    return sum(copy_cache(str(folder), str(target)) for target in targets)
+    return sum(copy_cache(str(folder), str(target), owner) for target in targets)
 
 
 def keep(cache_dir: Path, key: str, runner_cache: Path) -> int:

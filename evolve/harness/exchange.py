@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from .privilege import UID_ENV
 from .wire import Closed, Malformed
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 60 MB L2 of an H200 / 50 MB of an H100
@@ -113,6 +114,9 @@ def _shared_file(folder: str, nbytes: int):
     path = str(Path(folder) / f"buffer-{secrets.token_hex(12)}.bin")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
+        owner = os.environ.get(UID_ENV)  # the runner runs as this user (harness/privilege.py): the file is its
+        if owner:
+            os.fchown(fd, int(owner), int(owner))
         os.ftruncate(fd, nbytes)
         return path, mmap.mmap(fd, nbytes)
     finally:

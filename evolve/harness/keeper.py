@@ -5,6 +5,8 @@ its descendant even when it leaves its session, drops the evaluation's token and
 is the evaluation (harness/processes.py), and it dies with it. The keeper starts the runner, reaps whatever ends
 beneath it, and when the runner ends or the parent is gone (its lifeline closes) kills the whole tree, then ends as
 the runner did (the same exit code, or the same signal), so its parent reads the runner's end from the keeper's.
+Where the parent names a user (EVOLVE_RUNNER_UID: it runs as root, harness/privilege.py), the forked child gives up
+root before the runner's interpreter starts; the keeper itself stays root, and runs nothing the runner wrote.
 Started as a script (no package import), it costs a bare interpreter's start-up.
 """
 import ctypes
@@ -15,14 +17,16 @@ import sys
 
 PR_SET_CHILD_SUBREAPER = 36
 LIFELINE_ENV = "EVOLVE_LIFELINE"  # as harness/lifeline.py names it
+UID_ENV = "EVOLVE_RUNNER_UID"  # as harness/privilege.py names it
+DROP_FAILED = 126
 
 
-def _load_processes():
-    """harness/processes.py by its path (this script imports no package)."""
+def _load(name: str):
+    """A module of harness/ by its path (this script imports no package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("evolve_processes", os.path.join(os.path.dirname(__file__),
-                                                                                   "processes.py"))
+    spec = importlib.util.spec_from_file_location(f"evolve_{name}", os.path.join(os.path.dirname(__file__),
+                                                                                 f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -40,10 +44,15 @@ def main(argv) -> int:
     runner = os.fork()
     if runner == 0:
         try:
+            uid = os.environ.get(UID_ENV)
+            why = _load("privilege").drop(int(uid)) if uid else None
+            if why is not None:
+                os.write(2, f"keeper: {why}\n".encode())
+                os._exit(DROP_FAILED)
             os.execv(argv[1], argv[1:])
         finally:
             os._exit(127)
-    processes = _load_processes()
+    processes = _load("processes")
     status = None
     while status is None:
         if lifeline is not None:

@@ -121,8 +121,10 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                                       if isinstance(message["prepare_split"], dict) else {})})
         elif kind == "peaks":
             state["peaks"] = message
-            if not message["cached"]:
-                _store(cache, trusted, message["key"], {"bandwidth": message["bandwidth"], "flops": message["flops"]})
+            if not message["cached"]:  # measured, or re-checked: each peak the highest seen, and when
+                kept = _load(cache, trusted, "peaks.json").get(message["key"])
+                measured = {"bandwidth": message["bandwidth"], "flops": message["flops"]}
+                _store(cache, trusted, message["key"], {**peak_cache.highest(kept, measured), "checked": time.time()})
         elif kind == "baseline":
             entry = dict(_load(cache, trusted, "baselines.json").get(message["key"]) or {})
             entry[message["case"]] = {k: message[k] for k in ("torch_ms", "compile_ms", "compile_error")
@@ -152,17 +154,19 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
         state["crew"] = crew
         try:
             shutil.copyfile(candidate, crew.candidate_path())
+            os.chmod(crew.candidate_path(), 0o644)  # a runner that gave up root reads it too
             for name in problem.extra.get("beside", ()):  # files the format lets a candidate import (GPU MODE task.py)
                 if (problem.folder / name).is_file():
                     shutil.copyfile(problem.folder / name, crew.candidate_path().parent / name)
+                    os.chmod(crew.candidate_path().parent / name, 0o644)
             driver = cache / "triton-driver"
             if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
-                shutil.copytree(driver, crew.triton_cache(), dirs_exist_ok=True)
+                compiled.copy_cache(str(driver), str(crew.triton_cache()), crew.runner_uid)
             if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
                 beside = [problem.folder / name for name in problem.extra.get("beside", ())
                           if (problem.folder / name).is_file()]
                 state["kept"] = compiled.source_key(candidate, beside, mode, _versions())
-                state["restored"] = compiled.restore(cache, state["kept"], crew.triton_caches())
+                state["restored"] = compiled.restore(cache, state["kept"], crew.triton_caches(), crew.runner_uid)
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
                    "secret": secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                    "dump": (True if options.sass else "files") if options.dump_dir else False,
@@ -216,9 +220,15 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                    device=facts["device"] or ("cuda" if mode == "gpu" else "cpu"),
                    rungs=tuple(ladder), fitness=fitness, shapes=shapes, secret=secret,
                    versions=facts["versions"] or _versions(), setup=tuple(facts["setup"]),
-                   jail=facts["jail"] or (f"landlock ABI {jail.abi_version()}" if trusted else "none"),
+                   jail=_jail_note(facts["jail"] or (f"landlock ABI {jail.abi_version()}" if trusted else "none"),
+                                   state["crew"]),
                    work=facts["work"], gpu=facts["uuid"])
 
+
+
+def _jail_note(jail_status: str, crew) -> str:
+    """The runner's jail as it said, and the user it ran as as its parent decided (harness/privilege.py)."""
+    return f"{jail_status}; {crew.user}" if crew is not None else jail_status
 
 
 _MEMORY: dict = {}  # caches kept in this process only, where a runner could write the files
@@ -239,7 +249,7 @@ def _store(cache: Path, trusted: bool, key: str, value: dict, name: str = "peaks
 
 def _fastest_plan(entry: dict, message: dict) -> dict:
     """A card model's window calibrations with one more measured: each the fastest seen (a case's plan only for the
-    same calls per window). The lesser of two measurements of the measurer's own part of a window is never
+    same calls per window), stamped with when it was measured. The lesser of two measurements of the measurer's own part of a window is never
     flattering: a window's fixed cost subtracted is at most what the card has been seen to need."""
     entry = dict(entry)
     if not all(math.isfinite(message[f]) and message[f] > 0 for f in ("hops_ms", "one_ms", "many_ms")
@@ -247,13 +257,13 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
         return entry  # no calibration: nothing to keep
     if message["case"] is None:
         seen = entry.get("hops_ms")
-        entry["hops_ms"] = message["hops_ms"] if seen is None else min(seen, message["hops_ms"])
+        entry["hops_ms"] = message["hops_ms"] if not isinstance(seen, float) else min(seen, message["hops_ms"])
+        entry["hops_checked"] = time.time()  # when it was last measured (harness/measurer.py re-checks old ones)
         return entry
     old = entry.get(message["case"])
-    new = {"k": message["k"], "one_ms": message["one_ms"], "many_ms": message["many_ms"]}
+    new = {"k": message["k"], "one_ms": message["one_ms"], "many_ms": message["many_ms"], "checked": time.time()}
     if isinstance(old, dict) and old.get("k") == new["k"]:
-        new = {"k": new["k"], "one_ms": min(old["one_ms"], new["one_ms"]),
-               "many_ms": min(old["many_ms"], new["many_ms"])}
+        new = {**new, "one_ms": min(old["one_ms"], new["one_ms"]), "many_ms": min(old["many_ms"], new["many_ms"])}
     entry[message["case"]] = new
     return entry
 

@@ -44,6 +44,7 @@ MAX_CALLS_PER_WINDOW = 256
 SETTLED, SETTLED_WINDOWS = 0.01, 4  # a case's windows stop once its last four per-call figures lie within 1%
 PRECOMPILE_WAIT_S = 60.0  # the GPU runner's compile rung waits this long for the compile-only runner, then goes on
 MEASURER_MEMORY_SHARE = 0.2  # of the device's memory, for one window's inputs, copies and read-back
+RECHECK_S = 1800.0  # a kept calibration (peaks, a window's fixed costs) older than this is measured again
 
 
 def _settled(per_call: list) -> bool:
@@ -248,11 +249,21 @@ class Measurer:
         """The window's calibrations kept for this card model, problem and --per-gpu (harness/ladder.py)."""
         return (self.job.get("plans") or {}).get(self.plan_key) or {}
 
+    def _fresh(self, entry, stamp: str = "checked") -> bool:
+        """Whether a kept calibration was measured (or re-checked) within the job's recheck_s: an older one is
+        measured again, and the two merged, rather than believed for good."""
+        try:
+            return time.time() - float(entry[stamp]) < float(self.job.get("recheck_s", RECHECK_S))
+        except (KeyError, TypeError, ValueError):
+            return False
+
     def _calibrations_missing(self) -> bool:
         kept = self.kept_plans
         baselines = (self.job.get("baselines") or {}).get(self.baseline_key, {})
-        return (not (self.job.get("peaks") or {}).get(self.device_key) or not isinstance(kept.get("hops_ms"), float)
-                or any(case.label not in kept or (self.reference.has_baseline and case.label not in baselines)
+        return (not self._fresh((self.job.get("peaks") or {}).get(self.device_key))
+                or not isinstance(kept.get("hops_ms"), float) or not self._fresh(kept, "hops_checked")
+                or any(not self._fresh(kept.get(case.label))
+                       or (self.reference.has_baseline and case.label not in baselines)
                        for case in self.problem.benchmarks))
 
     def _calibrate(self, asked: float) -> None:
@@ -261,11 +272,13 @@ class Measurer:
         from . import peaks
 
         caller = self.callers["gpu"]
-        cached = (self.job.get("peaks") or {}).get(self.device_key)
+        kept_peaks = (self.job.get("peaks") or {}).get(self.device_key)
+        cached = self._fresh(kept_peaks)
         split = self.prepare_split
         split["lease"] = asked - split["connect"]  # waiting for the lease and the card to be quiet
         mark = time.perf_counter()
-        self.peaks = cached or peaks.measure(self.timer, self.device)
+        # a peak measured while something else used the card can only come out low: each the highest seen
+        self.peaks = kept_peaks if cached else peaks.highest(kept_peaks, peaks.measure(self.timer, self.device))
         split["peaks"] = time.perf_counter() - mark
         mark = time.perf_counter()
         self.ch.send({"kind": "peaks", "key": self.device_key, "cached": bool(cached),
@@ -284,13 +297,16 @@ class Measurer:
         # parent keeps them, harness/ladder.py): an evaluation measures only what no earlier one has.
         kept = self.kept_plans
         mark = time.perf_counter()
-        if isinstance(kept.get("hops_ms"), float):
-            caller.window.hops_ms = kept["hops_ms"]
-        else:
+        kept_hops = kept.get("hops_ms") if isinstance(kept.get("hops_ms"), float) else None
+        if kept_hops is not None and self._fresh(kept, "hops_checked"):
+            caller.window.hops_ms = kept_hops
+        else:  # measured now (again, where kept: a cost measured while the card was busy only comes out high)
             with self.timing():
                 caller.window.calibrate_hops()
             self.ch.send({"kind": "plan", "key": self.plan_key, "case": None, "k": None, "one_ms": None,
                           "many_ms": None, "hops_ms": float(caller.window.hops_ms)})
+            if kept_hops is not None:
+                caller.window.hops_ms = min(caller.window.hops_ms, kept_hops)
         split["hops"] = time.perf_counter() - mark
         mark = time.perf_counter()
         for case in self.problem.benchmarks:
@@ -336,8 +352,10 @@ class Measurer:
         k = max(1, min(MAX_CALLS_PER_WINDOW, math.ceil(TARGET_WINDOW_MS / max(self.bound_ms(case), 1e-4)),
                        int(budget // max(3 * per_set, 1))))
         window = self.callers["gpu"].window
-        if isinstance(kept, dict) and kept.get("k") == k and all(isinstance(kept.get(f), float)
-                                                                  for f in ("one_ms", "many_ms")):
+        if not (isinstance(kept, dict) and kept.get("k") == k and all(isinstance(kept.get(f), float)
+                                                                       for f in ("one_ms", "many_ms"))):
+            kept = None  # none kept for this many calls per window
+        elif self._fresh(kept):
             return {"k": k, "one_ms": kept["one_ms"], "many_ms": kept["many_ms"], "hops_ms": window.hops_ms}
         sets = [CallSet(sample.clone().leaves, expects, sample.tree)
                 for _ in range(k)]  # distinct memory, as a window's inputs are (one source would sit in L2)
@@ -347,6 +365,8 @@ class Measurer:
         del sets
         self.ch.send({"kind": "plan", "key": self.plan_key, "case": case.label, "k": k, "one_ms": float(one),
                       "many_ms": float(many), "hops_ms": None})
+        if kept is not None:  # re-checked: the lesser of the two
+            one, many = min(one, kept["one_ms"]), min(many, kept["many_ms"])
         return {"k": k, "one_ms": one, "many_ms": many, "hops_ms": window.hops_ms}
 
     def fixed_ms(self, plan: dict, k: int, observed: float | None = None) -> float:

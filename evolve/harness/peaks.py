@@ -1,7 +1,9 @@
-"""Device ceilings for the roofline: copy bandwidth and matmul throughput, measured once per device and cached."""
+"""Device ceilings for the roofline: copy bandwidth and matmul throughput, measured per device and kept; a kept entry
+is measured again once it is older than the measurer's RECHECK_S, each peak the highest seen."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from pathlib import Path
@@ -65,6 +67,21 @@ def _read_rows(src, dst, chunk: int) -> None:
 
         _READ_KERNEL.append(read_rows_kernel)
     _READ_KERNEL[0][(src.numel() // chunk,)](src, dst, CHUNK=chunk, BLOCK=1024, num_warps=4)
+
+
+def highest(kept, measured: dict) -> dict:
+    """Peaks with one more measurement: each the higher of the two (another process's work on the card can only
+    make a peak come out low). kept: an earlier entry, or anything else when there is none."""
+    if not isinstance(kept, dict):
+        return measured
+    try:
+        bandwidth = max(float(kept["bandwidth"]), float(measured["bandwidth"]))
+        flops = {k: max(float(kept["flops"].get(k, 0.0)), float(v)) for k, v in measured["flops"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return measured
+    if not all(math.isfinite(x) and x > 0 for x in (bandwidth, *flops.values())):
+        return measured
+    return {**measured, "bandwidth": bandwidth, "flops": flops}
 
 
 _STORING = threading.Lock()  # evaluation lanes on several GPUs store from threads of one process

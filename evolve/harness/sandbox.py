@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import jail, processes
+from . import jail, privilege, processes
 from .lease import card_name
 from ..redact import is_secret_name
 from .lifeline import ENV as LIFELINE_ENV, kill_everything
@@ -138,15 +138,26 @@ class Crew:
         self.key = secrets.token_bytes(32)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
+        # Started as root, the runners run as nobody (harness/privilege.py): their folders are theirs, the
+        # evaluation's and the shared buffers' folders only passable (a runner lists and makes nothing there)
+        self.runner_uid, self.user = privilege.runner_user()
+        if self.runner_uid is not None:
+            os.chmod(self.work, 0o711)
+            os.chmod(self.shm, 0o711)
         self.outputs: dict[str, tuple] = {}  # process name -> (stdout, stderr): files only this process can name
         life_r, self._life_w = os.pipe()  # the children's lifeline (harness/lifeline.py): only this process writes
         common = {LIFELINE_ENV: str(life_r)}
         if threads > 0:  # evaluations sharing a host split its cores, rather than each spinning a thread on every one
             common.update({name: str(threads) for name in THREAD_VARIABLES})
+        if self.runner_uid is not None:  # the keepers drop to it; the measurer gives it the shared buffers
+            common[privilege.UID_ENV] = str(self.runner_uid)
         measurer_fds, links, close_after = [], [], []
         for name in RUNNERS[mode]:
             folder = self.work / name
             (folder / "tmp").mkdir(parents=True)
+            if self.runner_uid is not None:
+                for path in (folder, folder / "tmp"):
+                    os.chown(path, self.runner_uid, self.runner_uid)
             to_runner_r, to_runner_w = os.pipe()
             from_runner_r, from_runner_w = os.pipe()
             extra = {"TRITON_CACHE_DIR": str(folder / "triton"), "TRITON_HOME": str(folder),
