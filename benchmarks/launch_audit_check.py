@@ -5,10 +5,13 @@
 Each case is evaluated through the whole ladder first (its compile rung's kernel names are what the audit allows,
 with the @triton.jit functions of its source; --no-ladder: the source's only, faster), then audited the way
 `evolve run` audits its best (evolve/launch_audit.py: one ncu run over every benchmark case, warm call and one more
-per case). Cases:
+per case: one call alone, then four in a row as a timing window queues them). Cases:
   softmax seed      problems/softmax/seeds/softmax_rows.py on problems/softmax            must pass
   honest control    tests/adversarial/cases/honest_control.py on tests/adversarial/problem must pass
   matmul cuBLAS     benchmarks/audit_cases/matmul_cublas.py on problems/matmul            must fail (cuBLAS)
+  window merge      tests/adversarial/cases/window_merge.py on tests/adversarial/problem  must fail (calls merged)
+  mini seed         tests/data/mini_softmax/seeds/softmax_rows.py on tests/data/mini_softmax must pass (its report
+                    is the one tests/test_launch_audit.py replays)
 With --out (default $OUT where set) each audit's ncu report and line go there. Exit status 1 if any case is not as
 expected; 2 if the audit could not run at all (no GPU, no ncu).
 """
@@ -29,6 +32,10 @@ CASES = [
     ("honest control", ROOT / "tests/adversarial/cases/honest_control.py", ROOT / "tests/adversarial/problem", PASSED,
      ""),
     ("matmul cuBLAS", ROOT / "benchmarks/audit_cases/matmul_cublas.py", ROOT / "problems/matmul", FAILED, "cuBLAS"),
+    ("window merge", ROOT / "tests/adversarial/cases/window_merge.py", ROOT / "tests/adversarial/problem", FAILED,
+     "each call must launch its own work"),
+    ("mini seed", ROOT / "tests/data/mini_softmax/seeds/softmax_rows.py", ROOT / "tests/data/mini_softmax", PASSED,
+     ""),
 ]
 
 

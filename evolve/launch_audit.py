@@ -5,9 +5,10 @@ Before a kernel becomes a run's reported best, is exported (`evolve best`), or e
 once per device. `Auditor.audit` runs `ncu --clock-control none --cache-control none --metrics
 gpu__time_duration.sum --csv --target-processes all`, profiling from the start, around one process (the jailed
 profiler child, harness/profile.py `audit-target`) that makes every benchmark case's inputs, launches a marker
-kernel, gives up root (as a user: jails itself apart from the report), imports the candidate, calls it twice per case
-(the first call compiles and warms up) and launches the marker again. ncu writes the report where the candidate
-cannot. `judge` then reads the report's "Kernel Name" column:
+kernel, gives up root (as a user: jails itself apart from the report), imports the candidate and, per case, calls it
+once to compile and warm up, once alone, and WINDOW_CALLS times in a row on inputs of their own, queued as a timing
+window queues them (behind a wait on a word, then a write of another), with a marker after each part. ncu writes the
+report where the candidate cannot. `judge` then reads the report's "Kernel Name" and duration columns:
 
 - the kernels before the first marker are the inputs' (the candidate cannot launch anything before it is imported);
   everything after it, and every kernel of any other process, is the candidate's;
@@ -20,7 +21,12 @@ cannot. `judge` then reads the report's "Kernel Name" column:
   origin;
 - an allowed name must itself be a plain identifier (what Triton names a kernel) that does not look like a library's:
   a candidate cannot make a cuBLAS kernel allowed by naming a dummy Triton kernel after it;
-- the second marker must be there (every call finished), and at least one allowed non-fill kernel must have run.
+- every marker must be there (every call finished), and at least one allowed non-fill kernel must have run;
+- the calls in a row must launch, together, WINDOW_CALLS times what the call alone launched, and none of their
+  kernels may take more than twice as long as the same kernel alone: a window's calls deferred and merged into one
+  launch (K calls' work with one launch's start-up and tail, which no call a user makes has) fail. Inside an
+  evaluation the window cannot see this: the GPU runs one process's context at a time, and handing each call over on
+  its own would put two context switches (about 0.3 ms on an H200) into every call.
 
 A result is "passed", "failed" or "not run" (no ncu, no GPU, the counters refused, the child refused before the
 candidate was imported); a "not run" says why wherever the best is reported, and the next occasion audits again. A
@@ -51,6 +57,8 @@ NCU_ARGS = ("--clock-control", "none", "--cache-control", "none", "--metrics", "
             "--target-processes", "all")
 REPORT_BYTES = 64 << 20  # a report larger than this is not read in part: the audit fails
 TRIES = 5  # candidates audited in a row for one report before it stops looking for one that passes
+WINDOW_CALLS = 4  # per case, calls queued in a row as a timing window queues them (harness/profile.py)
+MERGED_RATIO, MERGED_SLACK_NS = 2.0, 2000.0  # a kernel of those calls may take this much longer than alone
 NEEDS_GPU = ("the launch audit needs a GPU: Nsight Compute watches the device, and this verdict came from the CPU "
              "interpreter")
 
@@ -75,6 +83,7 @@ class Launch:
     id: int
     pid: str
     name: str
+    ns: float | None = None  # its duration as ncu measured it (gpu__time_duration.sum), where the report has it
 
 
 @dataclass(frozen=True)
@@ -124,13 +133,32 @@ def parse_report(text: str) -> list[Launch]:
         raise AuditError("the report has no kernel table")
     at = {name: i for i, name in enumerate(rows[header])}
     launches: dict[int, Launch] = {}
+    durations: dict[int, float] = {}
     for row in rows[header + 1:]:
         if len(row) != len(rows[header]) or not row[at["ID"]].strip().isdigit():
             continue  # the units row, or a line that is not a launch
         key = int(row[at["ID"]])
         pid = row[at["Process ID"]].strip() if "Process ID" in at else ""
         launches.setdefault(key, Launch(key, pid, row[at["Kernel Name"]].strip()))
-    return [launches[k] for k in sorted(launches)]
+        if "Metric Name" in at and row[at["Metric Name"]].strip() == "gpu__time_duration.sum":
+            ns = _nanoseconds(row[at["Metric Value"]] if "Metric Value" in at else "",
+                              row[at["Metric Unit"]] if "Metric Unit" in at else "")
+            if ns is not None:
+                durations[key] = ns
+    return [Launch(k, launches[k].pid, launches[k].name, durations.get(k)) for k in sorted(launches)]
+
+
+_UNITS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
+
+
+def _nanoseconds(value: str, unit: str) -> float | None:
+    """A duration ncu printed ("10,144" nsecond), in nanoseconds; None where it is not one."""
+    try:
+        number = float(value.replace(",", "").strip())
+    except ValueError:
+        return None
+    scale = _UNITS.get(unit.strip().lower())
+    return number * scale if scale is not None and number >= 0 else None
 
 
 def source_kernels(source: str) -> set[str]:
@@ -156,8 +184,37 @@ def allowed_names(verdict, source: str | None) -> tuple[str, ...]:
     return tuple(sorted(named | source_kernels(source or "")))
 
 
-def judge(launches: list[Launch], allowed) -> tuple[str, str, tuple]:
-    """(status, reason, kernels seen) for the launches of one audit against the names the candidate may launch."""
+def _calls_apart(launches: list[Launch], marks: list[int], permitted: set, window_calls: int) -> str | None:
+    """Why the calls of one case were not each its own work, or None. Per case the audit's process launches a marker
+    after the first (warming) call, after one call alone, and after `window_calls` calls in a row queued as a timing
+    window queues them: those calls must launch, together, window_calls times what the one call alone launched, and
+    none of their kernels may run much longer than the same kernel did alone (a launch doing other calls' work)."""
+    def own(first: int, last: int) -> list[Launch]:
+        return [launch for launch in launches[first + 1:last] if launch.name in permitted]
+
+    for case in range((len(marks) - 1) // 3):
+        alone, window = own(marks[3 * case + 1], marks[3 * case + 2]), own(marks[3 * case + 2], marks[3 * case + 3])
+        one, many = Counter(l.name for l in alone), Counter(l.name for l in window)
+        if many != Counter({name: count * window_calls for name, count in one.items()}):
+            def listed(counts):
+                return ", ".join(f"{_shown(n, 60)} x{c}" for n, c in counts.most_common(3)) or "nothing"
+            return (f"its {window_calls} calls in a row launched {listed(many)}, where one call alone launched "
+                    f"{listed(one)}: each call must launch its own work (deferred or merged calls are timed as work "
+                    f"no single call does)")
+        for launch in window:
+            longest = max((l.ns for l in alone if l.name == launch.name and l.ns is not None), default=None)
+            if longest and launch.ns is not None and launch.ns > MERGED_RATIO * longest + MERGED_SLACK_NS:
+                return (f"in its {window_calls} calls in a row, {_shown(launch.name, 60)} ran "
+                        f"{launch.ns / longest:.1f}x as long as in one call alone ({launch.ns / 1e3:.1f} us against "
+                        f"{longest / 1e3:.1f} us): one launch did other calls' work (calls were merged)")
+    return None
+
+
+def judge(launches: list[Launch], allowed, cases: int | None = None,
+          window_calls: int = WINDOW_CALLS) -> tuple[str, str, tuple]:
+    """(status, reason, kernels seen) for the launches of one audit against the names the candidate may launch.
+    cases: how many benchmark cases the audit called (each with three markers after it, harness/profile.py
+    `audit-target`), so each case's calls are checked apart; None: a report with a first and a last marker only."""
     bad = sorted(n for n in allowed if not IDENTIFIER.fullmatch(n) or library(n))
     if bad:
         label = library(bad[0]) or "not a Triton kernel's name"
@@ -169,10 +226,9 @@ def judge(launches: list[Launch], allowed) -> tuple[str, str, tuple]:
     if not own:
         return FAILED, "the audit's first marker kernel is missing: the report does not cover the calls", ()
     start, end = own[0], own[-1]
-    if end == start:
-        return FAILED, "the calls did not all finish under ncu (the audit's last marker kernel is missing)", ()
+    marks = set(own) if cases is not None else {start, end}  # without cases, a marker between is not one
     during = [launch for i, launch in enumerate(launches)
-              if (launch.pid == target and start < i != end) or launch.pid != target]
+              if (launch.pid == target and i > start and i not in marks) or launch.pid != target]
     seen = tuple(Counter(_shown(launch.name) for launch in during).most_common(50))
     permitted = set(allowed)
     foreign = [launch.name for launch in during if launch.name not in permitted and not FILL.match(launch.name)]
@@ -180,9 +236,14 @@ def judge(launches: list[Launch], allowed) -> tuple[str, str, tuple]:
         label = library(foreign[0]) or "not one it compiled"
         more = f" and {len(foreign) - 1} more launch{'es' if len(foreign) > 2 else ''}" if len(foreign) > 1 else ""
         return FAILED, f"a kernel it did not compile ran: {_shown(foreign[0], 160)} ({label}){more}", seen
+    if end == start or (cases is not None and len(own) != 1 + 3 * cases):
+        return FAILED, "the calls did not all finish under ncu (the audit's last marker kernel is missing)", seen
     own_kernels = [launch for launch in during if launch.name in permitted]
     if not own_kernels:
         return FAILED, "none of its own kernels ran during the calls", seen
+    apart = _calls_apart(launches, own, permitted, window_calls) if cases is not None else None
+    if apart:
+        return FAILED, apart, seen
     fills = len(during) - len(own_kernels)
     names = Counter(launch.name for launch in own_kernels)
     listed = ", ".join(f"{_shown(n, 60)} x{c}" for n, c in names.most_common(4)) + (", ..." if len(names) > 4 else "")
@@ -265,7 +326,9 @@ class Auditor:
         except AuditError as exc:
             tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
             return done(FAILED, f"{exc}" + (f"; exit code {code}: {_shown(tail, 300)}" if code else ""), (), report)
-        status, reason, seen = judge(launches, allowed)
+        from .harness.formats import load_problem
+
+        status, reason, seen = judge(launches, allowed, len(load_problem(problem_dir).benchmarks))
         if status == FAILED and code and "marker" in reason:  # the candidate (or ncu) failed on the way
             tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
             reason += f"; exit code {code}: {_shown(tail, 300)}"

@@ -85,6 +85,50 @@ def test_only_its_own_triton_kernels_pass():
     assert "no kernel at all" in judge([], {"my_kernel"})[1]
 
 
+def test_each_call_of_a_window_launches_its_own_work():
+    """Per case the audit's process marks a warming call, one call alone and four calls queued as a window queues
+    them: the four must launch four times what the one did, none of their kernels much longer than alone. A window's
+    calls deferred and merged into one launch, or spread over dummy launches, fail; an autotuner's extra launches in
+    the warming call do not count."""
+    def timed(name, us, pid="2"):
+        return (name, us, pid)
+
+    def report(*segments, cases=1):
+        rows, ident = [], 0
+        for segment in (("inputs",), *segments):
+            for item in segment:
+                name, us, pid = item if isinstance(item, tuple) else (item, 10.0, "2")
+                rows.append(Launch(ident, pid, name, us * 1e3))
+                ident += 1
+            rows.append(Launch(ident, "2", SPIN, 1e3))
+            ident += 1
+        return judge(rows, {"k", "pre"}, cases)
+
+    honest = report(["k", "k", "k"], ["pre", "k"], ["pre", "k"] * 4)
+    assert honest[0] == PASSED, honest
+    jittered = report(["k"], [timed("k", 10)], [timed("k", 9), timed("k", 12), timed("k", 10), timed("k", 19)])
+    assert jittered[0] == PASSED, jittered
+    merged = report(["k"], [], [timed("k", 31)])  # every call deferred, one launch at the window's end
+    assert merged[0] == FAILED and "launched k x1, where one call alone launched nothing" in merged[1], merged
+    fused = report(["k"], ["k"], [timed("k", 1), timed("k", 1), timed("k", 1), timed("k", 31)])
+    assert fused[0] == FAILED and "3.1x as long as in one call alone" in fused[1], fused
+    assert "did not all finish" in report(["k"], ["k"], cases=2)[1]  # a case's markers missing
+    two = report(["k"], ["k"], ["k"] * 4, ["k"], ["k"], ["k"] * 3, cases=2)
+    assert two[0] == FAILED and "launched k x3, where one call alone launched k x1" in two[1], two
+    # a child process's launches count where they fall
+    child = report(["k"], ["k"], ["k", "k", "k", timed("k", 10, pid="3")])
+    assert child[0] == PASSED, child
+
+
+def test_the_parser_reads_each_launchs_duration():
+    honest = parse_report(HONEST.read_text())
+    assert honest[1].ns == 10144.0 and all(l.ns is not None for l in honest)
+    from evolve.launch_audit import _nanoseconds
+
+    assert _nanoseconds("1.5", "usecond") == 1500.0 and _nanoseconds("2", "msecond") == 2e6
+    assert _nanoseconds("n/a", "nsecond") is None and _nanoseconds("3", "furlong") is None
+
+
 @pytest.mark.parametrize("name", ["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cublas",
                                   "nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNN", "cutlass_gemm", "cudnn_conv",
                                   "ampere_sgemm_128x64_nn", "spin_kernel", "at::native::x", "void f(int)"])
@@ -280,9 +324,10 @@ def test_a_run_on_the_cpu_says_the_audit_needs_a_gpu(tmp_path):
 RESTRICTED = """
 import os, sys
 from pathlib import Path
-from evolve.harness.profile import drop_root, restrict
+from evolve.harness.privilege import drop
+from evolve.harness.profile import restrict
 work = sys.argv[1]
-why = restrict(work) or (drop_root() if os.geteuid() == 0 else None)
+why = restrict(work) or (drop() if os.geteuid() == 0 else None)
 assert why is None, why
 for name in ("ncu.csv", "refused", "tmp/mine"):
     try:

@@ -42,13 +42,14 @@ import os
 import sys
 from pathlib import Path
 
+from .privilege import UNPRIVILEGED, drop  # the audit's target runs as nobody when started as root
+
 NCU_PORTS = range(49152, 49152 + 64)  # ncu's default base port and its default --max-connections
 
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 ISOLATION_FAILED, JAIL_FAILED = 3, 4  # launch's exit codes when it refuses to profile
-UNPRIVILEGED = 65534  # the audit's target runs the candidate as this uid (nobody) when it starts as root
 REFUSED = "refused"  # in the work folder: why the audit's target stopped before it imported the candidate
 
 
@@ -199,28 +200,10 @@ def _refuse(work: str, why: str) -> int:
     return 0
 
 
-def drop_root() -> str | None:
-    """As root: become UNPRIVILEGED for good (no groups, real, effective and saved ids, every thread); None, or why
-    not. Called after CUDA is initialized (the device files stay open) and before the candidate is imported."""
-    try:
-        os.setgroups([])
-        os.setresgid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
-        os.setresuid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
-    except OSError as exc:
-        return f"root could not be given up ({exc})"
-    if os.getresuid() != (UNPRIVILEGED,) * 3 or os.getresgid() != (UNPRIVILEGED,) * 3 or os.getgroups():
-        return "root could not be given up (the ids did not change)"
-    try:
-        os.setuid(0)
-    except OSError:
-        return None
-    return "root could not be given up (it could be taken back)"
-
-
 def restrict(work: str) -> str | None:
     """Keep the candidate from writing ncu's report and `refused`: as a user, a second jail, writes beneath tmp/ only
     (it must be applied while this process has one thread: before torch is imported). As root this does nothing
-    here (drop_root does it, later). None, or why not."""
+    here (privilege.drop does it, later). None, or why not."""
     if os.geteuid() == 0:
         return None
     from . import jail
@@ -232,8 +215,12 @@ def restrict(work: str) -> str | None:
 
 def audit_target(job_path: str) -> int:
     """Under ncu, profiled from its start: what ran on the device while the candidate was called on every benchmark
-    case, twice (the first call compiles and warms up). Inputs are made and the first marker launched before the
-    candidate is imported; the second marker follows the last call."""
+    case. Inputs are made and the first marker launched before the candidate is imported. Per case: one call that
+    compiles and warms up, a marker, one call alone, a marker, WINDOW_CALLS calls on inputs of their own queued in a
+    row between a wait on a word and a write of another (as a timing window queues them), a marker
+    (evolve/launch_audit.py judges each part)."""
+    from ..launch_audit import WINDOW_CALLS
+
     job = json.loads(Path(job_path).read_text())
     work = job["work"]
     why = restrict(work)
@@ -245,22 +232,29 @@ def audit_target(job_path: str) -> int:
         import torch
         import triton  # noqa: F401 - imported while the installed packages are surely readable (before the drop)
 
+        from . import cuda_ipc
         from .formats import load_problem, reference_for
         from .formats.base import unflatten
 
         problem = load_problem(job["problem"])
         reference = reference_for(problem)
-        calls = []
+        cases = []
         for index, case in enumerate(problem.benchmarks):
-            inputs = reference.generate(case, job["seed"] + index, torch.device("cuda"))
-            # contiguous, as the GPU runner is given them (a copy here, not in the candidate's calls)
-            leaves = tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs.leaves)
-            calls.append(((unflatten(leaves, inputs.tree),) if inputs.tree is not None else leaves))
+            sets = []
+            for call in range(1 + WINDOW_CALLS):
+                inputs = reference.generate(case, job["seed"] + 64 * index + call, torch.device("cuda"))
+                # contiguous, as the GPU runner is given them (a copy here, not in the candidate's calls)
+                leaves = tuple(t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs.leaves)
+                sets.append((unflatten(leaves, inputs.tree),) if inputs.tree is not None else leaves)
+            cases.append(sets)
+        words = cuda_ipc.alloc(8)  # a gate word (set now) and a done word, as a timing window has
+        stream = torch.cuda.current_stream().cuda_stream
+        cuda_ipc.write_value(stream, words, 1)
         _marker()
     except Exception as exc:  # noqa: BLE001 - the problem's own code: the candidate has not run
         return _refuse(work, f"the inputs could not be made ({type(exc).__name__}: {exc})"[:500])
     if os.geteuid() == 0:
-        why = drop_root()
+        why = drop(UNPRIVILEGED)
         if why:
             return _refuse(work, why)
     spec = importlib.util.spec_from_file_location("candidate", job["candidate"])
@@ -269,12 +263,18 @@ def audit_target(job_path: str) -> int:
     if job.get("beside"):
         sys.path.insert(0, str(Path(job["candidate"]).parent))
     spec.loader.exec_module(module)
-    for args in calls:
-        for _ in range(2):
-            out = module.custom_kernel(*args)
+    for sets in cases:
+        for _ in range(2):  # warming, then alone
+            out = module.custom_kernel(*sets[0])
             torch.cuda.synchronize()
             del out
-    _marker()
+            _marker()
+        cuda_ipc.wait_value(stream, words, 1)
+        outs = [module.custom_kernel(*args) for args in sets[1:]]
+        cuda_ipc.write_value(stream, words + 4, 1)
+        torch.cuda.synchronize()
+        del outs
+        _marker()
     return 0
 
 
