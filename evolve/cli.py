@@ -17,6 +17,15 @@ def _fail(message: str, code: int = 2):
     sys.exit(code)
 
 
+def _check_keys(problem) -> None:
+    """Refuse a problem.toml with a key no table holds (a misspelt `call =` under [forbid] would forbid nothing)."""
+    from .problems import toml_key_faults
+
+    faults = toml_key_faults(problem)
+    if faults:
+        _fail("\n".join(faults))
+
+
 def _json_safe(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
@@ -54,6 +63,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
 
     Exit code 0 only if every rung passed; 1 if a rung failed; 2 for bad input.
     """
+    _check_keys(problem)
     from .harness import EvalOptions, ProblemError, evaluate
     from .render import ladder_lines, rung_line, shape_table
 
@@ -250,6 +260,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         loaded = load_problem(problem)
     except ProblemError as exc:
         _fail(str(exc))
+    _check_keys(problem)
     specs, budget_s = tuple(models), budget
     if specs and not any(m.weight > 0 for m in specs):
         _fail("every model has weight 0; give at least one a positive weight")
@@ -425,6 +436,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
             loaded.append((path, load_problem(path).name))
         except ProblemError as exc:
             _fail(str(exc))
+        _check_keys(path)
     issues = check_models(list(models), api_base)
     if issues:
         _fail("\n".join(issues))
@@ -552,6 +564,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
         loaded = load_problem(problem)
     except ProblemError as exc:
         _fail(str(exc))
+    _check_keys(problem)
     name = loaded.name
     if export_format == "kernelbench" and loaded.format != "kernelbench":
         _fail(f"--export-format kernelbench needs a KernelBench problem (a .py file with class Model); {problem} is "

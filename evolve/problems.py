@@ -5,6 +5,7 @@ fault as one line naming the file and what to do. It writes nothing into the pro
 """
 from __future__ import annotations
 
+import difflib
 import re
 import tempfile
 from pathlib import Path
@@ -14,6 +15,15 @@ SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
 LAYOUT = {"problem.toml": "problem.toml", "reference.py": "reference.py", "notes.md": "notes.md",
           "seed.py": "seeds/seed.py", "wrong_tail.py": "solutions/wrong/wrong_tail.py"}
 EXPECT = re.compile(r"#\s*expect:\s*(ok|(load|compile|run|correctness|benchmark|roofline):\s*(.+))\s*$")
+# The keys problem.toml's tables hold (README, "Problems"; the loader is evolve/harness/formats/native.py, which checks
+# the [[test]], [[benchmark]] and [[cpu_benchmark]] entries' keys itself). A key outside these is a misspelling the
+# loader would pass over: `call = [...]` under [forbid] would forbid nothing.
+TOML_KEYS = {
+    "": ("name", "description", "dtypes", "seeds", "output_dtypes", "tolerance", "test", "benchmark",
+         "cpu_benchmark", "forbid"),
+    "forbid": ("calls", "modules"),
+    "tolerance.<dtype>": ("rtol", "floor", "min_cosine"),
+}
 
 
 def init_problem(folder) -> list[Path]:
@@ -43,6 +53,44 @@ def expectation(path: Path) -> tuple[str | None, str | None] | None:
     if match.group(1) == "ok":
         return None, None
     return match.group(2), match.group(3).strip().lower()
+
+
+def _unknown(where: str, keys, known, noun: str = "key") -> list[str]:
+    faults = []
+    for key in sorted(k for k in keys if k not in known):
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        faults.append(f"{where} has an unknown {noun} {key!r}{hint}; the known {noun}s are {', '.join(known)}")
+    return faults
+
+
+def toml_key_faults(target) -> list[str]:
+    """One line per key of an evolve problem.toml that no table holds (an empty list for other formats, and for a
+    file that does not parse: loading it says why)."""
+    from .harness.problem import KNOWN_DTYPES
+
+    toml_path = Path(target) / "problem.toml"
+    if not toml_path.is_file():
+        return []
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        raw = tomllib.loads(toml_path.read_text())
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+        return []
+    faults = _unknown(f"{toml_path}: the top level", raw, TOML_KEYS[""])
+    forbid = raw.get("forbid")
+    if isinstance(forbid, dict):
+        faults += _unknown(f"{toml_path}: [forbid]", forbid, TOML_KEYS["forbid"])
+    tolerance = raw.get("tolerance")
+    if isinstance(tolerance, dict):
+        faults += _unknown(f"{toml_path}: [tolerance]", tolerance, KNOWN_DTYPES, "dtype")
+        for dtype, entry in tolerance.items():
+            if dtype in KNOWN_DTYPES and isinstance(entry, dict):
+                faults += _unknown(f"{toml_path}: [tolerance.{dtype}]", entry, TOML_KEYS["tolerance.<dtype>"])
+    return faults
 
 
 def _todos(problem) -> list[str]:
@@ -141,6 +189,9 @@ def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progre
         problem = load_problem(target)
     except ProblemError as exc:
         return [str(exc)]
+    faults = toml_key_faults(problem.path) if problem.format == "evolve" else []
+    if faults:
+        return faults  # a misspelt key is a setting silently not made: nothing else means much until it is fixed
     faults = _todos(problem)
     say(f"{problem.name}: running the reference on {len(problem.tests)} test case(s)")
     faults += _reference_faults(problem)

@@ -100,3 +100,37 @@ def test_reference_faults_are_named(tmp_path):
     assert result.returncode == 2
     assert result.stdout.strip().splitlines() == [f"{toml.resolve()}: missing [tolerance.bfloat16] with rtol, floor "
                                                   f"and min_cosine"]
+
+
+def test_a_misspelt_key_is_refused_naming_the_known_ones(tmp_path):
+    """`call =` under [forbid] used to load as a problem that forbids nothing; every table's keys are checked, by
+    check-problem and by the commands that load a problem."""
+    folder = tmp_path / "twice"
+    init_problem(folder)
+    fill(folder)
+    toml = folder / "problem.toml"
+    text = toml.read_text()
+    assert 'calls = ["torch.mul"' in text and "rtol = 1e-5" in text
+    toml.write_text(text.replace('calls = ["torch.mul"', 'call = ["torch.mul"'))
+    where = toml.resolve()
+    forbid = (f"{where}: [forbid] has an unknown key 'call' (did you mean 'calls'?); the known keys are calls, "
+              f"modules")
+    assert check_problem(folder, device="cpu") == [forbid]
+    toml.write_text(text.replace("rtol = 1e-5", "rtl = 1e-5\nrtol = 1e-5").replace("[[benchmark]]", "[[benchmarks]]", 1)
+                    .replace("[tolerance.bfloat16]", "[tolerance.float16]\nrtol = 1e-3\nfloor = 1e-3\n"
+                                                      "min_cosine = 0.999\n[tolerance.bfloat61]\nrtol = 1\n"
+                                                      "[tolerance.bfloat16]"))
+    faults = check_problem(folder, device="cpu")
+    assert faults == [
+        f"{where}: the top level has an unknown key 'benchmarks' (did you mean 'benchmark'?); the known keys are "
+        "name, description, dtypes, seeds, output_dtypes, tolerance, test, benchmark, cpu_benchmark, forbid",
+        f"{where}: [tolerance] has an unknown dtype 'bfloat61' (did you mean 'bfloat16'?); the known dtypes are "
+        "float32, bfloat16, float16",
+        f"{where}: [tolerance.float32] has an unknown key 'rtl' (did you mean 'rtol'?); the known keys are rtol, "
+        "floor, min_cosine"], faults
+    toml.write_text(text.replace('calls = ["torch.mul"', 'call = ["torch.mul"'))
+    for args in (("check-problem", folder, "--device", "cpu"), ("run", folder, "--device", "cpu"),
+                 ("eval", folder / "seeds" / "seed.py", folder, "--device", "cpu")):
+        result = evolve(*args, timeout=300)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert forbid in result.stdout + result.stderr and "Traceback" not in result.stderr, args
