@@ -97,7 +97,10 @@ class Progress:
             figure = f"{event['figure']:.3f}" if event["figure"] is not None else f"failed ({event['reason']})"
             line = f"  round {event['round']}: #{event['candidate_id']} {figure}"
         elif kind == "lanes":
-            line = f"evaluating on {', '.join(event['lanes'])} (each benchmark alone on its card)"
+            where = ", ".join(event["lanes"])
+            line = (f"evaluating on {where} (each benchmark alone on its card)" if event.get("gpu", True) else
+                    f"evaluating on {where}: no GPU, so each candidate runs under the Triton interpreter and its score "
+                    f"ranks the interpreter's work, not GPU speed")
         elif kind == "lane_fault":
             then = "queued again" if event["requeued"] else "left pending for --resume"
             line = (f"lane {event['lane']} failed #{event['candidate']} for the harness's reasons ({event['reason']}); "
@@ -153,7 +156,8 @@ class Progress:
         table.add_column(style="bold")
         table.add_column()
         rate = f"{self.counts['correct']}/{n} correct ({100 * self.counts['correct'] / n:.0f}%)" if n else "-"
-        table.add_row("run", f"{self.run_id}  {self.config.problem_dir}  archive {self.config.db}")
+        run = f"{self.run_id}  " if self.run_id is not None else ""  # none until the archive has given it one
+        table.add_row("run", f"{run}{self.config.problem_dir}  archive {self.config.db}")
         table.add_row("candidates", f"{n} evaluated, {rate}, {self.counts['invalid']} invalid proposals, "
                                     f"{self.counts['duplicate']} duplicates skipped")
         table.add_row("best", f"{_score(self.best)}  {self._lineage()}" if self.best else "-")

@@ -188,7 +188,7 @@ class Search:
                  for name, card in named for i in range(per)]
         if len(lanes) > 1 and not c.eval.threads:  # the lanes' evaluations split the host's cores between them
             self._threads = max(1, len(os.sched_getaffinity(0)) // len(lanes))
-        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes]})
+        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes], "gpu": gpu})
         return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
 
     def _cluster_pipeline(self):
@@ -205,7 +205,7 @@ class Search:
                                    gpus=c.cluster_lanes if c.eval.device != "cpu" else None,
                                    cpu_lanes=(c.cluster_lanes or 1) if c.eval.device == "cpu" else 0,
                                    evaluate_spec=spec)
-        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes]})
+        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes], "gpu": c.eval.device != "cpu"})
         return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
 
     def _options(self, job, gpu):
@@ -396,6 +396,10 @@ class Search:
         top = self.config.profile.top
         if top <= 0 or self.profiler is False:
             return
+        done = self.archive.profiled(self.device)
+        chosen = [c for c in self.population.ranked() if c.ok and c.fitness is not None and c.id not in done][:top]
+        if not chosen:  # nothing timed on a GPU (a CPU run, or none correct yet): no profiler to look for, or to miss
+            return
         from .profiling import Profiler
 
         if self.profiler is None:
@@ -404,8 +408,6 @@ class Search:
             self.emit({"kind": "profile_off", "reason": self.profiler.unavailable})
             self.profiler = False
             return
-        done = self.archive.profiled(self.device)
-        chosen = [c for c in self.population.ranked() if c.ok and c.fitness is not None and c.id not in done][:top]
         for cand in chosen:
             try:
                 self._profile_one(cand)
