@@ -249,11 +249,19 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         fair_window_s = 0.0 if fair_window.strip() in ("0", "0s", "off") else parse_duration(fair_window)
     except ValueError as exc:
         _fail(f"--fair-window: {exc}")
+    specs, budget_s = tuple(models), budget
+    if specs and not any(m.weight > 0 for m in specs):
+        _fail("every model has weight 0; give at least one a positive weight")
+    # the models' keys before torch and litellm are imported (seconds each): a missing key is said at once
+    from .proposer import LLMProposer, check_models, default_prompts
+
+    problems = check_models(list(specs), api_base) if specs else []
+    if problems:
+        _fail("\n".join(problems))
     from .archive import ArchiveError
     from .config import CPU_BUDGET_S, LLMConfig, ProfileConfig, RunConfig, SearchConfig, format_duration
     from .harness import EvalOptions, ProblemError, load_problem
     from .progress import Progress
-    from .proposer import LLMProposer, check_models, default_prompts
     from .search import Search
 
     try:
@@ -261,12 +269,6 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     except ProblemError as exc:
         _fail(str(exc))
     _check_keys(problem)
-    specs, budget_s = tuple(models), budget
-    if specs and not any(m.weight > 0 for m in specs):
-        _fail("every model has weight 0; give at least one a positive weight")
-    problems = check_models(list(specs), api_base) if specs else []
-    if problems:
-        _fail("\n".join(problems))
     from .harness.ladder import gpu_available
 
     on_cpu = device == "cpu" or (device == "auto" and not gpu_available() and not cluster)
@@ -430,6 +432,9 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     names = [m.name for m in models]
     if len(set(names)) != len(names):
         _fail("a model is named twice; give each --model once")
+    issues = check_models(list(models), api_base)  # before any problem is loaded (torch takes seconds to import)
+    if issues:
+        _fail("\n".join(issues))
     loaded = []
     for path in problems:
         try:
@@ -437,9 +442,6 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
         except ProblemError as exc:
             _fail(str(exc))
         _check_keys(path)
-    issues = check_models(list(models), api_base)
-    if issues:
-        _fail("\n".join(issues))
     archive = _open_archive(db, must_exist=False)
     base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
                      search=SearchConfig(tune_share=tune_share, compose_share=compose_share),

@@ -120,11 +120,51 @@ def _litellm():
     return litellm
 
 
+# Where the most used providers take their key from, as litellm.validate_environment reads it: provider prefix ->
+# the variables any one of which will do (the first is the one to set). Read without importing litellm, which takes
+# seconds (10 or more on a small machine): a missing key is said at once. Other providers are litellm's to judge.
+PROVIDER_KEYS = {
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "openai": ("OPENAI_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY",),
+    "cohere": ("COHERE_API_KEY",),
+    "fireworks_ai": ("FIREWORKS_AI_API_KEY", "FIREWORKS_API_KEY", "FIREWORKSAI_API_KEY", "FIREWORKS_AI_TOKEN"),
+    "cerebras": ("CEREBRAS_API_KEY",),
+}
+
+
+def _missing_key(name: str, variables) -> str:
+    first, others = variables[0], list(variables[1:])
+    nor = f" (nor {' or '.join(others)}, which would also do)" if others else ""
+    return (f"{name}: {first} is not set{nor}; export {first}=... (your provider key), or serve a model on an "
+            f"OpenAI-compatible server and pass --api-base http://HOST:PORT/v1 --model openai/<served-name>")
+
+
+def check_keys(models, api_base: str | None) -> tuple[list[str], list]:
+    """(problems, the models left for litellm to judge): the key of every model named provider/model of a provider
+    in PROVIDER_KEYS is looked up here, without litellm."""
+    problems, rest = [], []
+    for model in models:
+        name = model.name if isinstance(model, ModelSpec) else str(model)
+        provider = name.split("/", 1)[0] if "/" in name else None
+        if provider not in PROVIDER_KEYS:
+            rest.append(model)
+        elif not api_base and not any(os.environ.get(v) for v in PROVIDER_KEYS[provider]):
+            problems.append(_missing_key(name, PROVIDER_KEYS[provider]))
+    return problems, rest
+
+
 def check_models(models, api_base: str | None) -> list[str]:
     """One human-readable problem per model litellm cannot call as configured (a missing provider key, mostly)."""
-    litellm = _litellm()
-    problems = []
-    for model in models:
+    problems, rest = check_keys(models, api_base)
+    litellm = _litellm() if rest else None
+    for model in rest:
         name = model.name if isinstance(model, ModelSpec) else str(model)
         try:
             litellm.get_llm_provider(model=name, api_base=api_base)
@@ -138,12 +178,11 @@ def check_models(models, api_base: str | None) -> list[str]:
             continue  # local OpenAI-compatible servers need no key (whether one answers is checked once, below)
         missing = litellm.validate_environment(model=name).get("missing_keys") or []
         if missing:
-            names = " and ".join(missing)
-            problems.append(
-                f"{name}: {names} {'is' if len(missing) == 1 else 'are'} not set; export {' '.join(k + '=...' for k in missing)} "
-                f"(your provider key), or serve a model on an OpenAI-compatible server and pass "
-                f"--api-base http://HOST:PORT/v1 --model openai/<served-name>"
-            )
+            problems.append(_missing_key(name, missing) if len(missing) == 1 else
+                            f"{name}: {' and '.join(missing)} are not set; export "
+                            f"{' '.join(k + '=...' for k in missing)} (your provider's settings), or serve a model on "
+                            f"an OpenAI-compatible server and pass --api-base http://HOST:PORT/v1 --model "
+                            f"openai/<served-name>")
     if api_base and models:
         problems += _check_endpoint(api_base)
     return problems

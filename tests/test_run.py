@@ -167,6 +167,25 @@ def test_missing_api_key_is_a_clear_error(tmp_path):
     assert not (tmp_path / "x.db").exists()
 
 
+def test_a_missing_key_is_said_before_anything_slow_is_imported(tmp_path):
+    """The missing-key error took 15 s or more to appear: torch (loading the problem) and litellm (asking it about the
+    key) were imported first. Now the key is looked up first, by run and by bench, and the message names the
+    variable to set (and, where litellm takes another one too, that one)."""
+    script = ("import sys\nfrom evolve.cli import cli\ntry:\n    cli(sys.argv[1:])\nexcept SystemExit as exc:\n"
+              "    print('exit', exc.code, 'torch' in sys.modules, 'litellm' in sys.modules)\n")
+    models = ("--model", "anthropic/claude-sonnet-4-5", "--model", "gemini/gemini-2.5-pro")
+    for args in (("run", MINI, "--db", tmp_path / "x.db", *models),
+                 ("bench", "--problem", MINI, "--budget-per-cell", "2", "--db", tmp_path / "b.db", *models)):
+        result = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                                cwd=ROOT, timeout=300, env={k: v for k, v in env().items()
+                                                            if k != "ANTHROPIC_AUTH_TOKEN"})
+        assert result.stdout.split() == ["exit", "2", "False", "False"], (args, result.stdout, result.stderr)
+        assert "anthropic/claude-sonnet-4-5: ANTHROPIC_API_KEY is not set" in result.stderr
+        assert "gemini/gemini-2.5-pro: GEMINI_API_KEY is not set (nor GOOGLE_API_KEY" in result.stderr
+        assert "export GEMINI_API_KEY=..." in result.stderr
+    assert not (tmp_path / "x.db").exists() and not (tmp_path / "b.db").exists()
+
+
 def test_resume_without_a_run_is_a_clear_error(tmp_path):
     result = evolve("run", MINI, "--db", tmp_path / "none.db", "--resume")
     assert result.returncode == 2 and "does not exist" in result.stderr
