@@ -17,6 +17,7 @@ import os
 import signal
 import statistics
 import sys
+import threading
 import time
 import traceback
 
@@ -115,6 +116,20 @@ class Channel:
                    "metrics": figures})
 
 
+class Held(Channel):
+    """Messages kept back, to go to the parent later in order (or never)."""
+
+    def __init__(self):
+        self.messages: list[dict] = []
+
+    def send(self, message: dict) -> None:
+        self.messages.append(message)
+
+    def replay(self, channel: Channel) -> None:
+        for message in self.messages:
+            channel.send(message)
+
+
 class Measurer:
     def __init__(self, job: dict, channel: Channel, links: dict, grant_fd: int):
         self.job, self.ch = job, channel
@@ -129,7 +144,9 @@ class Measurer:
         self.device = torch.device("cuda", 0) if self.mode == "gpu" else torch.device("cpu")
         self.secret = int(job["secret"])
         self.pool = Pool("gpu" if self.mode == "gpu" else "cpu", job["shm"])
-        self.callers = {name: Caller(name, link, self.pool, self.device) for name, link in links.items()}
+        # without a GPU the compile-only runner's calls go on beside the interpreter's: buffers of its own
+        self.callers = {name: Caller(name, link, Pool("cpu", job["shm"]) if name == "compile" and self.mode != "gpu"
+                                     else self.pool, self.device) for name, link in links.items()}
         self.ready: dict = {}
         self.timer = None
         self.baselines: dict = {}
@@ -498,21 +515,29 @@ class Measurer:
             self.ch.rung("load", True, None, time.perf_counter() - started)
         return True
 
-    def compile(self, runner: str) -> bool:
-        started = time.perf_counter()
+    def compile_sets(self, runner: str) -> list:
+        """The compile rung's calls: the test cases' inputs (made before any other rung's, in this thread)."""
         device = self.device if runner == "gpu" else torch.device("cpu")
         sets = []
         for case in self.problem.tests:
             inputs = self.inputs(case, COMPILE_SEED, device)
             sets.append(CallSet(inputs.leaves, [], inputs.tree))
+        return sets
+
+    def compile(self, runner: str, ch=None, sets=None) -> bool:
+        """ch: where the rung goes (another than self.ch where it runs beside the interpreter's rungs, in a thread of
+        its own: then sets are made beforehand, so that thread draws no inputs)."""
+        ch = ch or self.ch
+        started = time.perf_counter()
+        sets = sets if sets is not None else self.compile_sets(runner)
         staged = time.perf_counter()
         try:
             report = self.callers[runner].call(sets, "compile", dump=self.job.get("dump") or False)
         except Fail as exc:
-            self.ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
+            ch.rung("compile", False, str(exc), time.perf_counter() - started, **exc.details)
             return False
         ahead = self.ahead.get("tests")
-        self.ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
+        ch.rung("compile", True, None, time.perf_counter() - started, kernels=report["kernels"],
                      compile_seconds=report["compile_seconds"], cache_hits=report["cache_hits"], fresh=report["fresh"],
                      **({"ahead": ahead} if ahead else {}),
                      split={"inputs": round(staged - started, 3), "runner_calls": report["calls_seconds"],
@@ -520,7 +545,7 @@ class Measurer:
         error = report["error"]
         if error and ("CUDA error" in error or "illegal" in error.lower()):
             # The kernels compiled but running them broke the CUDA context; nothing more can run in the runner.
-            self.ch.rung("run", False, f"crashed: {error}", time.perf_counter() - started)
+            ch.rung("run", False, f"crashed: {error}", time.perf_counter() - started)
             return False
         return True
 
@@ -785,29 +810,50 @@ class Measurer:
                      ("compile", lambda: self.precompile_take("tests") or self.compile("gpu")),
                      ("run", lambda: self.run_rung("gpu")), ("correctness", lambda: self.correctness_rung("gpu")),
                      ("benchmark", lambda: self.precompile_take("benchmarks") or self.benchmark_rung())]
-        else:
-            steps = [("load", lambda: self.load("compile", "load")), ("compile", lambda: self.compile("compile")),
-                     ("run", lambda: self.load("interpret", "run") and self.run_rung("interpret")),
-                     ("correctness", lambda: self.correctness_rung("interpret")),
-                     ("benchmark", self.benchmark_rung)]
-        for name, step in steps:
-            try:
-                if not step():
-                    return
-            except RunnerLost as exc:
-                if exc.runner in self.callers:
-                    self.callers[exc.runner].release()
-                self.ch.send({"kind": "runner_lost", "rung": name, "runner": exc.runner, "detail": str(exc)})
-                return
-            except Fail as exc:
-                self.ch.rung(name, False, str(exc))
-                return
-            except torch.OutOfMemoryError as exc:
-                self.ch.rung(name, False, f"out of device memory while measuring: {_short(exc)}")
-                return
-            except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the runner's kernel broke
-                self.ch.rung(name, False, f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
-                return
+            all(self._step(self.ch, name, step) for name, step in steps)
+            return
+        self._cpu_ladder()
+
+    def _cpu_ladder(self) -> None:
+        """Without a GPU two runners share no work: the sm_90 compile (the compile-only runner, in a thread of this
+        process) goes on while the interpreter runs the run and correctness rungs. Their rungs are held until the
+        compile rung is decided, and reported after it only when it passed: the parent sees the rungs in order."""
+        real = self.ch
+        if not self._step(real, "load", lambda: self.load("compile", "load")):
+            return
+        sets = self.compile_sets("compile")
+        decided: dict = {}
+        beside = threading.Thread(target=lambda: decided.update(
+            ok=self._step(real, "compile", lambda: self.compile("compile", real, sets))), daemon=True)
+        beside.start()
+        held = Held()
+        self.ch = held
+        try:
+            ok = self._step(held, "run", lambda: self.load("interpret", "run") and self.run_rung("interpret")) \
+                and self._step(held, "correctness", lambda: self.correctness_rung("interpret"))
+        finally:
+            self.ch = real
+            beside.join()
+        if decided.get("ok"):
+            held.replay(real)
+            if ok:
+                self._step(real, "benchmark", self.benchmark_rung)
+
+    def _step(self, ch, name: str, step) -> bool:
+        """One rung: whether it passed; its failure (a lost runner, a refusal, a crash) said on ch."""
+        try:
+            return bool(step())
+        except RunnerLost as exc:
+            if exc.runner in self.callers:
+                self.callers[exc.runner].release()
+            ch.send({"kind": "runner_lost", "rung": name, "runner": exc.runner, "detail": str(exc)})
+        except Fail as exc:
+            ch.rung(name, False, str(exc))
+        except torch.OutOfMemoryError as exc:
+            ch.rung(name, False, f"out of device memory while measuring: {_short(exc)}")
+        except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the runner's kernel broke
+            ch.rung(name, False, f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
+        return False
 
 
 def _read_job(fd: int) -> dict:
