@@ -20,8 +20,8 @@ def candidate_line(event: dict) -> str:
     verdict = "ok" if c.ok else f"FAILED {c.failed_rung}: {c.reason}"
     best = event.get("best")
     best_text = f"  (best {_score(best)} #{best.id})" if best else ""
-    return f"#{c.id:<5} {who} island {c.island}: {verdict}  {_score(c) if c.ok else ''}{best_text}  " \
-           f"{event.get('seconds', 0):.1f} s"
+    took = "verdict kept from an earlier run here" if event.get("known") else f"{event.get('seconds', 0):.1f} s"
+    return f"#{c.id:<5} {who} island {c.island}: {verdict}  {_score(c) if c.ok else ''}{best_text}  {took}"
 
 
 class Progress:

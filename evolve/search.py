@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import compose
+from . import compose, known
 from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
@@ -149,6 +149,7 @@ class Search:
         self.inflight: deque[Pending] = deque()
         self.material: deque[tuple[Path, str]] = deque()  # the problem's kernels not yet evaluated on this device
         self.device = ""  # the run's device name (archived kernels from other devices are not material)
+        self.versions: dict = {}  # the packages' versions, as the run records them
         self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
         self._digests: dict[int, tuple] = {}  # SASS digests of parents, made once each
         self._composed: set[str] = set()  # hashes of composites already proposed
@@ -569,20 +570,43 @@ class Search:
         return False
 
     def material_step(self, island: int) -> bool:
-        """Evaluate the next of the problem's own kernels (seeds, then solutions/correct); False when none is left."""
+        """Evaluate the next of the problem's own kernels (seeds, then solutions/correct); False when none is left.
+        One this machine has evaluated before, alike in every way that shapes a verdict, takes its kept verdict
+        (evolve/known.py) rather than the minutes of another evaluation."""
         while self.material:
             path, proposer = self.material.popleft()
             source = path.read_text()
             knobs = read_knobs(source)[0]
-            def then(done, source=source, knobs=knobs):
+            entry = known.key(source, self.problem, self.device, self.versions, self.config.eval)
+
+            def then(done, source=source, knobs=knobs, entry=entry):
                 if knobs and done is not None:
                     self.tuner.remember(source, knobs, done.score)
+                verdict = self.archive.verdict(done.id) if done is not None and done.status == "evaluated" else None
+                if verdict is not None and verdict.ok:  # a failure here is evaluated again next time
+                    known.keep(self.config.eval.cache_dir, entry, verdict)
 
-            cand = self.submit(then=then, source=source, island=island, proposer=proposer, knobs=knobs,
-                               template=path.name)
+            fields = {"source": source, "island": island, "proposer": proposer, "knobs": knobs,
+                      "template": path.name}
+            kept = known.recall(self.config.eval.cache_dir, entry)
+            cand = self._record_known(kept, then, fields) if kept is not None else self.submit(then=then, **fields)
             if cand is not None:
                 return True
         return False
+
+    def _record_known(self, verdict, then, fields) -> Candidate | None:
+        """Archive the problem's own kernel with the verdict this machine kept for it (evolve/known.py)."""
+        cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
+        if cand is None or cand.status == "invalid":
+            return cand
+        evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
+        self.evaluated += 1
+        self._admit(evaluated, noise_of(verdict))
+        self.emit({"kind": "candidate", "candidate": evaluated, "seconds": 0.0, "best": self.best, "known": True,
+                   "lane": None})
+        if fields.get("knobs"):
+            self.tuner.remember(fields["source"], fields["knobs"], evaluated.score)
+        return evaluated
 
     def _figures(self, cand: Candidate) -> dict:
         """{case label: row} of an admitted kernel's verdict (cached: a verdict never changes once admitted)."""
@@ -689,6 +713,7 @@ class Search:
             self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(), device,
                                                  package_versions())
         self.device = self.archive.run(self.run_id)["device"]
+        self.versions = package_versions()
         scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device}
         failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
         for cand in self.archive.candidates(**scope):

@@ -96,3 +96,36 @@ def test_the_noise_is_the_spread_the_measurer_reports_carried_through_the_roofli
     assert noise([0.01, 0.04, 0.06]) == 0.04
     assert noise([0.001, 0.002, 0.003]) == NOISE_FLOOR
     assert noise([0.3, 0.5, 0.9]) == NOISE_CEILING
+
+
+def test_the_problems_own_kernels_are_not_timed_again_on_a_machine_that_has_their_verdicts(tmp_path):
+    """A new archive on a machine that has evaluated the seed alike before records the kept verdict and spends no
+    evaluation on it; a changed option (another time limit) or a changed source is evaluated anew."""
+    from dataclasses import replace
+
+    calls = []
+
+    def evaluate(path, problem, options):
+        calls.append(Path(path).read_text())
+        return ladder(fitness=0.5)
+
+    events = []
+    options = EvalOptions(device="cpu", cache_dir=str(tmp_path / "cache"))
+
+    def run(db, opts=options):
+        config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / db), eval=opts, max_candidates=1, retime_top=0)
+        archive = Archive(tmp_path / db)
+        try:
+            summary = Search(config, archive, evaluate=evaluate, on_event=events.append).run()
+            return archive.candidates(summary.run_id)
+        finally:
+            archive.close()
+
+    first = run("a.db")
+    assert len(calls) == 1 and first[0].proposer == "seed" and first[0].score is not None
+    second = run("b.db")
+    assert len(calls) == 1, "the seed was evaluated again"
+    assert second[0].proposer == "seed" and second[0].score == first[0].score and second[0].status == "evaluated"
+    assert [e.get("known") for e in events if e["kind"] == "candidate"] == [None, True]
+    run("c.db", replace(options, timeout_s=60.0))
+    assert len(calls) == 2
