@@ -560,6 +560,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
         _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     from .harness.formats import export
     from .harness import EvalOptions, ProblemError, evaluate, load_problem
+    from .problems import strip_test_header
     from .render import ladder_lines, shape_table
 
     try:
@@ -621,7 +622,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
             _fail(picked.audit.line if picked.audit else f"no correct kernel for {name} in {db}", 1)
         best = picked.best
     if export_path:
-        Path(export_path).write_text(export(best.source, loaded, export_format))
+        Path(export_path).write_text(export(strip_test_header(best.source), loaded, export_format))
         click.echo(f"written to {export_path}" + (f" as a {export_format} submission" if export_format != "evolve"
                                                    else ""))
 

@@ -15,6 +15,9 @@ SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
 LAYOUT = {"problem.toml": "problem.toml", "reference.py": "reference.py", "notes.md": "notes.md",
           "seed.py": "seeds/seed.py", "wrong_tail.py": "solutions/wrong/wrong_tail.py"}
 EXPECT = re.compile(r"#\s*expect:\s*(ok|(load|compile|run|correctness|benchmark|roofline):\s*(.+))\s*$")
+# Any line of that form heading a file: test metadata for check-problem (solutions/*/ files start with one), not part
+# of the kernel, so neither an exported file nor a prompt shows it (strip_test_header).
+HEADER = re.compile(r"#\s*expect\s*:")
 # The keys problem.toml's tables hold (README, "Problems"; the loader is evolve/harness/formats/native.py, which checks
 # the [[test]], [[benchmark]] and [[cpu_benchmark]] entries' keys itself). A key outside these is a misspelling the
 # loader would pass over: `call = [...]` under [forbid] would forbid nothing.
@@ -53,6 +56,16 @@ def expectation(path: Path) -> tuple[str | None, str | None] | None:
     if match.group(1) == "ok":
         return None, None
     return match.group(2), match.group(3).strip().lower()
+
+
+def strip_test_header(source: str) -> str:
+    """The source without the `# expect: ...` line(s) it starts with, as exports and prompts show it; the archive
+    keeps the source as it came."""
+    lines = source.splitlines(keepends=True)
+    skip = 0
+    while skip < len(lines) and HEADER.match(lines[skip]):
+        skip += 1
+    return "".join(lines[skip:]) if skip else source
 
 
 def _unknown(where: str, keys, known, noun: str = "key") -> list[str]:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .problems import strip_test_header
 from .redact import redact
 
 TEMPLATES = ("full_rewrite", "diff_edit", "repair")
@@ -252,6 +253,22 @@ def default_prompts() -> Path:
     return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "prompts"
 
 
+def _shown(context: dict) -> dict:
+    """The context with each program's source as a model is to read it: without the test header a problem's solution
+    files start with (`# expect: ok`)."""
+    def program(view):
+        if isinstance(view, dict) and isinstance(view.get("source"), str):
+            return {**view, "source": strip_test_header(view["source"])}
+        return view
+
+    shown = dict(context)
+    if shown.get("parent") is not None:
+        shown["parent"] = program(shown["parent"])
+    if shown.get("inspirations"):
+        shown["inspirations"] = [program(v) for v in shown["inspirations"]]
+    return shown
+
+
 class LLMProposer:
     def __init__(self, models: list[ModelSpec], prompts_dir: Path, api_base: str | None = None,
                  timeout_s: float = 180.0, max_retries: int = 4, backoff_s: float = 2.0,
@@ -292,8 +309,8 @@ class LLMProposer:
         references). Template errors raise: they are config bugs."""
         if template not in TEMPLATES:
             raise ValueError(f"unknown template {template!r}; expected one of {', '.join(TEMPLATES)}")
-        context = {**(context.as_dict() if isinstance(context, PromptContext) else context), "template": template,
-                   "tools": tools}
+        context = _shown({**(context.as_dict() if isinstance(context, PromptContext) else context),
+                          "template": template, "tools": tools})
         system = self._env.get_template("system.j2").render(context).strip()
         user = self._env.get_template(f"{template}.j2").render(context).strip()
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -349,6 +366,8 @@ class LLMProposer:
         for up to `tool_rounds` rounds before it answers; every round's tokens and cost are counted, and each call
         is logged in `Proposal.tool_log`."""
         model = self.pick_model().name
+        if parent_source is not None:  # a diff applies to the program as the prompt showed it
+            parent_source = strip_test_header(parent_source)
         tools = toolbox is not None and self.uses_tools(model)
         messages = self.render(template, context, tools=tools)
         prompt = "\n\n".join(f"### {m['role']}\n{m['content']}" for m in messages)

@@ -110,6 +110,26 @@ def test_diff_that_applies(llm_server):
     assert "<<<<<<< SEARCH" in llm_server.requests[0]["messages"][1]["content"]  # the format is asked for
 
 
+def test_prompts_show_no_test_header_and_a_diff_applies_to_what_they_show(llm_server):
+    """A problem's solution files start with `# expect: ok`, check-problem's metadata: the archive keeps it, but no
+    prompt shows it (as the current program, an inspiration or the program to repair), and a diff to the program
+    the prompt showed gives a child without it."""
+    headed = "# expect: ok\n" + KERNEL
+    proposer = LLMProposer([ModelSpec("openai/x")], PROMPTS)
+    context = {**parent_context(source=headed), "inspirations": [
+        {"source": "#expect: run: boom\n" + KERNEL, "fitness": 0.7, "score": 0.7, "ladder": []}]}
+    for template in ("full_rewrite", "diff_edit", "repair"):
+        user = proposer.render(template, {**context, "error": "x"})[1]["content"]
+        assert "expect:" not in user and "import triton.language as tl" in user, template
+    reply = ("<<<<<<< SEARCH\nimport torch\nimport triton\n=======\nimport torch\nimport triton  # edited\n"
+             ">>>>>>> REPLACE\n")
+    llm_server.enqueue(reply)
+    p = make(llm_server).propose("diff_edit", context, parent_source=headed)
+    assert p.error is None, p.error
+    assert p.source == KERNEL.replace("import triton\n", "import triton  # edited\n", 1)
+    assert "expect:" not in llm_server.requests[0]["messages"][1]["content"]
+
+
 def test_diff_that_does_not_apply(llm_server):
     reply = ("<<<<<<< SEARCH\n    out = torch.empty_like(x)\n=======\n    out = torch.empty(x.shape)\n>>>>>>> REPLACE\n"
              "<<<<<<< SEARCH\n    n = x.size()\n=======\n    n = x.numel()\n>>>>>>> REPLACE\n")

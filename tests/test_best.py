@@ -1,0 +1,42 @@
+"""`evolve best` as a user reads it: never the test header (`# expect: ok`) a problem's solution files start with."""
+import sqlite3
+from pathlib import Path
+
+from evolve.archive import Archive
+from test_run import evolve
+from verdicts import ladder
+
+ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "tests" / "data" / "mini_softmax"
+SEED = (MINI / "seeds" / "softmax_rows.py").read_text()
+HEADED = "# expect: ok\n" + SEED  # as a problem's solutions/correct file starts
+
+
+def archive_with(db: Path, source: str) -> int:
+    """An archive holding one correct CPU candidate of mini_softmax with this source; its id."""
+    archive = Archive(db)
+    try:
+        run = archive.start_run("mini_softmax", str(MINI), {}, "cpu (Triton interpreter)", {})
+        cand = archive.add_candidate(run, source=source, proposer="solution")
+        verdict = ladder(mode="cpu", fitness=None, roofline="skipped",
+                         shapes=[{"case": "fp32 4x256", "ms": 60.0, "clock": "cpu-interpreter"}])
+        archive.record_verdict(cand.id, verdict, 1 / 60.0)
+        return cand.id
+    finally:
+        archive.close()
+
+
+def stored(db: Path, cand_id: int) -> str:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT source FROM candidates WHERE id = ?", [cand_id]).fetchone()[0]
+
+
+def test_exported_source_has_no_test_header_and_the_archive_keeps_it(tmp_path):
+    db = tmp_path / "b.db"
+    cand = archive_with(db, HEADED)
+    out = tmp_path / "best.py"
+    result = evolve("best", MINI, "--db", db, "--no-verify", "--export", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == SEED and "expect:" not in out.read_text()
+    assert result.stdout.startswith(f"#{cand} ") and f"written to {out}" in result.stdout
+    assert stored(db, cand) == HEADED
