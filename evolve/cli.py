@@ -544,7 +544,8 @@ def status_command(db):
 @cli.command("best")
 @click.argument("problem", type=click.Path(exists=True))
 @_db_option
-@click.option("--export", "export_path", type=click.Path(dir_okay=False), help="Write the kernel's source here.")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False),
+              help="Write the kernel's source to this file [default: print it on stdout, the report on stderr].")
 @click.option("--export-format", type=click.Choice(["evolve", "gpumode", "kernelbench"]), default="evolve",
               show_default=True,
               help="evolve: the source as archived; gpumode: a submission with custom_kernel(data); kernelbench: the "
@@ -555,13 +556,16 @@ def status_command(db):
 def best_command(problem, db, export_path, export_format, no_verify, device):
     """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder and, on a GPU with
     Nsight Compute, the launch audit (what ran on the device: only its own Triton kernels); one that fails the audit
-    is left out for good and the next best is tried."""
+    is left out for good and the next best is tried.
+
+    Its source goes to stdout (`evolve best PROBLEM > best.py`) and the report (which candidate, its rungs and
+    figures) to stderr; with --export FILE the source goes to FILE and the report to stdout."""
     if export_path and not Path(export_path).resolve().parent.is_dir():  # before anything imports torch
         _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     from .harness.formats import export
     from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .problems import strip_test_header
-    from .render import ladder_lines, shape_table
+    from .render import ladder_lines, rung_line, shape_table
 
     try:
         loaded = load_problem(problem)
@@ -575,16 +579,21 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     archive = _open_archive(db)
     from .launch_audit import recorded
 
+    to_stdout = not export_path  # the source is the output; the report goes beside it, on stderr
+
+    def say(line: str) -> None:
+        click.echo(line, err=to_stdout)
+
     def header(cand):
-        click.echo(f"#{cand.id} from run {cand.run_id} ({cand.proposer}{' ' + cand.model if cand.model else ''}), "
-                   f"score {cand.score:.4g}")
+        say(f"#{cand.id} from run {cand.run_id} ({cand.proposer}{' ' + cand.model if cand.model else ''}), "
+            f"score {cand.score:.4g}")
 
     if no_verify:
         best = archive.best(name)  # never one that failed a launch audit
         if best is None:
             _fail(f"no correct kernel for {name} in {db}", 1)
         header(best)
-        click.echo(recorded(archive, best).line + " (--no-verify: the record, nothing run now)")
+        say(recorded(archive, best).line + " (--no-verify: the record, nothing run now)")
     else:
         import tempfile
 
@@ -597,12 +606,23 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
             """The whole ladder again, then the launch audit (a pass on record for this device stands)."""
             nonlocal auditor
             header(cand)
+            say("re-verifying it through the whole ladder (--no-verify skips this)")
+            printed = []
+
+            def live(rung):
+                if rung.name not in ("benchmark", "roofline"):
+                    printed.append(rung.name)
+                    say(rung_line(rung))
+
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "best.py"
                 path.write_text(cand.source)
-                verdict = evaluate(path, problem, EvalOptions(device=device))
-            for line in ladder_lines(verdict) + shape_table(verdict):
-                click.echo(line)
+                verdict = evaluate(path, problem, EvalOptions(device=device), on_rung=live)
+            for rung, line in zip(verdict.rungs, ladder_lines(verdict)):
+                if rung.name not in printed:
+                    say(line)
+            for line in shape_table(verdict):
+                say(line)
             if not verdict.ok:
                 _fail("the archived best no longer passes the ladder; not exported", 1)
             held = from_record(archive.audit(cand.id, where))
@@ -614,17 +634,21 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
                 auditor = auditor or Auditor()
                 beside = [loaded.folder / n for n in loaded.extra.get("beside", ())]
                 audit = auditor.audit(cand.source, problem, allowed_names(verdict, cand.source), beside=beside)
-            click.echo(audit.line + (" (on record)" if audit.recorded else ""))
+            say(audit.line + (" (on record)" if audit.recorded else ""))
             return audit
 
         picked = pick(archive, where, lambda: archive.best(name), check, reuse=False)
         if picked.best is None:
             _fail(picked.audit.line if picked.audit else f"no correct kernel for {name} in {db}", 1)
         best = picked.best
+    text = export(strip_test_header(best.source), loaded, export_format)
+    as_what = f" as a {export_format} submission" if export_format != "evolve" else ""
     if export_path:
-        Path(export_path).write_text(export(strip_test_header(best.source), loaded, export_format))
-        click.echo(f"written to {export_path}" + (f" as a {export_format} submission" if export_format != "evolve"
-                                                   else ""))
+        Path(export_path).write_text(text)
+        click.echo(f"written to {export_path}{as_what}")
+    else:
+        say(f"the source of #{best.id}{as_what} follows on stdout; --export FILE writes it to a file instead")
+        click.echo(text, nl=not text.endswith("\n"))
 
 
 @cli.command("show")

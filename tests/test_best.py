@@ -1,6 +1,9 @@
-"""`evolve best` as a user reads it: never the test header (`# expect: ok`) a problem's solution files start with."""
+"""`evolve best` as a user reads it: the kernel's source on stdout (or in --export FILE), the report beside it, and
+never the test header (`# expect: ok`) a problem's solution files start with."""
 import sqlite3
 from pathlib import Path
+
+import pytest
 
 from evolve.archive import Archive
 from test_run import evolve
@@ -31,6 +34,17 @@ def stored(db: Path, cand_id: int) -> str:
         return conn.execute("SELECT source FROM candidates WHERE id = ?", [cand_id]).fetchone()[0]
 
 
+def test_best_without_export_prints_the_source_on_stdout(tmp_path):
+    """It used to print the figures and nothing else: neither the source nor where to find it."""
+    db = tmp_path / "b.db"
+    cand = archive_with(db, HEADED)
+    result = evolve("best", MINI, "--db", db, "--no-verify")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == SEED  # `evolve best P > best.py` is the kernel file, nothing else
+    assert result.stderr.startswith(f"#{cand} from run 1 (solution), score ")
+    assert "--export FILE" in result.stderr
+
+
 def test_exported_source_has_no_test_header_and_the_archive_keeps_it(tmp_path):
     db = tmp_path / "b.db"
     cand = archive_with(db, HEADED)
@@ -40,3 +54,14 @@ def test_exported_source_has_no_test_header_and_the_archive_keeps_it(tmp_path):
     assert out.read_text() == SEED and "expect:" not in out.read_text()
     assert result.stdout.startswith(f"#{cand} ") and f"written to {out}" in result.stdout
     assert stored(db, cand) == HEADED
+
+
+@pytest.mark.slow
+def test_best_reverifies_then_prints_the_source(tmp_path):
+    """Re-verified on the CPU: the rungs are reported on stderr as they pass, the source comes on stdout."""
+    db = tmp_path / "b.db"
+    archive_with(db, HEADED)
+    result = evolve("best", MINI, "--db", db, "--device", "cpu")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == SEED
+    assert "re-verifying it through the whole ladder" in result.stderr and "[correctness] ok" in result.stderr
