@@ -6,6 +6,8 @@ are measured close together in time and no two cells ever share the device. Each
 population, material and duplicates are its own: no model starts from another's kernels) whose options record
 `bench = {"name", "problem", "model", "budget"}`. Running the same command again skips finished cells and resumes an
 unfinished one with what is left of its budget, so a crash or Ctrl-C loses at most the evaluation in flight.
+The material is the same for every cell: a seconds budget leaves out the time until its last verdict, and a
+problem's material is evaluated once per machine (evolve/known.py), later cells taking the verdicts kept.
 """
 from __future__ import annotations
 

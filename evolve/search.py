@@ -150,6 +150,7 @@ class Search:
         self.material: deque[tuple[Path, str]] = deque()  # the problem's kernels not yet evaluated on this device
         self.device = ""  # the run's device name (archived kernels from other devices are not material)
         self.versions: dict = {}  # the packages' versions, as the run records them
+        self.material_s = 0.0  # seconds from this session's start to the verdict of the problem's last own kernel
         self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
         self._digests: dict[int, tuple] = {}  # SASS digests of parents, made once each
         self._composed: set[str] = set()  # hashes of composites already proposed
@@ -248,6 +249,8 @@ class Search:
             return True
         self.unevaluated_run = 0
         self.eval_seconds.append(done.seconds)
+        if cand.proposer in ("seed", "solution"):  # material comes first: its phase ends with its last verdict
+            self.material_s = self.clock() - self.started - self.paused_s
         dump = self.work / f"artifacts_{cand.id}"
         if dump.is_dir():
             self.archive.store_artifacts(cand.id, dump)
@@ -676,6 +679,8 @@ class Search:
             return f"--max-candidates {c.max_candidates} evaluated"
         if c.budget_s is not None:
             elapsed = self.clock() - self.started - self.paused_s
+            if c.bench:  # a bench cell's budget is its model's: the material (the same for every cell) is not in it
+                elapsed -= self.material_s
             typical = statistics.median(self.eval_seconds) if self.eval_seconds else 0.0
             if elapsed + typical > c.budget_s:  # the next evaluation would end past the budget
                 which = "the default budget without a GPU" if c.default_budget else "--budget"

@@ -129,3 +129,27 @@ def test_the_problems_own_kernels_are_not_timed_again_on_a_machine_that_has_thei
     assert [e.get("known") for e in events if e["kind"] == "candidate"] == [None, True]
     run("c.db", replace(options, timeout_s=60.0))
     assert len(calls) == 2
+
+
+def test_a_bench_cells_budget_leaves_out_the_material(tmp_path):
+    """Every cell of a bench evaluates the same material (or takes its kept verdicts): its seconds count against no
+    model's budget, so the first cell of a problem gets as much search as the ones after it."""
+    now = [0.0]
+
+    def evaluate(path, problem, options):
+        now[0] += 100.0
+        return ladder(fitness=0.5 + len(Path(path).read_text()) % 7 / 100)
+
+    def run(db, bench):
+        config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / db), retime_top=0, budget_s=150.0,
+                           eval=EvalOptions(device="cpu", cache_dir=str(tmp_path / f"{db}.cache")), isolated=True,
+                           bench={"name": "b"} if bench else None)
+        archive = Archive(tmp_path / db)
+        try:
+            summary = Search(config, archive, evaluate=evaluate, clock=lambda: now[0]).run()
+            return [c.proposer for c in archive.candidates(summary.run_id)]
+        finally:
+            archive.close()
+
+    assert run("plain.db", bench=False) == ["seed", "tuner"]  # 200 s: the budget is spent
+    assert run("cell.db", bench=True) == ["seed", "tuner", "tuner"]  # 100 s of material left out
