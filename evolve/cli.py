@@ -36,6 +36,43 @@ def _json_safe(value):
     return value
 
 
+class _Sectioned(click.Command):
+    """A command whose --help lists its options under headings, in the order given: the few a newcomer needs first.
+    `sections` is ((heading, (parameter name, ...)), ...), "help" naming -h/--help; an option no heading names goes
+    under "Other options".
+    Every heading's first column has the same width, so the sections read as one table."""
+
+    def __init__(self, *args, sections=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sections = tuple(sections)
+
+    def format_options(self, ctx, formatter):
+        help_option = self.get_help_option(ctx)
+        records = {"help" if p is help_option else p.name: r for p in self.get_params(ctx)
+                   if not isinstance(p, click.Argument) and (r := p.get_help_record(ctx)) is not None}
+        groups = [(title, [records.pop(n) for n in names if n in records]) for title, names in self.sections]
+        groups.append(("Other options", list(records.values())))
+        width = min(30, max((len(term) for _, rows in groups for term, _ in rows), default=0))
+        for title, rows in groups:
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl([(term.ljust(width), text) for term, text in rows])
+
+
+# evolve run's options, as its --help groups them
+RUN_SECTIONS = (
+    ("Start here", ("models", "api_base", "budget", "max_candidates", "device", "db", "resume", "help")),
+    ("When to stop", ("max_cost", "target", "stagnation")),
+    ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials")),
+    ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
+                                 "context_dirs")),
+    ("Evaluation", ("timeout_s", "cache_dir", "artifacts", "fair_window")),
+    ("GPUs and clusters", ("gpus", "per_gpu", "cluster", "cluster_lanes")),
+    ("Profiling and re-timing (GPU only)", ("profile_top", "profile_every", "profile_as_root", "retime_top",
+                                           "retime_rounds")),
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evolve")
 def cli():
@@ -141,7 +178,7 @@ def _open_archive(db, must_exist=True):
         _fail(str(exc))
 
 
-@cli.command("run")
+@cli.command("run", cls=_Sectioned, sections=RUN_SECTIONS)
 @click.argument("problem", type=click.Path(exists=True))
 @click.option("--model", "models", multiple=True, type=_Model(),
               help="A litellm model string; repeat for an ensemble, with optional weights (name=0.3). Keys come from "

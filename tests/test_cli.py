@@ -146,3 +146,25 @@ def test_cpu_interpreter_times_are_labelled_and_carry_no_rates():
     gpu = shape_table(verdict(shapes=[{**shapes[0], "clock": "cuda-window", "ms": 0.0137, "bytes_per_s": 2.45e12,
                                        "speedup_vs_torch": 1.03, "roofline_fraction": 0.57}]))
     assert "vs torch" in gpu[1] and "2.45 TB/s" in gpu[2]
+
+
+def test_run_help_groups_its_options_with_a_newcomers_first():
+    """`evolve run --help` was 36 options in one list: they come under headings, the few a first run needs first,
+    each option once."""
+    import click
+    from click.testing import CliRunner
+
+    from evolve.cli import cli
+
+    text = CliRunner().invoke(cli, ["run", "--help"], terminal_width=100).output
+    lines = text.splitlines()
+    headings = [i for i, line in enumerate(lines) if line.endswith(":") and not line.startswith((" ", "Usage"))]
+    titles = [lines[i] for i in headings]
+    assert titles[0] == "Start here:" and "Options:" not in titles and len(titles) >= 5, titles
+    assert "Other options:" not in titles, "an option of evolve run is in no section: add it to RUN_SECTIONS"
+    first = "\n".join(lines[headings[0]:headings[1]])
+    for option in ("--model", "--api-base", "--budget", "--max-candidates", "--device", "--db", "--resume", "--help"):
+        assert f"  {option} " in first or f", {option} " in first, option
+    rows = [line.split()[0].rstrip(",") for line in lines[headings[0]:] if line.startswith("  -")]
+    options = [p.opts[0] for p in cli.commands["run"].params if isinstance(p, click.Option)] + ["-h"]
+    assert sorted(rows) == sorted(options)  # each option once
