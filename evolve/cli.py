@@ -167,13 +167,14 @@ def _db_option(f):
                         help="The SQLite archive.")(f)
 
 
-def _open_archive(db, must_exist=True):
+def _open_archive(db, must_exist=True, read_only=False):
+    """read_only: the command only reads, so an archive this process may not write is read all the same."""
     from .archive import Archive, ArchiveError
 
     if must_exist and not Path(db).exists():
         _fail(f"{db} does not exist: start a run with `evolve run PROBLEM` or pass --db PATH")
     try:
-        return Archive(db)
+        return Archive(db, read_only=read_only)
     except ArchiveError as exc:
         _fail(str(exc))
 
@@ -559,7 +560,7 @@ def leaderboard_command(dbs, problems, devices, as_json, html_dir):
 @_db_option
 def status_command(db):
     """Runs in the archive: problem, progress, best so far, spend, and why each stopped."""
-    archive = _open_archive(db)
+    archive = _open_archive(db, read_only=True)
     runs = archive.runs()
     if not runs:
         click.echo(f"no runs in {db}")
@@ -576,6 +577,20 @@ def status_command(db):
                      else "not running and never finished (a crash or kill -9): --resume continues it")
         click.echo(f"{r['id']:>4}  {r['problem']:<12}{str(r['started'])[:19]:<21}{r['candidates']:>6}"
                    f"{r['correct']:>8}{best_text:>9}{r['cost'] or 0:>9.4f}  {state}")
+
+
+class _Unstored:
+    """An archive open read-only, as `evolve best` hands it to the launch audit's pick: a new audit result is said,
+    not stored (the next `evolve best` on a writable copy audits again)."""
+
+    def __init__(self, archive):
+        self._archive = archive
+
+    def __getattr__(self, name):
+        return getattr(self._archive, name)
+
+    def store_audit(self, candidate_id, device, audit) -> None:
+        click.echo(f"(#{candidate_id}'s launch audit is not stored: {self._archive.path} is read-only here)", err=True)
 
 
 @cli.command("best")
@@ -613,7 +628,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     if export_format == "kernelbench" and loaded.format != "kernelbench":
         _fail(f"--export-format kernelbench needs a KernelBench problem (a .py file with class Model); {problem} is "
               f"a{'n evolve' if loaded.format == 'evolve' else ' GPU MODE'} problem")
-    archive = _open_archive(db)
+    archive = _open_archive(db, read_only=True)
     from .launch_audit import recorded
 
     to_stdout = not export_path  # the source is the output; the report goes beside it, on stderr
@@ -674,7 +689,8 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
             say(audit.line + (" (on record)" if audit.recorded else ""))
             return audit
 
-        picked = pick(archive, where, lambda: archive.best(name), check, reuse=False)
+        picked = pick(_Unstored(archive) if archive.read_only else archive, where, lambda: archive.best(name), check,
+                      reuse=False)
         if picked.best is None:
             _fail(picked.audit.line if picked.audit else f"no correct kernel for {name} in {db}", 1)
         best = picked.best
@@ -701,7 +717,7 @@ def show_command(candidate_id, db, prompt, asm, kernel):
     from .archive import ArchiveError
     from .render import ladder_lines, shape_table
 
-    archive = _open_archive(db)
+    archive = _open_archive(db, read_only=True)
     try:
         c = archive.get(candidate_id)
     except ArchiveError as exc:

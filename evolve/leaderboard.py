@@ -137,7 +137,7 @@ def load_runs(paths, problems=None, devices=None) -> list[Run]:
     paths = list(unique.values())
     tags = archive_tags(paths)
     for path in paths:
-        archive = Archive(path)
+        archive = Archive(path, read_only=True)
         try:
             for r in archive.runs():
                 if problems and r["problem"] not in problems:
@@ -318,7 +318,7 @@ def board(paths, problems=None, devices=None) -> Board:
 
     def verdict_of(db: str, cand_id: int):
         if db not in archives:
-            archives[db] = Archive(db)
+            archives[db] = Archive(db, read_only=True)
         return archives[db].evaluation(cand_id)
 
     groups: dict[tuple, list[Run]] = {}

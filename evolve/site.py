@@ -176,7 +176,7 @@ def write_site(board: Board, out: Path, sources) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(folder / "static", out / "static", dirs_exist_ok=True)
     runs_by_key = {r.key: r for r in board.runs}
-    archives = {str(s): Archive(s) for s in sources}
+    archives = {str(s): Archive(s, read_only=True) for s in sources}
     try:
         devices = []
         for name in sorted({r.device for r in board.rows}):
