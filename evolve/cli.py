@@ -399,6 +399,7 @@ def _print_summary(summary, archive, problem):
         seed = summary.seed_best
         versus = f" (best seed: #{seed.id} {seed.score:.3g})" if seed and seed.id != best.id else ""
         click.echo(f"best: #{best.id} {kind}{versus}")
+        click.echo(f"  {_found(summary, archive)}")
         if summary.audit is not None:
             click.echo(f"  {summary.audit.line}")
         tie = summary.near_tie
@@ -418,6 +419,29 @@ def _print_summary(summary, archive, problem):
         for line in report(list(summary.retimed), rounds, "fraction of roofline"):
             click.echo(line)
     click.echo(f"archive: {summary.db}")
+
+
+PROPOSERS = (("seed", "seed"), ("solution", "correct solution"), ("tuner", "tuned setting"),
+             ("composer", "shape-dispatch composite"), ("llm", "model proposal"))
+
+
+def _found(summary, archive) -> str:
+    """What the run searched, by kind, and what its best is against the best seed, as a speed ratio."""
+    counts: dict = {}
+    for cand in archive.candidates(summary.run_id):
+        if cand.status == "evaluated":
+            counts[cand.proposer] = counts.get(cand.proposer, 0) + 1
+    kinds = [f"{counts[key]} {label}{'s' if counts[key] > 1 else ''}" for key, label in PROPOSERS if counts.get(key)]
+    searched = "searched " + ", ".join(kinds) if kinds else "searched nothing new"
+    best, seed = summary.best, summary.seed_best
+    if seed is None or seed.score is None or best.score is None:
+        return searched
+    if seed.id == best.id:
+        return f"{searched}; nothing beat the seed (#{seed.id})"
+    ratio = best.score / seed.score  # either score is a rate (1/time, or bound/time): their ratio is a speed-up
+    where = "under the interpreter" if best.fitness is None else "on the GPU"
+    return f"{searched}; the best (#{best.id}, {best.proposer}) is {ratio:.2f}x as fast as the seed (#{seed.id}) " \
+           f"{where}, over the timed shapes (geometric mean)"
 
 
 @cli.command("bench")

@@ -168,3 +168,27 @@ def test_run_help_groups_its_options_with_a_newcomers_first():
     rows = [line.split()[0].rstrip(",") for line in lines[headings[0]:] if line.startswith("  -")]
     options = [p.opts[0] for p in cli.commands["run"].params if isinstance(p, click.Option)] + ["-h"]
     assert sorted(rows) == sorted(options)  # each option once
+
+
+def test_the_summary_says_what_was_searched_and_the_best_against_the_seed(tmp_path):
+    from types import SimpleNamespace
+
+    from evolve.archive import Archive
+    from evolve.cli import _found
+    from verdicts import ladder
+
+    archive = Archive(tmp_path / "a.db")
+    try:
+        run = archive.start_run("softmax", "problems/softmax", {}, "cpu (Triton interpreter)", {})
+        made = []
+        for proposer, score in (("seed", 0.016), ("solution", 0.011), ("tuner", 0.024), ("tuner", 0.012)):
+            cand = archive.add_candidate(run, source=f"x = {len(made)}\n", proposer=proposer)
+            made.append(archive.record_verdict(cand.id, ladder(mode="cpu", fitness=None), score))
+        summary = SimpleNamespace(run_id=run, best=made[2], seed_best=made[0])
+        assert _found(summary, archive) == (
+            f"searched 1 seed, 1 correct solution, 2 tuned settings; the best (#{made[2].id}, tuner) is 1.50x as fast "
+            f"as the seed (#{made[0].id}) under the interpreter, over the timed shapes (geometric mean)")
+        assert _found(SimpleNamespace(run_id=run, best=made[0], seed_best=made[0]), archive).endswith(
+            f"nothing beat the seed (#{made[0].id})")
+    finally:
+        archive.close()
