@@ -5,7 +5,7 @@ measured again. The rows group runs by (problem, model, device), where a run's m
 `evolve bench` runs it), the models of an ensemble joined with "+", or "embedded default". Figures from different
 devices are never combined: every mean and every fast_p is taken within one device.
 
-Definitions (README "Compare models" says the same):
+Definitions (docs/compare.md says the same):
 - best: the highest fraction of roofline of a correct kernel that did not fail a launch audit (GPU verdicts only;
   under the CPU interpreter there is no roofline and the row shows the interpreter's ranking score instead,
   `cpu_score`). `audit` is that kernel's launch audit (evolve/launch_audit.py): "passed", or "not run" (no audit on

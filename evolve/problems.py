@@ -18,7 +18,7 @@ EXPECT = re.compile(r"#\s*expect:\s*(ok|(load|compile|run|correctness|benchmark|
 # Any line of that form heading a file: test metadata for check-problem (solutions/*/ files start with one), not part
 # of the kernel, so neither an exported file nor a prompt shows it (strip_test_header).
 HEADER = re.compile(r"#\s*expect\s*:")
-# The keys problem.toml's tables hold (README, "Problems"; the loader is evolve/harness/formats/native.py, which checks
+# The keys problem.toml's tables hold (docs/problems.md; the loader is evolve/harness/formats/native.py, which checks
 # the [[test]], [[benchmark]] and [[cpu_benchmark]] entries' keys itself). A key outside these is a misspelling the
 # loader would pass over: `call = [...]` under [forbid] would forbid nothing.
 TOML_KEYS = {

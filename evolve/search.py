@@ -116,8 +116,10 @@ class Search:
     loop can run against another evaluator (a pool, a cluster) and be tested without one."""
 
     def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
-                 clock=time.monotonic, auditor=None):
+                 clock=time.monotonic, auditor=None, known_material: bool | None = None):
         self.config = config
+        # the machine's kept verdicts of material (evolve/known.py) hold what the harness returned, nothing else
+        self.known_material = evaluate is harness_evaluate if known_material is None else known_material
         self.archive = archive
         self.proposer = proposer
         self.problem = load_problem(config.problem_dir)
@@ -586,12 +588,12 @@ class Search:
                 if knobs and done is not None:
                     self.tuner.remember(source, knobs, done.score)
                 verdict = self.archive.verdict(done.id) if done is not None and done.status == "evaluated" else None
-                if verdict is not None and verdict.ok:  # a failure here is evaluated again next time
+                if verdict is not None and verdict.ok and self.known_material:  # a failure: evaluated anew next time
                     known.keep(self.config.eval.cache_dir, entry, verdict)
 
             fields = {"source": source, "island": island, "proposer": proposer, "knobs": knobs,
                       "template": path.name}
-            kept = known.recall(self.config.eval.cache_dir, entry)
+            kept = known.recall(self.config.eval.cache_dir, entry) if self.known_material else None
             cand = self._record_known(kept, then, fields) if kept is not None else self.submit(then=then, **fields)
             if cand is not None:
                 return True

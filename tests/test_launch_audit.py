@@ -26,6 +26,7 @@ from verdicts import ladder
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "ncu"
 HONEST, CUBLAS = DATA / "audit_softmax_seed.csv", DATA / "audit_matmul_cublas.csv"
+MINI_SEED = DATA / "audit_mini_softmax_seed.csv"  # the mini problem's seed, audited per call (one case)
 MINI = ROOT / "tests" / "data" / "mini_softmax"
 SPIN = "at::cuda::<unnamed>::spin_kernel(long)"
 FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>"
@@ -255,7 +256,7 @@ def test_a_kernel_that_fails_the_audit_is_never_reported_exported_or_ranked(tmp_
     (problem / "solutions" / "correct").mkdir(parents=True)
     (problem / "solutions" / "correct" / "library.py").write_text(CHEAT)
     fake = tmp_path / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, cublas=str(CUBLAS), honest=str(HONEST)))
+    fake.write_text(FAKE_NCU.format(python=sys.executable, cublas=str(CUBLAS), honest=str(MINI_SEED)))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
 
     def evaluate(path, problem_path, options):  # the library call is faster, as it was on the H200
@@ -272,7 +273,7 @@ def test_a_kernel_that_fails_the_audit_is_never_reported_exported_or_ranked(tmp_
         seed, cheat = sorted(archive.candidates(summary.run_id), key=lambda c: c.proposer != "seed")
         assert cheat.proposer == "solution" and cheat.score == pytest.approx(0.91)
         assert summary.best.id == seed.id, summary
-        assert summary.audit.status == PASSED and "softmax_row_kernel x6" in summary.audit.line
+        assert summary.audit.status == PASSED and "softmax_row_kernel x6" in summary.audit.line, summary.audit
         ((failed, audit),) = summary.audit_failed
         assert failed.id == cheat.id and audit.status == FAILED and "(cuBLAS)" in audit.reason
         assert archive.best("mini_softmax").id == seed.id
@@ -379,3 +380,13 @@ def test_a_refusal_before_the_candidate_is_imported_says_the_audit_was_not_run(t
     audit = Auditor(ncu=str(fake), timeout_s=60).audit(CHEAT, tmp_path / "no_such_problem", ["prepare_kernel"])
     assert audit.status == NOT_RUN, audit
     assert audit.reason.startswith("the inputs could not be made (ProblemError"), audit.reason
+
+
+def test_a_real_report_of_one_case_audited_per_call_passes():
+    """Nsight Compute's report of the mini problem's seed on the H200 (benchmarks/launch_audit_check.py): one case,
+    its warming call, one call alone and four in a row, each part closed by a marker, every launch timed."""
+    launches = parse_report(MINI_SEED.read_text())
+    assert sum(1 for l in launches if "spin_kernel" in l.name) == 4 and all(l.ns for l in launches)
+    status, reason, _ = judge(launches, {"softmax_row_kernel"}, cases=1)
+    assert status == PASSED and "softmax_row_kernel x6" in reason, reason
+    assert "did not all finish" in judge(launches, {"softmax_row_kernel"}, cases=2)[1]

@@ -116,7 +116,7 @@ def test_the_problems_own_kernels_are_not_timed_again_on_a_machine_that_has_thei
         config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / db), eval=opts, max_candidates=1, retime_top=0)
         archive = Archive(tmp_path / db)
         try:
-            summary = Search(config, archive, evaluate=evaluate, on_event=events.append).run()
+            summary = Search(config, archive, evaluate=evaluate, on_event=events.append, known_material=True).run()
             return archive.candidates(summary.run_id)
         finally:
             archive.close()

@@ -27,6 +27,7 @@ from . import compiled, lifeline, metrics
 from .exchange import CallSet, Caller, Fail, Pool, RunnerLost, nbytes_of
 from .formats import load_problem, reference_for
 from .formats.base import describe, dtype_name
+from .privilege import UID_ENV
 from .protocol import RUNNER
 from .timing import cpu_time
 from .wire import Closed, Link
@@ -489,8 +490,9 @@ class Measurer:
                           launchers=answer["launchers"])
         # what the runner has written so far (a kernel's files appear under their final names complete, the group
         # file that lists them last), whether or not it answered
+        owner = os.environ.get(UID_ENV)  # the GPU runner runs as this user (harness/privilege.py): its files too
         record["files"] = compiled.copy_cache(os.path.join(os.getcwd(), "compile", "triton"),
-                                              os.path.join(os.getcwd(), "gpu", "triton"))
+                                              os.path.join(os.getcwd(), "gpu", "triton"), int(owner) if owner else None)
         self.ahead[part] = record
 
     def _signal_runner(self, name: str, signum: int) -> None:

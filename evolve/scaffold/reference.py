@@ -1,4 +1,4 @@
-"""{{name}}: input generator, slow reference and roofline formulas (README, "Problems").
+"""{{name}}: input generator, slow reference and roofline formulas (docs/problems.md).
 
 The harness calls these in a process that never imports candidate code: generate_input and ref_kernel for every
 check, bytes_moved and flops for the roofline, baseline (optional) for the library timings.

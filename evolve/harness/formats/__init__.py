@@ -1,6 +1,6 @@
 """Problem formats: evolve's own folders, GPU MODE task folders and KernelBench files, loaded into one `Problem`.
 
-`load(target)` tells the format from what it is given (README, "Problem formats"); `reference_for(problem)` is the
+`load(target)` tells the format from what it is given (docs/problems.md); `reference_for(problem)` is the
 measurer's handle on the problem's own code. Each format is a module of its own: its loader, its reference and its
 export (`evolve best --export-format`).
 """
@@ -26,7 +26,7 @@ def detect(target) -> str:
         return "evolve"
     if (path / "task.yml").exists() or (path / "task.yaml").exists():
         return "gpumode"
-    raise ProblemError(f"{path / 'problem.toml'}: missing; see README, 'Problems' (a GPU MODE task folder "
+    raise ProblemError(f"{path / 'problem.toml'}: missing; see docs/problems.md (a GPU MODE task folder "
                        f"holds task.yml instead; `evolve init {target}` writes a new folder)")
 
 

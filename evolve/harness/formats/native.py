@@ -1,6 +1,6 @@
 """evolve's own problem folder: problem.toml (cases, tolerances, forbidden calls) and reference.py (functions).
 
-README's section "Problems" documents every field; `evolve init` writes a folder with each one commented.
+docs/problems.md documents every field; `evolve init` writes a folder with each one commented.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _check_reference(path: Path) -> None:
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     missing = [name for name in REFERENCE_FUNCTIONS if name not in defined]
     if missing:
-        raise ProblemError(f"{path}: missing function(s) {', '.join(missing)} (see README, 'Problems')")
+        raise ProblemError(f"{path}: missing function(s) {', '.join(missing)} (see docs/problems.md)")
 
 
 def _tolerances(raw, dtypes, toml_path) -> dict:

@@ -1,5 +1,5 @@
 # stops: limits
-# expect: compile|run: more than 2 gb of host memory
+# expect: load|compile|run: more than 2 gb of host memory
 # max-memory: 2
 """Resource exhaustion: 32 GiB of host memory in 256 MiB pieces (torch.full is an allowed allocation, and filled
 pages are resident), enough to take the machine down with it; the memory watchdog must kill the child at the limit.

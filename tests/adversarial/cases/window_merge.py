@@ -28,6 +28,7 @@ def merged_softmax(x_table, out_table, n_cols, BLOCK_SIZE: tl.constexpr, DTYPE: 
 
 
 DEFERRED = []
+KEPT = []  # the address tables' host copies, alive until their copies ran
 TYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16}
 
 
@@ -36,8 +37,10 @@ def _launch(pairs):
     n_rows, n_cols = x0.shape
     block = triton.next_power_of_2(n_cols)
     table = torch.empty(2 * len(pairs), dtype=torch.int64, device="cuda")
-    host = torch.tensor([x.data_ptr() for x, _ in pairs] + [o.data_ptr() for _, o in pairs], dtype=torch.int64)
-    table.copy_(host, non_blocking=False)
+    host = torch.tensor([x.data_ptr() for x, _ in pairs] + [o.data_ptr() for _, o in pairs],
+                        dtype=torch.int64).pin_memory()
+    table.copy_(host, non_blocking=True)  # queued behind the window's gate: the host must not wait for it
+    KEPT.append(host)
     merged_softmax[(n_rows, len(pairs))](table, table[len(pairs):], n_cols, BLOCK_SIZE=block, DTYPE=TYPES[x0.dtype],
                                          num_warps=4 if block <= 2048 else (8 if block <= 8192 else 16))
 
