@@ -36,7 +36,8 @@ def key(source: str, problem, device: str, versions: dict, options) -> str:
     parts = [source.encode(), _bytes(Path(problem.reference_path))]
     parts += [_bytes(folder / name) for name in ("problem.toml", "task.yml")] if folder.is_dir() else [_bytes(folder)]
     chosen = {k: getattr(options, k, None) for k in ("device", "timeout_s", "max_rss_gb", "bench_budget_s",
-                                                      "static_check", "per_gpu")}
+                                                      "static_check", "per_gpu", "sass")}
+    chosen["dump"] = getattr(options, "dump_dir", None) is not None  # a kept verdict brings no compiler dumps
     parts += [device.encode(), json.dumps(versions, sort_keys=True).encode(), json.dumps(chosen, sort_keys=True,
                                                                                          default=str).encode()]
     for part in parts:
