@@ -2,7 +2,8 @@
 
 A new archive starts by evaluating the problem's material; on a machine that has already evaluated the same file for
 the same problem, device, package versions and evaluation options, the verdict kept then is recorded instead, so a
-run's minutes go to kernels nobody has measured here. Only the search's parent writes the file (in the evaluation
+run's minutes go to kernels nobody has measured here. A run that keeps each candidate's compiler output
+(`--artifacts`, the default) evaluates its material itself: a kept verdict brings none. Only the search's parent writes the file (in the evaluation
 cache folder, where no runner can write), and only what the harness itself returned.
 """
 from __future__ import annotations

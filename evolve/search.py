@@ -119,7 +119,9 @@ class Search:
                  clock=time.monotonic, auditor=None, known_material: bool | None = None):
         self.config = config
         # the machine's kept verdicts of material (evolve/known.py) hold what the harness returned, nothing else
-        self.known_material = evaluate is harness_evaluate if known_material is None else known_material
+        # (and bring no compiler output: a run that keeps each candidate's evaluates its material itself)
+        self.known_material = (evaluate is harness_evaluate if known_material is None else known_material) \
+            and not config.artifacts
         self.archive = archive
         self.proposer = proposer
         self.problem = load_problem(config.problem_dir)

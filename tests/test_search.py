@@ -113,7 +113,8 @@ def test_the_problems_own_kernels_are_not_timed_again_on_a_machine_that_has_thei
     options = EvalOptions(device="cpu", cache_dir=str(tmp_path / "cache"))
 
     def run(db, opts=options):
-        config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / db), eval=opts, max_candidates=1, retime_top=0)
+        config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / db), eval=opts, max_candidates=1, retime_top=0,
+                           artifacts=False)
         archive = Archive(tmp_path / db)
         try:
             summary = Search(config, archive, evaluate=evaluate, on_event=events.append, known_material=True).run()
