@@ -57,7 +57,7 @@ NCU_ARGS = ("--clock-control", "none", "--cache-control", "none", "--metrics", "
             "--target-processes", "all")
 REPORT_BYTES = 64 << 20  # a report larger than this is not read in part: the audit fails
 TRIES = 5  # candidates audited in a row for one report before it stops looking for one that passes
-WINDOW_CALLS = 4  # per case, calls queued in a row as a timing window queues them (harness/profile.py)
+from .harness.profile import WINDOW_CALLS  # noqa: E402 - per case, calls queued in a row as a window does
 MERGED_RATIO, MERGED_SLACK_NS = 2.0, 2000.0  # a kernel of those calls may take this much longer than alone
 NEEDS_GPU = ("the launch audit needs a GPU: Nsight Compute watches the device, and this verdict came from the CPU "
              "interpreter")

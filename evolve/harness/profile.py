@@ -44,6 +44,7 @@ from pathlib import Path
 
 from .privilege import UNPRIVILEGED, drop  # the audit's target runs as nobody when started as root
 
+WINDOW_CALLS = 4  # per case, the calls the launch audit queues in a row as a timing window does
 NCU_PORTS = range(49152, 49152 + 64)  # ncu's default base port and its default --max-connections
 
 
@@ -219,8 +220,6 @@ def audit_target(job_path: str) -> int:
     compiles and warms up, a marker, one call alone, a marker, WINDOW_CALLS calls on inputs of their own queued in a
     row between a wait on a word and a write of another (as a timing window queues them), a marker
     (evolve/launch_audit.py judges each part)."""
-    from ..launch_audit import WINDOW_CALLS
-
     job = json.loads(Path(job_path).read_text())
     work = job["work"]
     why = restrict(work)
