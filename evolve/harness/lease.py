@@ -291,8 +291,9 @@ class CardLock:
     """A card held by this process against other processes of the same user on the machine (an exclusive flock on a
     file named after the card), for as long as any evaluation of this process runs on it. Evaluations of one process
     share it (a count); the first waits for another process to let go of the card, saying who holds it, for at most
-    LOCK_WAIT_S. The file is write-only (mode 0200, opened for writing), so no runner can open it: its jail lets it
-    write only in its own folders, and an flock needs a descriptor. Who holds it is written beside it."""
+    LOCK_WAIT_S. The file is write-only (mode 0200, in a 0700 folder), so a runner that gave up root cannot open it,
+    and its jail lets it write only in its own folders; a runner that kept root can read it, and flock it, but no
+    longer than its evaluation lives (every process under a keeper dies with it). Who holds it is written beside it."""
 
     def __init__(self, path: Path):
         self.path = path
