@@ -765,17 +765,22 @@ class Archive:
     def store_artifacts(self, candidate_id: int, folder: Path) -> int:
         """Keep the plain files of `folder` (a dump the harness wrote) for this candidate, compressed, within the
         limits; returns how many were kept. Replaces what was stored for it before."""
+        files = {path.name: path.read_bytes() for path in (sorted(folder.iterdir()) if folder.is_dir() else [])
+                 if path.is_file() and not path.is_symlink() and path.stat().st_size <= self.ARTIFACT_FILE_LIMIT}
+        return self.store_artifact_files(candidate_id, files)
+
+    def store_artifact_files(self, candidate_id: int, files: dict[str, bytes]) -> int:
+        """Keep {name: bytes} as this candidate's compiler output, compressed, within the limits (by name); returns
+        how many were kept. Replaces what was stored for it before."""
         import zlib
 
         rows, total = [], 0
-        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-            if not path.is_file() or path.is_symlink():
-                continue
-            size = path.stat().st_size
+        for name in sorted(files):
+            size = len(files[name])
             if size > self.ARTIFACT_FILE_LIMIT or total + size > self.ARTIFACT_TOTAL_LIMIT:
                 continue
             total += size
-            rows.append([candidate_id, path.name, size, zlib.compress(path.read_bytes(), 6)])
+            rows.append([candidate_id, name, size, zlib.compress(files[name], 6)])
 
         def write(c: sqlite3.Connection) -> None:
             c.execute("DELETE FROM artifacts WHERE candidate_id = ?", [candidate_id])
@@ -852,6 +857,13 @@ class Archive:
     def artifacts(self, candidate_id: int) -> list[dict]:
         """The stored files of a candidate: name and size (uncompressed), by name."""
         return self._dicts("SELECT name, size FROM artifacts WHERE candidate_id = ? ORDER BY name", [candidate_id])
+
+    def artifact_files(self, candidate_id: int) -> dict[str, bytes]:
+        """Every stored file of a candidate, {name: bytes}."""
+        import zlib
+
+        rows = self._query("SELECT name, data FROM artifacts WHERE candidate_id = ?", [candidate_id])
+        return {name: zlib.decompress(data) for name, data in rows}
 
     def artifact(self, candidate_id: int, name: str) -> bytes | None:
         import zlib

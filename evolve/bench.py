@@ -7,8 +7,8 @@ population, material and duplicates are its own: no model starts from another's 
 `bench = {"name", "problem", "model", "budget"}`. Running the same command again skips finished cells and resumes an
 unfinished one with what is left of its budget, so a crash or Ctrl-C loses at most the evaluation in flight.
 The material is the same for every cell: a seconds budget leaves out the time until its last verdict, and a
-problem's material is evaluated once per machine where no cell keeps compiler output (--no-artifacts;
-evolve/known.py), later cells taking the verdicts kept.
+problem's material is evaluated once per machine (evolve/known.py), later cells taking the verdicts and compiler
+output kept.
 """
 from __future__ import annotations
 

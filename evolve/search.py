@@ -119,9 +119,7 @@ class Search:
                  clock=time.monotonic, auditor=None, known_material: bool | None = None):
         self.config = config
         # the machine's kept verdicts of material (evolve/known.py) hold what the harness returned, nothing else
-        # (and bring no compiler output: a run that keeps each candidate's evaluates its material itself)
-        self.known_material = (evaluate is harness_evaluate if known_material is None else known_material) \
-            and not config.artifacts
+        self.known_material = evaluate is harness_evaluate if known_material is None else known_material
         self.archive = archive
         self.proposer = proposer
         self.problem = load_problem(config.problem_dir)
@@ -591,21 +589,27 @@ class Search:
                     self.tuner.remember(source, knobs, done.score)
                 verdict = self.archive.verdict(done.id) if done is not None and done.status == "evaluated" else None
                 if verdict is not None and verdict.ok and self.known_material:  # a failure: evaluated anew next time
-                    known.keep(self.config.eval.cache_dir, entry, verdict)
+                    artifacts = self.archive.artifact_files(done.id) if self.config.artifacts else None
+                    known.keep(self.config.eval.cache_dir, entry, verdict, artifacts)
 
             fields = {"source": source, "island": island, "proposer": proposer, "knobs": knobs,
                       "template": path.name}
-            kept = known.recall(self.config.eval.cache_dir, entry) if self.known_material else None
+            kept = known.recall(self.config.eval.cache_dir, entry, with_artifacts=self.config.artifacts,
+                                limit=self.archive.ARTIFACT_TOTAL_LIMIT) if self.known_material else None
             cand = self._record_known(kept, then, fields) if kept is not None else self.submit(then=then, **fields)
             if cand is not None:
                 return True
         return False
 
-    def _record_known(self, verdict, then, fields) -> Candidate | None:
-        """Archive the problem's own kernel with the verdict this machine kept for it (evolve/known.py)."""
+    def _record_known(self, kept: known.Kept, then, fields) -> Candidate | None:
+        """Archive the problem's own kernel with the verdict (and compiler output) this machine kept for it
+        (evolve/known.py)."""
         cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
         if cand is None or cand.status == "invalid":
             return cand
+        verdict = kept.verdict
+        if self.config.artifacts and kept.artifacts:
+            self.archive.store_artifact_files(cand.id, kept.artifacts)
         evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
         self.evaluated += 1
         self._admit(evaluated, noise_of(verdict))

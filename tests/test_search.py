@@ -132,6 +132,51 @@ def test_the_problems_own_kernels_are_not_timed_again_on_a_machine_that_has_thei
     assert len(calls) == 2
 
 
+def test_kept_material_verdicts_bring_the_compiler_output_the_archive_stored(tmp_path, monkeypatch):
+    """A run that keeps compiler output (the default) takes a kept verdict with the files stored with it; a verdict
+    kept by a run that kept none is evaluated anew there; the oldest kept output goes once over the byte budget."""
+    from evolve import known
+
+    calls = []
+
+    def evaluate(path, problem, options):
+        calls.append(options.dump_dir)
+        if options.dump_dir is not None:  # where the run keeps compiler output
+            Path(options.dump_dir).mkdir(parents=True, exist_ok=True)
+            (Path(options.dump_dir) / "k.ptx").write_bytes(b".target sm_90a\n" + bytes(len(calls)))
+        return ladder(fitness=0.5)
+
+    def run(db, cache, artifacts=True):
+        config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / db), max_candidates=1, retime_top=0,
+                           eval=EvalOptions(device="cpu", cache_dir=str(tmp_path / cache)), artifacts=artifacts)
+        archive = Archive(tmp_path / db)
+        try:
+            summary = Search(config, archive, evaluate=evaluate, known_material=True).run()
+            seed = archive.candidates(summary.run_id)[0]
+            return seed, archive.artifact_files(seed.id)
+        finally:
+            archive.close()
+
+    first, files = run("a.db", "one")
+    assert len(calls) == 1 and files == {"k.ptx": b".target sm_90a\n\0"}
+    second, again = run("b.db", "one")
+    assert len(calls) == 1, "the seed was evaluated again"
+    assert again == files and second.score == first.score
+
+    run("c.db", "two", artifacts=False)  # kept without compiler output
+    assert len(calls) == 2
+    _, fresh = run("d.db", "two")  # so a run that keeps it evaluates the seed itself, and keeps what it made
+    assert len(calls) == 3 and fresh == {"k.ptx": b".target sm_90a\n" + bytes(3)}
+    assert run("e.db", "two")[1] == fresh and len(calls) == 3
+
+    zips = tmp_path / "one" / known.FOLDER
+    (older,) = zips.glob("*.zip")
+    monkeypatch.setattr(known, "MAX_ARTIFACT_BYTES", older.stat().st_size + 1)
+    known.keep(tmp_path / "one", "another", ladder(fitness=0.4), {"x.ptx": b"y" * 10})
+    assert not older.exists() and (zips / "another.zip").exists()
+    assert known.recall(tmp_path / "one", "another", with_artifacts=True).artifacts == {"x.ptx": b"y" * 10}
+
+
 def test_a_bench_cells_budget_leaves_out_the_material(tmp_path):
     """Every cell of a bench evaluates the same material (or takes its kept verdicts): its seconds count against no
     model's budget, so the first cell of a problem gets as much search as the ones after it."""
