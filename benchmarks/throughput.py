@@ -2,7 +2,7 @@
 how busy the GPU was. Prints a table.
 
     python benchmarks/throughput.py [--problem problems/softmax] [--candidates 30] [--device auto] [--gpus 0,1]
-                                    [--per-gpu N] [--minutes M] [--keep DB] [--progress]
+                                    [--per-gpu N|auto] [--minutes M] [--keep DB] [--progress]
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
 proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed; no knob tuner
@@ -33,7 +33,7 @@ from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, evaluate, load_problem
 from evolve.harness.lease import all_leases
-from evolve.pipeline import parse_gpus, visible_gpus
+from evolve.pipeline import auto_per_gpu, parse_gpus, visible_gpus
 from evolve.proposer import Proposal
 from evolve.search import Search
 
@@ -84,7 +84,8 @@ def main():
     parser.add_argument("--candidates", type=int, default=30)
     parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     parser.add_argument("--gpus", default=None, help="cards, one lane each (e.g. 0,1); default: every visible one")
-    parser.add_argument("--per-gpu", type=int, default=1, help="evaluations at once on each card (evolve run --per-gpu)")
+    parser.add_argument("--per-gpu", default="auto",
+                        help="evaluations at once on each card, or auto (evolve run --per-gpu; the default, as there)")
     parser.add_argument("--progress", action="store_true", help="print each verdict and lane event as it comes")
     parser.add_argument("--minutes", type=float, default=None,
                         help="stop starting candidates that would end past this many minutes (the table covers "
@@ -96,11 +97,17 @@ def main():
     problem = load_problem(args.problem)
     seed = problem.seed_files()[0].read_text()
     gpus = parse_gpus(args.gpus)
+    if args.per_gpu != "auto":
+        per_gpu = int(args.per_gpu)
+    elif args.device == "cpu" or not visible_gpus():
+        per_gpu = 1
+    else:
+        per_gpu = auto_per_gpu(len(gpus) if gpus else len(visible_gpus()))
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "throughput.db"
         config = RunConfig(problem_dir=args.problem, db=str(db), max_candidates=args.candidates, seed=1,
                            search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
-                           eval=EvalOptions(device=args.device, prewarm=True, per_gpu=args.per_gpu),
+                           eval=EvalOptions(device=args.device, prewarm=True, per_gpu=per_gpu),
                            profile=ProfileConfig(top=0),
                            retime_top=0, gpus=tuple(gpus) if gpus else None,
                            budget_s=args.minutes * 60 if args.minutes else None)

@@ -147,6 +147,36 @@ class _Duration(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class _PerGpu(click.ParamType):
+    """--per-gpu: 'auto' or a count of 1 to 16."""
+    name = "N|auto"
+
+    def get_metavar(self, *args, **kwargs):
+        return "N|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or str(value).strip().lower() == "auto":
+            return value if isinstance(value, int) else "auto"
+        try:
+            count = int(value)
+        except ValueError:
+            count = 0
+        if not 1 <= count <= 16:
+            self.fail(f"{value!r}: give 'auto' or a number of evaluations from 1 to 16", param, ctx)
+        return count
+
+
+def _lanes_per_card(per_gpu, on_cpu: bool, cluster, cards) -> int:
+    """--per-gpu resolved: 'auto' is one lane without a GPU or on a cluster, else what this machine allows."""
+    if per_gpu != "auto":
+        return per_gpu
+    if on_cpu or cluster:
+        return 1
+    from .pipeline import auto_per_gpu, visible_gpus
+
+    return auto_per_gpu(len(cards) if cards else len(visible_gpus()))
+
+
 class _Model(click.ParamType):
     """--model: 'provider/name' or 'provider/name=weight' -> ModelSpec."""
     name = "NAME[=WEIGHT]"
@@ -252,9 +282,11 @@ def _open_archive(db, must_exist=True, read_only=False):
 @click.option("--gpus", default=None, metavar="LIST",
               help="The cards to evaluate on, one lane each, as indices of the visible cards or UUIDs: --gpus 0,1 "
                    "[default: every visible card]. No benchmark shares its card (see --per-gpu).")
-@click.option("--per-gpu", type=click.IntRange(min=1, max=16), default=1, show_default=True,
+@click.option("--per-gpu", type=_PerGpu(), default="auto", show_default=True,
               help="Evaluations at once on each card: their compile, run and correctness rungs overlap, and each "
-                   "benchmark takes the card's timing lease, stopping the others while it times.")
+                   "benchmark takes the card's timing lease, stopping the others while it times. auto: as many as "
+                   "the machine allows, at most 8 (2 CPU cores, 4 GiB of host memory and 16 GiB of the card's "
+                   "memory each); 1 without a GPU.")
 @click.option("--fair-window", default="15m", show_default=True, metavar="DURATION",
               help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "
                    "within this long; otherwise the best is timed again on that card first (0: never).")
@@ -279,7 +311,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         _fail("--gpus picks cards of this machine; on a cluster use --cluster-lanes N")
     if cluster_lanes and not cluster:
         _fail("--cluster-lanes needs --cluster")
-    if cluster and per_gpu > 1:
+    if cluster and per_gpu not in ("auto", 1):
         _fail("--per-gpu is for this machine's cards; a cluster lane is one GPU each (--cluster-lanes N)")
     from .config import parse_duration
 
@@ -329,6 +361,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     default_budget = on_cpu and budget_s is None and max_candidates is None and max_cost is None
     if default_budget:
         budget_s = CPU_BUDGET_S
+    per_gpu = _lanes_per_card(per_gpu, on_cpu, cluster, cards)
     config = RunConfig(
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
@@ -471,8 +504,10 @@ def _found(summary, archive) -> str:
               help="Where candidates are evaluated.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
               help="Wall-clock limit in seconds of each evaluation.")
+@click.option("--per-gpu", type=_PerGpu(), default="auto", show_default=True,
+              help="Evaluations at once on the card, as for evolve run (the same for every cell).")
 def bench_command(models, problems, budget, name, db, api_base, seed, concurrency, tune_share, compose_share,
-                  llm_timeout, llm_retries, device, timeout_s):
+                  llm_timeout, llm_retries, device, timeout_s, per_gpu):
     """Compare models fairly: one search per (model, problem), each with the same budget, search seed and settings,
     on the same device, into one archive; then the leaderboard of the comparison.
 
@@ -504,10 +539,13 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
         except ProblemError as exc:
             _fail(str(exc))
         _check_keys(path)
+    from .harness.ladder import gpu_available
+
+    per_gpu = _lanes_per_card(per_gpu, device == "cpu" or (device == "auto" and not gpu_available()), None, None)
     archive = _open_archive(db, must_exist=False)
     base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
                      search=SearchConfig(tune_share=tune_share, compose_share=compose_share),
-                     eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True),
+                     eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True, per_gpu=per_gpu),
                      # cells compare what models wrote within their budget: no re-timing rounds after each
                      retime_top=0,
                      llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))

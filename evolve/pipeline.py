@@ -294,6 +294,46 @@ def visible_gpus() -> list[str]:
         return []
 
 
+# --per-gpu auto: lanes per card, each bound measured or reasoned. On the H200 (16 cores; benchmarks/throughput.py,
+# softmax, instant proposer, once warm) 1 lane made 294 evaluations per GPU-hour, 4 lanes 1,066, 8 lanes 1,097.
+AUTO_MAX_PER_GPU = 8
+CORES_PER_LANE = 2  # a lane's evaluation keeps a GPU runner and a compile runner busy
+HOST_GIB_PER_LANE = 4.0  # an idle crew holds about 1.9 GiB resident on the H200 machine; inputs and references twice that
+CARD_GIB_PER_LANE = 16.0  # each lane's window inputs get a share of the card's memory (harness/measurer.py)
+
+
+def _card_gib() -> float | None:
+    """The smallest visible card's memory in GiB, from the driver (no CUDA context in this process), or None."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20).stdout
+        return min(float(line) for line in out.split()) / 1024
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def auto_per_gpu(cards: int, cores: int | None = None, host_gib: float | None = None,
+                 card_gib: float | None = None) -> int:
+    """Lanes per card for --per-gpu auto: as many as the cores, the host's memory and the card's memory allow, at
+    most AUTO_MAX_PER_GPU (more measured no faster)."""
+    import os
+
+    cards = max(1, cards)
+    cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    if host_gib is None:
+        host_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    card_gib = _card_gib() if card_gib is None else card_gib
+    bounds = [AUTO_MAX_PER_GPU, cores // (CORES_PER_LANE * cards), int(host_gib // (HOST_GIB_PER_LANE * cards))]
+    if card_gib is not None:
+        bounds.append(int(card_gib // CARD_GIB_PER_LANE))
+    return max(1, min(bounds))
+
+
 def parse_gpus(text: str | None) -> list[str] | None:
     """'0,1' -> ['0', '1']; 'all' or None -> None (every visible card)."""
     if text is None or text.strip().lower() in ("", "all"):

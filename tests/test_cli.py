@@ -113,6 +113,7 @@ def test_bad_arguments_get_one_line_and_exit_2(tmp_path):
         (("run", SOFTMAX, "--fair-window", "soon"), "--fair-window"),
         (("run", SOFTMAX, "--cluster-lanes", "2"), "--cluster-lanes needs --cluster"),
         (("run", SOFTMAX, "--per-gpu", "0"), "--per-gpu"),
+        (("run", SOFTMAX, "--per-gpu", "many"), "give 'auto' or a number"),
         (("run", SOFTMAX, "--cluster", "auto", "--per-gpu", "2"), "a cluster lane is one GPU each"),
     ]
     for args, fragment in cases:

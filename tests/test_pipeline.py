@@ -443,3 +443,17 @@ def test_a_win_over_a_best_timed_on_the_same_card_moments_ago_needs_no_duel(tmp_
     search.run()
     assert not [e for e in events if e["kind"] in ("duel", "duel_result")]
     assert search.best.score == 0.6 and len(gpu.calls) == 2  # the seed, then the child: nothing timed again
+
+
+def test_auto_lanes_per_card_take_what_the_machine_allows():
+    """--per-gpu auto: 8 on the H200 machine (16 cores, 128 GiB, a 141 GB card); fewer where cores, host memory or the
+    card's memory run out first; split between cards; never none."""
+    from evolve.pipeline import auto_per_gpu
+
+    assert auto_per_gpu(1, cores=16, host_gib=128, card_gib=139.8) == 8
+    assert auto_per_gpu(1, cores=64, host_gib=512, card_gib=139.8) == 8  # more measured no faster
+    assert auto_per_gpu(2, cores=16, host_gib=128, card_gib=139.8) == 4
+    assert auto_per_gpu(1, cores=6, host_gib=128, card_gib=80) == 3
+    assert auto_per_gpu(1, cores=16, host_gib=12, card_gib=80) == 3
+    assert auto_per_gpu(1, cores=16, host_gib=128, card_gib=24) == 1
+    assert auto_per_gpu(4, cores=2, host_gib=8, card_gib=16) == 1
