@@ -14,7 +14,8 @@ evaluation is split by rung from the verdicts: compile (load and compile), corre
 with no evaluation on them; "timing lease held" the share of the cards' wall time some evaluation held the card's
 timing lease (harness/lease.py: calibrations and benchmark windows, every other evaluation stopped). The cards' busy
 fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu` every 200 ms): the share of samples
-above 0%, and their mean. The seed's fitness is reported from the first candidate (the seed itself), so before/after
+above 0%, and their mean. A last line splits the GPU crew's set-up (the wait for its job, its warm-up, the
+measurer's connect, lease wait and calibrations), where most of "the rest" goes. The seed's fitness is reported from the first candidate (the seed itself), so before/after
 figures can be compared with the same script.
 """
 from __future__ import annotations
@@ -39,6 +40,9 @@ from evolve.search import Search
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's own split (harness/measurer.py)
+# the GPU crew's set-up (harness/ladder.py's setup record and the measurer's prepare_split), in the order they happen
+SETUP_PARTS = ("wait_s", "warm_s", "runner_warm_s", "prepare_s", "connect", "lease", "peaks", "baselines", "hops",
+               "plans")
 
 
 class Instant:
@@ -145,6 +149,7 @@ def main():
         eval_wall = []
         inside: dict = {k: [] for k in (*BENCH_PARTS, "plans", "hops")}
         windows: list = []
+        setup_parts: dict = {}
         for c in cands:
             verdict = archive.verdict(c.id)
             # each rung's seconds less the time it was stopped for another evaluation's lease (--per-gpu)
@@ -167,6 +172,10 @@ def main():
             for k in ("plans", "hops"):
                 if isinstance(setup.get(k), (int, float)):
                     inside[k].append(setup[k])
+            first_setup = verdict.setup[0] if verdict.setup else {}
+            for k, v in [*first_setup.items(), *setup.items()]:  # where the rest of an evaluation goes
+                if k in SETUP_PARTS and isinstance(v, (int, float)):
+                    setup_parts.setdefault(k, []).append(v)
             windows.append(sum(row.get("windows", 0) for row in verdict.shapes))
         seed_fitness = cands[0].fitness if cands else None
         device = archive.run(summary.run_id)["device"]
@@ -204,6 +213,9 @@ def main():
         rung, setup = mean_of(BENCH_PARTS), mean_of(("plans", "hops"))
         print(f"per evaluation, mean: {statistics.mean(windows):.0f} timed windows"
               + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else ""))
+    if setup_parts:
+        print("set-up, mean: " + ", ".join(f"{k} {statistics.mean(setup_parts[k]):.2f} s" for k in SETUP_PARTS
+                                            if setup_parts.get(k)))
     if len(ends) > first:
         print(f"after {'the first verdict' if first == 1 else f'the first {first} verdicts (one per lane)'} (which "
               f"also measured the card's peaks and baselines on a fresh machine): "
