@@ -372,3 +372,34 @@ def test_a_group_jailed_off_the_card_goes_on_while_its_evaluation_is_stopped(eva
     finally:
         compiler.kill()
         compiler.wait()
+
+
+def test_evaluations_sharing_a_card_wait_for_the_first_to_calibrate():
+    """The first evaluation of a problem on a card goes ahead; the others wait until its set-up is done (or it
+    ends), then go together; after RENEW_S one of them goes first again, since kept calibrations are re-checked."""
+    from evolve.harness.lease import FirstCalibration
+
+    now = [0.0]
+    turns = FirstCalibration(clock=lambda: now[0])
+    first = turns.turn(("cache", "0", "softmax"), 30)
+    assert first is not None
+    assert turns.turn(("cache", "1", "softmax"), 30) is not None  # another card: its own turn
+    waited, started = [], time.monotonic()
+
+    def other():
+        waited.append((turns.turn(("cache", "0", "softmax"), 30), time.monotonic() - started))
+
+    others = [threading.Thread(target=other) for _ in range(3)]
+    for t in others:
+        t.start()
+    time.sleep(0.5)
+    assert not waited  # all three wait for the first's set-up
+    first.set()
+    for t in others:
+        t.join(5)
+    assert [w[0] for w in waited] == [None] * 3 and min(w[1] for w in waited) >= 0.5
+    assert turns.turn(("cache", "0", "softmax"), 0.1) is None  # set: no wait at all
+    now[0] = FirstCalibration.RENEW_S + 1
+    assert turns.turn(("cache", "0", "softmax"), 0.1) is not None
+    started = time.monotonic()
+    assert turns.turn(("cache", "0", "softmax"), 0.3) is None and time.monotonic() - started >= 0.3  # bounded

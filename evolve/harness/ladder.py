@@ -18,7 +18,7 @@ from pathlib import Path
 from . import compiled, jail
 from . import peaks as peak_cache
 from .formats import load_problem
-from .lease import Evicted
+from .lease import FIRST_CALIBRATION, Evicted
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew
 from .static_check import screen, summary
@@ -87,7 +87,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
     facts = {"device": None, "versions": {}, "setup": [], "jail": None, "work": (), "uuid": None}
     rungs: dict[str, RungResult] = {}  # decided so far, by name
-    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None, "kept": None, "restored": 0}
+    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None, "kept": None, "restored": 0, "first": None}
 
     def decide(rung: RungResult) -> None:
         if rung.name in rungs:
@@ -114,6 +114,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             facts["jail"] = message["jail"]
             facts["uuid"] = message["uuid"] or None
         elif kind == "setup":
+            if state["first"] is not None:  # its calibrations are kept: the card's other evaluations may start
+                state["first"].set()
             facts["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
                                    "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
                                    "prepare_s": message["prepare_s"], "gpu": options.gpu,
@@ -167,6 +169,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                           if (problem.folder / name).is_file()]
                 state["kept"] = compiled.source_key(candidate, beside, mode, _versions())
                 state["restored"] = compiled.restore(cache, state["kept"], crew.triton_caches(), crew.runner_uid)
+            if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
+                state["first"] = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
             job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
                    "secret": secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                    "dump": (True if options.sass else "files") if options.dump_dir else False,
@@ -189,6 +193,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             if options.dump_dir:
                 _copy_dumps(crew.work, Path(options.dump_dir))
         finally:
+            if state["first"] is not None:
+                state["first"].set()
             if options.keep_work:
                 facts["work"] = (str(crew.work),)
             else:

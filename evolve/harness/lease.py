@@ -411,3 +411,34 @@ def card_lock(mode: str, gpu: str | None):
         if path not in _LOCKS:
             _LOCKS[path] = CardLock(path)
         return _LOCKS[path]
+
+
+class FirstCalibration:
+    """Evaluations sharing a card wait for the first of them to calibrate. Each job carries the calibrations kept when
+    it starts (peaks, library baselines, window plans), and one that finds none measures them under the lease,
+    stopping the others: N evaluations started together on a fresh card would measure them N times over (on the
+    H200 machine with 8 per card, 90 of a run's first 140 s were such leases). So the first GPU evaluation of a
+    problem on a card, in this process, goes ahead; the others wait until its set-up is done (the calibrations it
+    measured are kept by then), or until it ends, or `timeout_s`. Kept calibrations are measured again once
+    RENEW_S old (the measurer's RECHECK_S), so a turn is taken again after that long."""
+
+    RENEW_S = 1800.0
+
+    def __init__(self, clock=time.monotonic):
+        self._turns: dict[tuple, tuple[threading.Event, float]] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def turn(self, key: tuple, timeout_s: float) -> threading.Event | None:
+        """The event to set once this evaluation's set-up is done if it goes first; None (after waiting) if not."""
+        with self._lock:
+            done, since = self._turns.get(key, (None, 0.0))
+            if done is None or (done.is_set() and self._clock() - since > self.RENEW_S):
+                done = threading.Event()
+                self._turns[key] = (done, self._clock())
+                return done
+        done.wait(timeout_s)
+        return None
+
+
+FIRST_CALIBRATION = FirstCalibration()
