@@ -5,8 +5,8 @@ A new archive starts by evaluating the problem's material; on a machine that has
 the same problem, device, package versions and evaluation options, the verdict kept then (and the compiler output the
 archive stored with it) is recorded instead, so a run's minutes go to kernels nobody has measured here. A verdict kept
 without compiler output (by a `--no-artifacts` run) serves only runs that keep none. Only the search's parent writes
-these files (in the evaluation cache folder, where no runner can write), and only what the harness itself returned
-and the archive stored.
+these files, only what the harness itself returned and the archive stored, and only where Landlock keeps every
+runner out of the evaluation cache folder (as for the harness's own caches).
 """
 from __future__ import annotations
 

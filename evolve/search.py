@@ -30,6 +30,7 @@ from . import compose, known
 from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
+from .harness import jail
 from .harness.ladder import device_name
 from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
@@ -118,8 +119,10 @@ class Search:
     def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
                  clock=time.monotonic, auditor=None, known_material: bool | None = None):
         self.config = config
-        # the machine's kept verdicts of material (evolve/known.py) hold what the harness returned, nothing else
-        self.known_material = evaluate is harness_evaluate if known_material is None else known_material
+        # the machine's kept verdicts of material (evolve/known.py) hold what the harness returned, nothing else, and
+        # persist only where no runner can write the cache folder (Landlock), as the harness's own caches
+        self.known_material = (evaluate is harness_evaluate and jail.abi_version() > 0) if known_material is None \
+            else known_material
         self.archive = archive
         self.proposer = proposer
         self.problem = load_problem(config.problem_dir)
