@@ -199,3 +199,17 @@ def test_a_bench_cells_budget_leaves_out_the_material(tmp_path):
 
     assert run("plain.db", bench=False) == ["seed", "tuner"]  # 200 s: the budget is spent
     assert run("cell.db", bench=True) == ["seed", "tuner", "tuner"]  # 100 s of material left out
+
+
+def test_kept_material_verdicts_are_used_only_where_runners_cannot_write_the_cache(tmp_path, monkeypatch):
+    """Without Landlock a runner could write the cache folder, so a kept verdict there could be the candidate's."""
+    from evolve.harness import jail
+
+    def search():
+        config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu"))
+        return Search(config, Archive(tmp_path / "a.db"))
+
+    monkeypatch.setattr(jail, "abi_version", lambda: 0)
+    assert not search().known_material
+    monkeypatch.setattr(jail, "abi_version", lambda: 6)
+    assert search().known_material
