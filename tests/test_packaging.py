@@ -25,7 +25,8 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     assert any(name.endswith("LICENSE") for name in names), names
     assert "evolve/harness/runner.py" in names and "evolve/lang/triton.py" in names
     assert "evolve/harness/formats/gpumode.py" in names and "evolve/harness/formats/kernelbench.py" in names
-    scaffold = sorted(p.name for p in (ROOT / "evolve" / "scaffold").iterdir())  # what `evolve init` writes from
+    scaffold = sorted(p.name for p in (ROOT / "evolve" / "scaffold").iterdir()  # what `evolve init` writes from
+                      if p.name != "__pycache__")  # left by a test that loaded the scaffold as a problem
     assert scaffold and all(f"evolve/scaffold/{name}" in names for name in scaffold), names
     site = sorted(str(p.relative_to(ROOT / "leaderboard")) for p in (ROOT / "leaderboard").rglob("*") if p.is_file())
     assert site and all(f"evolve/leaderboard_site/{name}" in names for name in site), names  # the site's templates
