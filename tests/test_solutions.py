@@ -42,6 +42,7 @@ def expectation(path: Path):
     return match.group(2), match.group(3).strip().lower()
 
 
+@pytest.mark.slow  # every solution file of every problem; the seeds above climb the ladder in the quick run
 @pytest.mark.parametrize("path", solution_files())
 def test_solution_verdict(path, cache_dir):
     rung, reason = expectation(path)
