@@ -34,7 +34,7 @@ from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, evaluate, load_problem
 from evolve.harness.lease import all_leases
-from evolve.pipeline import auto_per_gpu, parse_gpus, visible_gpus
+from evolve.pipeline import lanes_per_card, parse_gpus, visible_gpus
 from evolve.proposer import Proposal
 from evolve.search import Search
 
@@ -101,12 +101,7 @@ def main():
     problem = load_problem(args.problem)
     seed = problem.seed_files()[0].read_text()
     gpus = parse_gpus(args.gpus)
-    if args.per_gpu != "auto":
-        per_gpu = int(args.per_gpu)
-    elif args.device == "cpu" or not visible_gpus():
-        per_gpu = 1
-    else:
-        per_gpu = auto_per_gpu(len(gpus) if gpus else len(visible_gpus()))
+    per_gpu = lanes_per_card(args.per_gpu, args.device != "cpu" and bool(visible_gpus()), gpus)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "throughput.db"
         config = RunConfig(problem_dir=args.problem, db=str(db), max_candidates=args.candidates, seed=1,

@@ -765,22 +765,28 @@ class Archive:
     def store_artifacts(self, candidate_id: int, folder: Path) -> int:
         """Keep the plain files of `folder` (a dump the harness wrote) for this candidate, compressed, within the
         limits; returns how many were kept. Replaces what was stored for it before."""
-        files = {path.name: path.read_bytes() for path in (sorted(folder.iterdir()) if folder.is_dir() else [])
-                 if path.is_file() and not path.is_symlink() and path.stat().st_size <= self.ARTIFACT_FILE_LIMIT}
-        return self.store_artifact_files(candidate_id, files)
+        plain = {path.name: path for path in (folder.iterdir() if folder.is_dir() else [])
+                 if path.is_file() and not path.is_symlink()}
+        names = self._within_limits({name: path.stat().st_size for name, path in plain.items()})
+        return self.store_artifact_files(candidate_id, {name: plain[name].read_bytes() for name in names})
+
+    def _within_limits(self, sizes: dict[str, int]) -> list[str]:
+        """The names kept, by name: none over ARTIFACT_FILE_LIMIT, ARTIFACT_TOTAL_LIMIT in all."""
+        kept, total = [], 0
+        for name in sorted(sizes):
+            if sizes[name] > self.ARTIFACT_FILE_LIMIT or total + sizes[name] > self.ARTIFACT_TOTAL_LIMIT:
+                continue
+            total += sizes[name]
+            kept.append(name)
+        return kept
 
     def store_artifact_files(self, candidate_id: int, files: dict[str, bytes]) -> int:
         """Keep {name: bytes} as this candidate's compiler output, compressed, within the limits (by name); returns
         how many were kept. Replaces what was stored for it before."""
         import zlib
 
-        rows, total = [], 0
-        for name in sorted(files):
-            size = len(files[name])
-            if size > self.ARTIFACT_FILE_LIMIT or total + size > self.ARTIFACT_TOTAL_LIMIT:
-                continue
-            total += size
-            rows.append([candidate_id, name, size, zlib.compress(files[name], 6)])
+        rows = [[candidate_id, name, len(files[name]), zlib.compress(files[name], 6)]
+                for name in self._within_limits({name: len(data) for name, data in files.items()})]
 
         def write(c: sqlite3.Connection) -> None:
             c.execute("DELETE FROM artifacts WHERE candidate_id = ?", [candidate_id])

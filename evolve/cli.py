@@ -155,8 +155,8 @@ class _PerGpu(click.ParamType):
         return "N|auto"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) or str(value).strip().lower() == "auto":
-            return value if isinstance(value, int) else "auto"
+        if str(value).strip().lower() == "auto":
+            return "auto"
         try:
             count = int(value)
         except ValueError:
@@ -164,17 +164,6 @@ class _PerGpu(click.ParamType):
         if not 1 <= count <= 16:
             self.fail(f"{value!r}: give 'auto' or a number of evaluations from 1 to 16", param, ctx)
         return count
-
-
-def _lanes_per_card(per_gpu, on_cpu: bool, cluster, cards) -> int:
-    """--per-gpu resolved: 'auto' is one lane without a GPU or on a cluster, else what this machine allows."""
-    if per_gpu != "auto":
-        return per_gpu
-    if on_cpu or cluster:
-        return 1
-    from .pipeline import auto_per_gpu, visible_gpus
-
-    return auto_per_gpu(len(cards) if cards else len(visible_gpus()))
 
 
 class _Model(click.ParamType):
@@ -361,7 +350,9 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     default_budget = on_cpu and budget_s is None and max_candidates is None and max_cost is None
     if default_budget:
         budget_s = CPU_BUDGET_S
-    per_gpu = _lanes_per_card(per_gpu, on_cpu, cluster, cards)
+    from .pipeline import lanes_per_card
+
+    per_gpu = lanes_per_card(per_gpu, not on_cpu and not cluster, cards)
     config = RunConfig(
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
@@ -540,8 +531,9 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
             _fail(str(exc))
         _check_keys(path)
     from .harness.ladder import gpu_available
+    from .pipeline import lanes_per_card
 
-    per_gpu = _lanes_per_card(per_gpu, device == "cpu" or (device == "auto" and not gpu_available()), None, None)
+    per_gpu = lanes_per_card(per_gpu, device == "cuda" or (device == "auto" and gpu_available()), None)
     archive = _open_archive(db, must_exist=False)
     base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
                      search=SearchConfig(tune_share=tune_share, compose_share=compose_share),

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .harness import Verdict
@@ -63,7 +63,7 @@ def _read(cache_dir) -> dict:
 @dataclass
 class Kept:
     verdict: Verdict
-    artifacts: dict[str, bytes] | None = field(default=None)  # None: kept by a run that kept no compiler output
+    artifacts: dict[str, bytes] | None = None  # None: kept by a run that kept no compiler output
 
 
 def _zip(cache_dir, entry_key: str) -> Path:

@@ -334,6 +334,14 @@ def auto_per_gpu(cards: int, cores: int | None = None, host_gib: float | None = 
     return max(1, min(bounds))
 
 
+def lanes_per_card(per_gpu, gpu: bool, cards) -> int:
+    """--per-gpu resolved: a count as given; 'auto' is one lane where evaluations use no card of this machine (no
+    GPU, a cluster), else auto_per_gpu over the cards given (every visible one when none)."""
+    if per_gpu != "auto":
+        return int(per_gpu)
+    return auto_per_gpu(len(cards) if cards else len(visible_gpus())) if gpu else 1
+
+
 def parse_gpus(text: str | None) -> list[str] | None:
     """'0,1' -> ['0', '1']; 'all' or None -> None (every visible card)."""
     if text is None or text.strip().lower() in ("", "all"):

@@ -457,3 +457,7 @@ def test_auto_lanes_per_card_take_what_the_machine_allows():
     assert auto_per_gpu(1, cores=16, host_gib=12, card_gib=80) == 3
     assert auto_per_gpu(1, cores=16, host_gib=128, card_gib=24) == 1
     assert auto_per_gpu(4, cores=2, host_gib=8, card_gib=16) == 1
+    from evolve.pipeline import lanes_per_card
+
+    assert lanes_per_card(3, True, None) == 3 and lanes_per_card(3, False, None) == 3  # a count is the user's
+    assert lanes_per_card("auto", False, ["0", "1"]) == 1  # no card of this machine: one lane
