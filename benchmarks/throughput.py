@@ -14,7 +14,8 @@ evaluation is split by rung from the verdicts: compile (load and compile), corre
 with no evaluation on them; "timing lease held" the share of the cards' wall time some evaluation held the card's
 timing lease (harness/lease.py: calibrations and benchmark windows, every other evaluation stopped). The cards' busy
 fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu` every 200 ms): the share of samples
-above 0%, and their mean. A last line splits the GPU crew's set-up (the wait for its job, its warm-up, the
+above 0%, and their mean; the host's CPU busy share is read from /proc/stat every second over all its cores (an
+evaluation's imports, compiles and host code are CPU work: where it nears 100%, cores bound the rate). A last line splits the GPU crew's set-up (the wait for its job, its warm-up, the
 measurer's connect, lease wait and calibrations), where most of "the rest" goes. The seed's fitness is reported from the first candidate (the seed itself), so before/after
 figures can be compared with the same script.
 """
@@ -82,6 +83,32 @@ class GpuSampler:
             self.proc.wait()
 
 
+class CpuSampler:
+    """The share of all the host's cores that was busy, from /proc/stat every second."""
+
+    def __init__(self):
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    @staticmethod
+    def _ticks():
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+        return sum(values), values[3] + values[4]  # all, idle and waiting for I/O
+
+    def _read(self):
+        total, idle = self._ticks()
+        while not self._stop.wait(1.0):
+            now_total, now_idle = self._ticks()
+            if now_total > total:
+                self.samples.append(1 - (now_idle - idle) / (now_total - total))
+            total, idle = now_total, now_idle
+
+    def stop(self):
+        self._stop.set()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problem", default=str(ROOT / "problems" / "softmax"))
@@ -90,6 +117,8 @@ def main():
     parser.add_argument("--gpus", default=None, help="cards, one lane each (e.g. 0,1); default: every visible one")
     parser.add_argument("--per-gpu", default="auto",
                         help="evaluations at once on each card, or auto (evolve run --per-gpu; the default, as there)")
+    parser.add_argument("--no-fork-server", action="store_true",
+                        help="start each evaluation's processes as interpreters of their own (for a before/after)")
     parser.add_argument("--progress", action="store_true", help="print each verdict and lane event as it comes")
     parser.add_argument("--minutes", type=float, default=None,
                         help="stop starting candidates that would end past this many minutes (the table covers "
@@ -106,13 +135,15 @@ def main():
         db = Path(tmp) / "throughput.db"
         config = RunConfig(problem_dir=args.problem, db=str(db), max_candidates=args.candidates, seed=1,
                            search=SearchConfig(tune_share=0.0, compose_share=0.0, stagnation=10 ** 6),
-                           eval=EvalOptions(device=args.device, prewarm=True, per_gpu=per_gpu),
+                           eval=EvalOptions(device=args.device, prewarm=True, per_gpu=per_gpu,
+                                            fork_server=not args.no_fork_server),
                            profile=ProfileConfig(top=0),
                            retime_top=0, gpus=tuple(gpus) if gpus else None,
                            budget_s=args.minutes * 60 if args.minutes else None)
         archive = Archive(db)
         lanes_seen: list = []
         sampler = GpuSampler(list(gpus) if gpus else (visible_gpus() if args.device != "cpu" else []))
+        cpu = CpuSampler()
         started = time.monotonic()
         walls: dict[str, float] = {}
 
@@ -139,6 +170,7 @@ def main():
                          on_event=note).run()
         wall = time.monotonic() - started
         sampler.stop()
+        cpu.stop()
         cands = [c for c in archive.candidates(summary.run_id) if c.status == "evaluated"]
         split = {"compile": [], "correctness": [], "timing": [], "stopped": [], "rest of evaluation": []}
         eval_wall = []
@@ -182,10 +214,11 @@ def main():
     cards = len({lane.split(".")[0] for lane in lanes})  # --per-gpu N: lanes gpu0.1 .. gpu0.N share card 0
     held = sum(lease.held_s for lease in all_leases())
     print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)},"
-          f" instant proposer, {time.strftime('%Y-%m-%d')}{'' if not summary.interrupted else ', interrupted'}")
+          f" instant proposer{', no fork server' if args.no_fork_server else ''}, {time.strftime('%Y-%m-%d')}"
+          f"{'' if not summary.interrupted else ', interrupted'}")
     print(f"| wall | evaluations per GPU-hour | wall per evaluation | lane time: {' | '.join(split)} | lane idle | "
-          f"timing lease held | GPU busy | GPU util mean | seed fitness |")
-    print("| --- " * (9 + len(split)) + "|")
+          f"timing lease held | GPU busy | GPU util mean | host CPU busy | seed fitness |")
+    print("| --- " * (10 + len(split)) + "|")
     per = wall / n if n else float("nan")
     idle = 1 - sum(eval_wall) / (wall * len(lanes)) if n else float("nan")
     busy = (sum(s > 0 for s in sampler.samples) / len(sampler.samples)) if sampler.samples else None
@@ -200,6 +233,7 @@ def main():
     print(f"| {wall:.0f} s | {3600 / (per * cards):.0f} | {per:.2f} s | {' | '.join(cells)} | {idle:.0%} | "
           f"{held / (wall * cards):.0%} | "
           f"{'-' if busy is None else f'{busy:.0%}'} | {'-' if util is None else f'{util:.0f}%'} | "
+          f"{f'{statistics.mean(cpu.samples):.0%}' if cpu.samples else '-'} | "
           f"{'-' if seed_fitness is None else f'{seed_fitness:.3f}'} |")
     if windows:
         def mean_of(keys):

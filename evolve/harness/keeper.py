@@ -7,7 +7,8 @@ beneath it, and when the runner ends or the parent is gone (its lifeline closes)
 the runner did (the same exit code, or the same signal), so its parent reads the runner's end from the keeper's.
 Where the parent names a user (EVOLVE_RUNNER_UID: it runs as root, harness/privilege.py), the forked child gives up
 root before the runner's interpreter starts; the keeper itself stays root, and runs nothing the runner wrote.
-Started as a script (no package import), it costs a bare interpreter's start-up.
+Started as a script (no package import), it costs a bare interpreter's start-up; forked by the fork server
+(harness/forkserver.py), it runs the runner's main in the forked child instead of starting an interpreter.
 """
 import ctypes
 import os
@@ -16,6 +17,7 @@ import signal
 import sys
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
 LIFELINE_ENV = "EVOLVE_LIFELINE"  # as harness/lifeline.py names it
 UID_ENV = "EVOLVE_RUNNER_UID"  # as harness/privilege.py names it
 DROP_FAILED = 126
@@ -32,7 +34,8 @@ def _load(name: str):
     return module
 
 
-def main(argv) -> int:
+def main(argv, run=None) -> int:
+    """Keep argv[1:] (an interpreter to exec), or, given `run`, call it in the forked child and exit with its code."""
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -49,7 +52,11 @@ def main(argv) -> int:
             if why is not None:
                 os.write(2, f"keeper: {why}\n".encode())
                 os._exit(DROP_FAILED)
-            os.execv(argv[1], argv[1:])
+            if run is None:
+                os.execv(argv[1], argv[1:])
+            if uid:  # as exec would leave it: the runner's /proc/self stays its own
+                libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+            exit_with(run)
         finally:
             os._exit(127)
     processes = _load("processes")
@@ -78,6 +85,26 @@ def main(argv) -> int:
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128 + os.WTERMSIG(status)
+
+
+def exit_with(run) -> None:
+    """Run `run` in this process and end it with its code, however it ends (the interpreter is not left)."""
+    code = 1
+    try:
+        code = run()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - said on stderr, which the parent reads
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code if isinstance(code, int) else 0)
 
 
 def _reap() -> None:

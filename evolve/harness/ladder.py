@@ -47,6 +47,7 @@ class EvalOptions:
     sass: bool = True  # with dump_dir: the SASS too (cuobjdump, ~0.3 s a kernel, in the evaluation's own time)
     per_gpu: int = 1  # evaluations sharing the card at once (harness/lease.py): with prewarm, as many started ahead
     threads: int = 0  # CPU threads for each of an evaluation's processes (0: torch's default, every core)
+    fork_server: bool = True  # fork the processes from one with torch imported (harness/forkserver.py), not start them
 
 
 def gpu_available() -> bool:
@@ -151,8 +152,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     else:
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
-        crew = (SPARES.take(mode, str(cache), options.gpu, options.threads) if options.prewarm
-                else Crew(mode, str(cache), options.gpu, options.threads))
+        crew = (SPARES.take(mode, str(cache), options.gpu, options.threads, options.fork_server) if options.prewarm
+                else Crew(mode, str(cache), options.gpu, options.threads, options.fork_server))
         state["crew"] = crew
         try:
             shutil.copyfile(candidate, crew.candidate_path())
@@ -179,7 +180,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                    "plans": _load(cache, trusted, "plans.json")}
             state["spawned"] = time.time()
             if options.prewarm:  # the next evaluation's processes start up while this one runs
-                SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads)
+                SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server)
             result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
             if crew.party is not None and facts["setup"]:  # time stopped for other evaluations' leases, for the record
                 facts["setup"][-1]["stopped_s"] = round(crew.party.stopped_s, 3)

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import jail, privilege, processes
+from . import forkserver, jail, privilege, processes
 from .lease import card_name
 from ..redact import is_secret_name
 from .lifeline import ENV as LIFELINE_ENV, kill_everything
@@ -42,6 +42,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 # The compile-only runner beside a GPU runner goes on while other evaluations are timed: at the lowest priority, so
 # its candidate's host code cannot take the CPU from a measurer queueing a window (it would only make that window late).
 COMPILE_AHEAD_NICE = 19
+RUNNER_FILE_BYTES = 1 << 30  # the largest file a runner may write
 
 
 @dataclass
@@ -101,6 +102,19 @@ def _env(token: str, work: Path, extra: dict, gpu: str | None = None) -> dict:
     return env
 
 
+def _server_env(env: dict) -> dict:
+    """The fork server's environment for a child's: the parent's, with what the imports read taken from the child's
+    (no evaluation's token, folders or card)."""
+    server = _env("", Path(tempfile.gettempdir()), {})
+    del server["EVOLVE_EVAL_TOKEN"]
+    for name in forkserver.IMPORT_TIME:
+        if name in env:
+            server[name] = env[name]
+        else:
+            server.pop(name, None)
+    return server
+
+
 def _limits(file_bytes: int, nice: int = 0):
     def apply():
         import resource
@@ -131,8 +145,8 @@ class Crew:
     """One evaluation's processes, started ahead of the job: imports, CUDA contexts and the runner's jail are paid
     while the evaluation before runs. The wall-clock limit counts from the moment the job is sent."""
 
-    def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0):
-        self.mode, self.gpu = mode, gpu
+    def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0, fork: bool = True):
+        self.mode, self.gpu, self.fork = mode, gpu, fork
         self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
         self.shm = _shm_folder()
         self.key = secrets.token_bytes(32)
@@ -170,13 +184,11 @@ class Crew:
                 # the interpreter's tl.dot is numpy's matmul: BLAS threads spinning against the measurer's and the
                 # other runner's work on a small machine made it several times slower
                 extra["OPENBLAS_NUM_THREADS"] = extra["OMP_NUM_THREADS"] = "1"
-            out, err = self._output(name)
-            self.procs[name] = subprocess.Popen(  # under its keeper: everything it starts stays beneath that
-                [sys.executable, "-S", KEEPER, sys.executable, "-m", "evolve.harness.runner", str(to_runner_r),
-                 str(from_runner_w), name, str(folder), self.shm],
-                pass_fds=(to_runner_r, from_runner_w, life_r), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                cwd=folder, env=_env(self.token, folder, extra, self.gpu), start_new_session=True,
-                preexec_fn=_limits(1 << 30, COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0))
+            self.procs[name] = self._start(  # under its keeper: everything it starts stays beneath that
+                name, "runner", [to_runner_r, from_runner_w, name, folder, self.shm], (to_runner_r, from_runner_w,
+                                                                                      life_r),
+                folder, _env(self.token, folder, extra, self.gpu),
+                RUNNER_FILE_BYTES, COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0)
             os.close(to_runner_r)
             os.close(from_runner_w)
             measurer_fds += [from_runner_r, to_runner_w]
@@ -190,13 +202,29 @@ class Crew:
         trusted = Path(trusted_cache) if jail.abi_version() else self.work
         extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"),
                  "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor"), **common}
-        out, err = self._output("measurer")
-        self.procs["measurer"] = subprocess.Popen(
-            [sys.executable, "-m", "evolve.harness.measurer", str(job_r), str(msg_w), mode, str(grant_r), *links],
-            pass_fds=(job_r, msg_w, life_r, grant_r, *measurer_fds), stdin=subprocess.DEVNULL, stdout=out,
-            stderr=err, cwd=self.work, env=_env(self.token, self.work, extra, self.gpu), start_new_session=True)
+        self.procs["measurer"] = self._start(
+            "measurer", "measurer", [job_r, msg_w, mode, grant_r, *links], (job_r, msg_w, life_r, grant_r,
+                                                                             *measurer_fds),
+            self.work, _env(self.token, self.work, extra, self.gpu))
         for fd in (job_r, msg_w, life_r, grant_r, *close_after):
             os.close(fd)
+
+    def _start(self, name: str, role: str, args: list, pass_fds: tuple, cwd: Path, env: dict,
+               file_bytes: int | None = None, nice: int = 0):
+        """A measurer, or a runner under its keeper: forked from the fork server for its settings where one runs
+        (harness/forkserver.py), else started as an interpreter of its own."""
+        out, err = self._output(name)
+        server = forkserver.SERVERS.get(_server_env(env)) if self.fork else None
+        if server is not None:
+            try:
+                return server.spawn(role, args, env, cwd, pass_fds, out, err, file_bytes, nice)
+            except forkserver.Gone:
+                pass
+        argv = ([sys.executable, "-S", KEEPER, sys.executable, "-m", "evolve.harness.runner"] if role == "runner"
+                else [sys.executable, "-m", "evolve.harness.measurer"])
+        return subprocess.Popen([*argv, *(str(a) for a in args)], pass_fds=pass_fds, stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True,
+                                preexec_fn=_limits(file_bytes, nice) if file_bytes is not None else None)
 
     def _output(self, name: str) -> tuple:
         """The process's stdout and stderr: unlinked files in the evaluation's folder (which no runner can write), held
@@ -358,8 +386,9 @@ class Spares:
         self._lock = threading.Lock()
         atexit.register(self.clear)
 
-    def take(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0) -> Crew:
-        key = (mode, trusted_cache, gpu, threads)
+    def take(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0,
+             fork: bool = True) -> Crew:
+        key = (mode, trusted_cache, gpu, threads, fork)
         with self._lock:
             ready = self._ready.get(key, [])
             crew = next((c for c in ready if c is not None), None)
@@ -369,19 +398,19 @@ class Spares:
             return crew
         if crew is not None:
             crew.discard()
-        return Crew(mode, trusted_cache, gpu, threads)
+        return Crew(mode, trusted_cache, gpu, threads, fork)
 
     def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None, count: int = 1,
-                threads: int = 0) -> None:
+                threads: int = 0, fork: bool = True) -> None:
         """Start crews until `count` are ready or starting for this key."""
-        key = (mode, trusted_cache, gpu, threads)
+        key = (mode, trusted_cache, gpu, threads, fork)
         while True:
             with self._lock:
                 ready = self._ready.setdefault(key, [])
                 if len(ready) >= count:
                     return
                 ready.append(None)  # claimed: start it outside the lock
-            crew = Crew(mode, trusted_cache, gpu, threads)
+            crew = Crew(mode, trusted_cache, gpu, threads, fork)
             with self._lock:
                 ready = self._ready.setdefault(key, [])
                 if None in ready:
