@@ -132,10 +132,28 @@ def digest_kernel(name: str, sass: str, about: str = "", regs: int | None = None
 def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDigest]:
     """Every specialization of a candidate whose SASS the archive keeps (cubin disassembled where SASS was not
     kept); `kernels` is the compile rung's list (registers and spills per kernel name)."""
+    return digest_files(read_files(archive, candidate_id), kernels)
+
+
+def read_files(archive, candidate_id: int) -> dict[str, bytes]:
+    """What a digest is made of, read from the archive (in the archive's thread): {name: bytes} of the index and
+    each specialization's SASS, or its cubin where no SASS was kept."""
     names = [a["name"] for a in archive.artifacts(candidate_id)]
     if not names:
+        return {}
+    files = {"index.txt": archive.artifact(candidate_id, "index.txt") or b""}
+    for stem in sorted({n.rsplit(".", 1)[0] for n in names if n.endswith((".sass", ".cubin"))}):
+        sass = archive.artifact(candidate_id, f"{stem}.sass")
+        files.update({f"{stem}.sass": sass} if sass is not None else {f"{stem}.cubin": archive.artifact(
+            candidate_id, f"{stem}.cubin")})
+    return files
+
+
+def digest_files(files: dict[str, bytes], kernels=()) -> list[KernelDigest]:
+    """The digest of the files read_files read (any thread: the cubins are disassembled side by side)."""
+    if not files:
         return []
-    index = (archive.artifact(candidate_id, "index.txt") or b"").decode(errors="replace").splitlines()
+    index = files.get("index.txt", b"").decode(errors="replace").splitlines()
     about = {line.split()[0]: " ".join(line.split()[1:]) for line in index if line.split()}
     resources, by_name = {}, {}
     for k in kernels or ():
@@ -143,10 +161,10 @@ def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDiges
             by_name.setdefault(k["name"], k)  # older verdicts name no files: the first specialization's figures
             for file in k.get("files") or ():
                 resources[str(file).rsplit(".", 1)[0]] = k  # "02_softmax_row_kernel": this specialization's own
-    out = []
-    stems = sorted({n.rsplit(".", 1)[0] for n in names if n.endswith((".sass", ".cubin"))})
-    texts = {stem: archive.artifact(candidate_id, f"{stem}.sass") for stem in stems}
-    missing = {stem: archive.artifact(candidate_id, f"{stem}.cubin") for stem, raw in texts.items() if raw is None}
+    stems = sorted({n.rsplit(".", 1)[0] for n in files if n.endswith((".sass", ".cubin"))})
+    texts = {stem: files.get(f"{stem}.sass") for stem in stems}
+    missing = {stem: files.get(f"{stem}.cubin") for stem, raw in texts.items() if raw is None}
+    done = {}
     if missing:  # kept without SASS (evolve run leaves it out of the evaluation): cuobjdump side by side
         from concurrent.futures import ThreadPoolExecutor
 
@@ -155,6 +173,7 @@ def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDiges
         with ThreadPoolExecutor(max_workers=8) as pool:
             done = dict(zip(missing, pool.map(lambda cubin: disassemble(cubin) if cubin else None,
                                               missing.values())))
+    out = []
     for stem in stems:
         raw = texts[stem]
         text = raw.decode(errors="replace") if raw is not None else done.get(stem)
@@ -166,4 +185,3 @@ def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDiges
     out.sort(key=lambda d: (-(d.spills or 0) - d.total.local_loads - d.total.local_stores,
                             -sum(d.total.global_loads.values()), d.name))
     return out
-

@@ -157,7 +157,8 @@ class Search:
         self.versions: dict = {}  # the packages' versions, as the run records them
         self.material_s = 0.0  # seconds from this session's start to the verdict of the problem's last own kernel
         self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
-        self._digests: dict[int, tuple] = {}  # SASS digests of parents, made once each
+        self._digests: dict[int, Future] = {}  # SASS digests of possible parents, made once each, off this thread
+        self._digest_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evolve-digest")
         self._composed: set[str] = set()  # hashes of composites already proposed
         self.index = None  # the context folders' full-text index (knowledge.ContextIndex), with a model only
         self.profiler = None  # made at the first profile step; False once profiling is off for the run
@@ -271,6 +272,8 @@ class Search:
         else:
             self._admit(evaluated, noise_of(verdict))
         self._measured[evaluated.id] = (self.clock(), verdict.gpu)
+        if self.proposer is not None and evaluated.score is not None:  # a possible parent: its digest begins now
+            self._start_digest(evaluated, verdict.kernels)
         self.emit({"kind": "candidate", "candidate": evaluated, "seconds": done.seconds, "best": self.best,
                    "lane": done.lane})
         if then is not None:
@@ -351,15 +354,26 @@ class Search:
         return cand
 
     # -- proposals --------------------------------------------------------------------------------------------------
-    def _digest(self, cand: Candidate, kernels) -> tuple[dict, ...]:
-        if cand.id not in self._digests:
-            from .digest import digest_candidate
+    def _start_digest(self, cand: Candidate, kernels) -> None:
+        """Begin the candidate's SASS digest: its files read here, disassembled in the digest's own thread, so the
+        loop hands out work meanwhile."""
+        if cand.id in self._digests:
+            return
+        from .digest import digest_files, read_files
 
-            try:
-                self._digests[cand.id] = tuple(d.as_dict() for d in digest_candidate(self.archive, cand.id, kernels))
-            except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
-                self._digests[cand.id] = ()
-        return self._digests[cand.id]
+        try:
+            files = read_files(self.archive, cand.id)
+        except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
+            files = {}
+        self._digests[cand.id] = self._digest_pool.submit(
+            lambda: tuple(d.as_dict() for d in digest_files(files, kernels)))
+
+    def _digest(self, cand: Candidate, kernels) -> tuple[dict, ...]:
+        self._start_digest(cand, kernels)
+        try:
+            return self._digests[cand.id].result()
+        except Exception:  # noqa: BLE001 - as above
+            return ()
 
     def _kernels(self, cand: Candidate) -> tuple:
         verdict = self.archive.verdict(cand.id)
@@ -860,6 +874,7 @@ class Search:
                 pending.future.cancel()
         self.inflight.clear()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self._digest_pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the launch audit -------------------------------------------------------------------------------------------
     def reported(self) -> tuple[Candidate | None, Candidate | None]:

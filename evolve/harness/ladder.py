@@ -88,7 +88,9 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
     facts = {"device": None, "versions": {}, "setup": [], "jail": None, "work": (), "uuid": None}
     rungs: dict[str, RungResult] = {}  # decided so far, by name
-    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None, "kept": None, "restored": 0, "first": None}
+    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None, "kept": None, "restored": 0, "first": None,
+             "ran": 0.0}
+    began = time.time()
 
     def decide(rung: RungResult) -> None:
         if rung.name in rungs:
@@ -182,6 +184,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             if options.prewarm:  # the next evaluation's processes start up while this one runs
                 SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server)
             result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
+            state["ran"] = time.time()
             if crew.party is not None and facts["setup"]:  # time stopped for other evaluations' leases, for the record
                 facts["setup"][-1]["stopped_s"] = round(crew.party.stopped_s, 3)
             if state["kept"]:
@@ -200,6 +203,9 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                 facts["work"] = (str(crew.work),)
             else:
                 crew.discard()
+            if facts["setup"] and state["ran"]:  # the parent's own time before the job and after the verdict
+                facts["setup"][-1]["before_s"] = round(state["spawned"] - began, 3)
+                facts["setup"][-1]["after_s"] = round(time.time() - state["ran"], 3)
         pending = [name for name in RUNGS[:-1] if name not in rungs]
         if pending and not any(r.failed for r in rungs.values()):
             lost = state["lost"]

@@ -277,9 +277,9 @@ class Crew:
         kill_everything(pids, self.token)
 
     def discard(self) -> None:
+        """Kill every process and drop the folders. Killed processes are reaped in a thread of their own: one that
+        held a CUDA context can take seconds to let go, and nothing of it runs meanwhile."""
         self.kill()
-        for p in self.procs.values():
-            p.wait()
         for fd in (self._job_w, self._msg_r, self._life_w, self._grant_w):  # only those run() did not take over
             if fd is not None:  # (closing a number twice could close a descriptor another thread has opened since)
                 os.close(fd)
@@ -287,8 +287,15 @@ class Crew:
         for files in self.outputs.values():
             for f in files:
                 f.close()
-        shutil.rmtree(self.work, ignore_errors=True)
-        shutil.rmtree(self.shm, ignore_errors=True)
+        procs, folders = list(self.procs.values()), (self.work, Path(self.shm))
+
+        def reap():
+            for proc in procs:
+                proc.wait()
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        threading.Thread(target=reap, name="evolve-reap").start()  # not a daemon: exit waits for the folders to go
 
     def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> CrewResult:
         """Send the job; collect checked messages until 'done', death, the time limit or the memory limit."""
