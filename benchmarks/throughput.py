@@ -149,11 +149,13 @@ def main():
         walls: dict[str, float] = {}
 
         ends: list[float] = []
+        spans: list[tuple[float, float]] = []  # every evaluation's start and end
 
         def timed(path, problem_path, options):  # the harness, with each evaluation's wall time noted
             began = time.monotonic()
             verdict = evaluate(path, problem_path, options)
             walls[Path(path).name] = time.monotonic() - began
+            spans.append((began, time.monotonic()))
             if Path(path).name.startswith("candidate_"):  # not a best timed again beside a challenger
                 ends.append(time.monotonic())
             return verdict
@@ -243,13 +245,19 @@ def main():
         rung, setup = mean_of(BENCH_PARTS), mean_of(("plans", "hops"))
         print(f"per evaluation, mean: {statistics.mean(windows):.0f} timed windows"
               + (f"; benchmark rung: {rung}" if rung else "") + (f"; set-up's calibrations: {setup}" if setup else ""))
-    if setup_parts:
-        print("set-up, mean: " + ", ".join(f"{k} {statistics.mean(setup_parts[k]):.2f} s" for k in SETUP_PARTS
-                                            if setup_parts.get(k)))
+    if setup_parts:  # the median too: a fresh machine's first evaluations wait for its calibrations
+        print("set-up, mean (median): " + ", ".join(
+            f"{k} {statistics.mean(setup_parts[k]):.2f} ({statistics.median(setup_parts[k]):.2f}) s"
+            for k in SETUP_PARTS if setup_parts.get(k)))
     if len(ends) > first:
+        # the lanes' idle share between the verdict that completes one per lane and the last evaluation's start
+        since, until = ends[first - 1], max(start for start, _ in spans)
+        held = sum(max(0.0, min(end, until) - max(start, since)) for start, end in spans)
+        steady_idle = 1 - held / (len(lanes) * (until - since)) if until > since else float("nan")
         print(f"after {'the first verdict' if first == 1 else f'the first {first} verdicts (one per lane)'} (which "
               f"also measured the card's peaks and baselines on a fresh machine): "
-              f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour")
+              f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour, lanes idle "
+              f"{steady_idle:.0%} until the last start")
 
 
 

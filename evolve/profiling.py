@@ -260,7 +260,8 @@ def run_child(work: Path, job: dict, timeout_s: float, gpu: str | None) -> int |
     launcher's exit code, or None when it did not finish within timeout_s (everything it started is killed)."""
     from .harness.lease import card_lock
     from .harness.lifeline import kill_everything
-    from .harness.sandbox import _env, _limits
+    from .harness.forkserver import limit
+    from .harness.sandbox import RUNNER_FILE_BYTES, _env
 
     life_r, life_w = os.pipe()  # the launcher kills the profile when this closes (evolve is gone)
     (work / "job.json").write_text(json.dumps({**job, "lifeline": life_r}))
@@ -273,7 +274,8 @@ def run_child(work: Path, job: dict, timeout_s: float, gpu: str | None) -> int |
             with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
                 proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
                                          str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                        cwd=work, env=env, start_new_session=True, preexec_fn=_limits(1 << 30),
+                                        cwd=work, env=env, start_new_session=True,
+                                        preexec_fn=lambda: limit(RUNNER_FILE_BYTES),
                                         pass_fds=(life_r,))
         finally:
             os.close(life_r)

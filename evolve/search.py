@@ -365,8 +365,17 @@ class Search:
             files = read_files(self.archive, cand.id)
         except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
             files = {}
-        self._digests[cand.id] = self._digest_pool.submit(
-            lambda: tuple(d.as_dict() for d in digest_files(files, kernels)))
+        def make() -> tuple:
+            return tuple(d.as_dict() for d in digest_files(files, kernels))
+
+        try:
+            self._digests[cand.id] = self._digest_pool.submit(make)
+        except RuntimeError:  # the run has ended (its threads stopped): made here
+            self._digests[cand.id] = done = Future()
+            try:
+                done.set_result(make())
+            except Exception as exc:  # noqa: BLE001 - as below
+                done.set_exception(exc)
 
     def _digest(self, cand: Candidate, kernels) -> tuple[dict, ...]:
         self._start_digest(cand, kernels)

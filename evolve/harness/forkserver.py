@@ -1,6 +1,6 @@
 """The fork server: a process that has torch and Triton imported and forks an evaluation's processes from there, so
 each evaluation does not import them again (about 5 s of CPU a process, three processes an evaluation).
-`python -m evolve.harness.forkserver SOCKET_FD`.
+`python -c "$ENTRY" SOCKET_FD` (the package imports this module, so it is not run with -m).
 
 It runs no candidate code and reads nothing a runner wrote: it imports, says it is ready, then only forks on its
 parent's request. A request names the role (the measurer, or a runner under its keeper), the arguments, environment,
@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 
+ENTRY = "import sys; from evolve.harness import forkserver; sys.exit(forkserver.main(sys.argv))"
 IMPORT_TIME = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TRITON_INTERPRET")
 MAX_MESSAGE = 1 << 20
 MAX_FDS = 32
@@ -115,7 +116,7 @@ def _become(request: dict, fds: list, sock: socket.socket, own: tuple) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         tempfile.tempdir = None  # taken from TMPDIR again
-        _limit(request["file_bytes"], request["nice"])
+        limit(request["file_bytes"], request["nice"])
         sys.path[0] = request["cwd"]  # as `python -m` run there
     except BaseException:  # noqa: BLE001 - said on the child's stderr, which the parent reads
         import traceback
@@ -143,10 +144,12 @@ def _place(fds: list, numbers: list) -> None:
         os.closerange(low + 1, above)
 
 
-def _limit(file_bytes: int | None, nice: int) -> None:
+def limit(file_bytes: int | None, nice: int = 0) -> None:
+    """A runner's limits, in the process itself: no core file, files up to file_bytes, and the priority lowered by
+    `nice` (which an unprivileged process cannot take back); nothing for the measurer (file_bytes None)."""
     import resource
 
-    if file_bytes is None:  # the measurer: no limits
+    if file_bytes is None:
         return
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
@@ -180,7 +183,10 @@ class Forked:
 
     def __init__(self, server: "ForkServer", pid: int):
         self.server, self.pid, self.returncode = server, pid, None
-        self._pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None  # its end, should the server go
+        try:  # its end can be seen should the server go; one that has ended already has it reported
+            self._pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._pidfd = None
 
     def poll(self):
         if self.returncode is None:
@@ -207,7 +213,7 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.forkserver", str(theirs.fileno())],
+        self.proc = subprocess.Popen([sys.executable, "-c", ENTRY, str(theirs.fileno())],
                                      pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self._stderr, cwd=cwd, env=env,
                                      start_new_session=True)
@@ -340,7 +346,3 @@ class Servers:
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))  # evolve/harness
 SERVERS = Servers()
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -1,4 +1,4 @@
-"""The runner's jail: Linux Landlock, applied to the runner process before it imports torch or the candidate.
+"""The runner's jail: Linux Landlock, applied by the runner before any code of its own or of the candidate runs.
 
 A jailed process (and everything it starts) may write only beneath the folders it is given and to the device files
 it needs; it may not ptrace, read the memory of, or (Landlock ABI 6 and up) signal any process outside the jail, nor

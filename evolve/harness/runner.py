@@ -1,11 +1,12 @@
 """The runner: the one process that imports the candidate. `python -m evolve.harness.runner IN OUT MODE WORK SHM`.
 
-It jails itself (harness/jail.py) before it imports anything else, starts torch and Triton, tells the measurer how
-it was set up, and then only answers the measurer: load the candidate, call custom_kernel on inputs the measurer
-placed in shared memory, hand back where the outputs are. Everything it says after the candidate is imported is
-treated as the candidate's word: the measurer reads the outputs' bytes itself and times the calls from outside, so a
-lie here can make a verdict worse, never better. What it checks itself (host torch ops, a kernel launched, the
-outputs' types) is a first line that gives a model early, clear reasons.
+It jails itself (harness/jail.py) before anything else of its own runs (forked from the fork server, torch and
+Triton are imported already; started on its own, it imports them after), tells the measurer how it was set up, and
+then only answers the measurer: load the candidate, call custom_kernel on inputs the measurer placed in shared memory,
+hand back where the outputs are. Everything it says after the candidate is imported is treated as the candidate's
+word: the measurer reads the outputs' bytes itself and times the calls from outside, so a lie here can make a verdict
+worse, never better. What it checks itself (host torch ops, a kernel launched, the outputs' types) is a first line
+that gives a model early, clear reasons.
 """
 from __future__ import annotations
 

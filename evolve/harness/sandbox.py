@@ -4,7 +4,8 @@ Each process starts in a session (process group) of its own. The runner gets two
 else; the measurer gets the job on a pipe only the parent writes, the runner pipes, and a pipe of its own to the
 parent, on which every message is signed. At the wall-clock limit, or when a runner's memory passes the limit, every
 group is killed, and then every process that still carries the evaluation's token in its environment (one that
-started a new session to escape the group kill, say).
+started a new session to escape the group kill, say). The processes are forked from the fork server for their
+settings (harness/forkserver.py), which has torch and Triton imported, or started as interpreters where none runs.
 """
 from __future__ import annotations
 
@@ -115,18 +116,6 @@ def _server_env(env: dict) -> dict:
     return server
 
 
-def _limits(file_bytes: int, nice: int = 0):
-    def apply():
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-        if nice:
-            os.nice(nice)  # an unprivileged process cannot take it back
-
-    return apply
-
-
 def _wait(proc, seconds: float) -> None:
     if proc is not None:
         try:
@@ -184,11 +173,11 @@ class Crew:
                 # the interpreter's tl.dot is numpy's matmul: BLAS threads spinning against the measurer's and the
                 # other runner's work on a small machine made it several times slower
                 extra["OPENBLAS_NUM_THREADS"] = extra["OMP_NUM_THREADS"] = "1"
+            nice = COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0
             self.procs[name] = self._start(  # under its keeper: everything it starts stays beneath that
-                name, "runner", [to_runner_r, from_runner_w, name, folder, self.shm], (to_runner_r, from_runner_w,
-                                                                                      life_r),
-                folder, _env(self.token, folder, extra, self.gpu),
-                RUNNER_FILE_BYTES, COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0)
+                name, "runner", [to_runner_r, from_runner_w, name, folder, self.shm],
+                (to_runner_r, from_runner_w, life_r), folder, _env(self.token, folder, extra, self.gpu),
+                RUNNER_FILE_BYTES, nice)
             os.close(to_runner_r)
             os.close(from_runner_w)
             measurer_fds += [from_runner_r, to_runner_w]
@@ -203,9 +192,8 @@ class Crew:
         extra = {"TRITON_CACHE_DIR": str(trusted / "triton-driver"),
                  "TORCHINDUCTOR_CACHE_DIR": str(trusted / "inductor"), **common}
         self.procs["measurer"] = self._start(
-            "measurer", "measurer", [job_r, msg_w, mode, grant_r, *links], (job_r, msg_w, life_r, grant_r,
-                                                                             *measurer_fds),
-            self.work, _env(self.token, self.work, extra, self.gpu))
+            "measurer", "measurer", [job_r, msg_w, mode, grant_r, *links],
+            (job_r, msg_w, life_r, grant_r, *measurer_fds), self.work, _env(self.token, self.work, extra, self.gpu))
         for fd in (job_r, msg_w, life_r, grant_r, *close_after):
             os.close(fd)
 
@@ -224,7 +212,7 @@ class Crew:
                 else [sys.executable, "-m", "evolve.harness.measurer"])
         return subprocess.Popen([*argv, *(str(a) for a in args)], pass_fds=pass_fds, stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True,
-                                preexec_fn=_limits(file_bytes, nice) if file_bytes is not None else None)
+                                preexec_fn=lambda: forkserver.limit(file_bytes, nice))
 
     def _output(self, name: str) -> tuple:
         """The process's stdout and stderr: unlinked files in the evaluation's folder (which no runner can write), held
