@@ -1,6 +1,7 @@
 """`evolve bench` of two scripted models over two problems, with the GPU's utilization sampled. Prints a table.
 
-    python benchmarks/bench_utilization.py [--budget-per-cell 60s] [--problem problems/softmax --problem ...] [-- ARGS]
+    python benchmarks/bench_utilization.py [--budget-per-cell 60s] [--problem problems/softmax --problem ...]
+                                           [--minutes M] [-- ARGS]
 
 Both models are served by the local scripted OpenAI-compatible server (tests/llm_server.py, real HTTP through
 litellm): each answer is the asked problem's seed with one module-level line changed (`_VARIANT = n`), so every
@@ -16,6 +17,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -55,12 +57,30 @@ def sample(samples: list, stop: threading.Event) -> None:
         time.sleep(0.2)
 
 
+def _wait(bench: subprocess.Popen, seconds: float | None) -> bool:
+    """Wait for the bench; past `seconds`, or on Ctrl-C or SIGTERM, stop it as Ctrl-C would. Whether it was stopped."""
+    try:
+        bench.wait(timeout=seconds)
+        return False
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        bench.send_signal(signal.SIGINT)  # evolve bench archives what it has and ends
+        try:
+            bench.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            bench.kill()
+            bench.wait()
+        return True
+
+
 def main():
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `timeout` stops it as Ctrl-C would: a table
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget-per-cell", default="60s")
     parser.add_argument("--problem", action="append", default=None)
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop the bench (as Ctrl-C would) after this long and print what ran; SIGTERM too")
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     problems = args.problem or [str(ROOT / "problems" / "softmax"), str(ROOT / "problems" / "rmsnorm")]
     seeds = {Path(p).name: sorted((Path(p) / "seeds").glob("*.py"))[0].read_text() for p in problems}
@@ -72,20 +92,26 @@ def main():
                "--api-base", llm.url, "--db", str(db), *extra]
         threading.Thread(target=sample, args=(samples, stop), daemon=True).start()
         started = time.monotonic()
-        done = subprocess.run(cmd, env=dict(os.environ, OPENAI_API_KEY="scripted"), capture_output=True, text=True)
+        with tempfile.TemporaryFile("w+") as err:
+            bench = subprocess.Popen(cmd, env=dict(os.environ, OPENAI_API_KEY="scripted"), stdout=subprocess.DEVNULL,
+                                     stderr=err, text=True)
+            interrupted = _wait(bench, args.minutes * 60 if args.minutes else None)
+            err.seek(0)
+            said = err.read()
         wall = time.monotonic() - started
         stop.set()
         with sqlite3.connect(db) as c:
             made = dict(c.execute("SELECT proposer, count(*) FROM candidates GROUP BY proposer").fetchall())
-    if done.returncode != 0:
-        print(done.stderr[-3000:])
+    if bench.returncode != 0 and not interrupted:
+        print(said[-3000:])
     print(f"bench: {len(MODELS)} scripted models x {len(problems)} problems, --budget-per-cell "
-          f"{args.budget_per_cell} {' '.join(extra)}, {time.strftime('%Y-%m-%d')}")
+          f"{args.budget_per_cell} {' '.join(extra)}, {time.strftime('%Y-%m-%d')}"
+          f"{', interrupted (the table covers what ran)' if interrupted else ''}")
     print("| wall | exit | model calls | candidates by proposer | GPU util mean | samples above 0% |")
     print("| --- | --- | --- | --- | --- | --- |")
     util = f"{sum(samples) / len(samples):.1f}%" if samples else "-"
     busy = f"{sum(s > 0 for s in samples) / len(samples):.0%} of {len(samples)}" if samples else "- (no nvidia-smi)"
-    print(f"| {wall:.0f} s | {done.returncode} | {len(llm.requests)} | "
+    print(f"| {wall:.0f} s | {bench.returncode} | {len(llm.requests)} | "
           f"{', '.join(f'{k} {v}' for k, v in sorted(made.items()))} | {util} | {busy} |")
 
 
