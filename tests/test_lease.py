@@ -223,10 +223,11 @@ def test_two_evaluations_on_one_card_take_turns(options):
         elif event == "release":
             assert holder == name
             holder = None
-    # the record: how long each was stopped, and the part of each rung's seconds that was
+    # the record: how long each was stopped, and the part of each rung's seconds that was (within the evaluation's;
+    # not their sum: without a GPU the compile rung runs beside the run and correctness rungs, so a stop in that
+    # stretch is part of both)
     for verdict in verdicts.values():
-        in_rungs = sum(r.metrics.get("stopped_s", 0.0) for r in verdict.rungs)
-        assert in_rungs <= verdict.setup[-1]["stopped_s"] + 0.01
+        assert all(r.metrics.get("stopped_s", 0.0) <= verdict.setup[-1]["stopped_s"] + 0.01 for r in verdict.rungs)
     assert max(v.setup[-1]["stopped_s"] for v in verdicts.values()) > 0
 
 
