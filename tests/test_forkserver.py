@@ -171,3 +171,36 @@ def _all_parents() -> dict:
     from evolve.harness.processes import parents
 
     return parents()
+
+
+def _memory_holds(pid: int, needle: bytes) -> bool:
+    """Whether the process's writable memory holds the bytes (its heap, stacks and anonymous maps)."""
+    found = False
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            fields = line.split()
+            if "rw" not in fields[1] or (len(fields) > 5 and not fields[5].startswith("[")):
+                continue  # read-only, or a file's own pages
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if end - start > 1 << 30:
+                continue
+            try:
+                mem.seek(start)
+                found = found or needle in mem.read(end - start)
+            except (OSError, ValueError, OverflowError):
+                continue
+    return found
+
+
+def test_the_server_never_holds_what_a_request_says(tmp_path):
+    """A request's environment, folders and descriptors are read by the child alone: a later child, which inherits the
+    server's memory, finds no earlier evaluation's token there (the measurer, which was given it, holds it)."""
+    crew = Crew("cpu", str(tmp_path / "cache"))
+    try:
+        measurer = crew.procs["measurer"].pid
+        _descriptors_once_set_up(measurer, 3 + 4 + 2 * 2)
+        token = crew.token.encode()
+        assert _memory_holds(measurer, token)  # the scan finds it where it is
+        assert not any(_memory_holds(pid, token) for pid in _servers())
+    finally:
+        crew.discard()

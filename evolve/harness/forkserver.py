@@ -3,12 +3,14 @@ each evaluation does not import them again (about 5 s of CPU a process, three pr
 `python -c "$ENTRY" SOCKET_FD` (the package imports this module, so it is not run with -m).
 
 It runs no candidate code and reads nothing a runner wrote: it imports, says it is ready, then only forks on its
-parent's request. A request names the role (the measurer, or a runner under its keeper), the arguments, environment,
-folder, limits and descriptors the child gets, as subprocess.Popen would give them; the descriptors travel with the
-request (SCM_RIGHTS) and nothing secret does (the measurer's key comes in its job). The forked child makes a session
-of its own, puts the descriptors at the numbers asked and closes every other, takes the environment and limits, and
-runs the role's main as `python -m` would. The server reaps its children and tells the parent how each ended; it
-exits when the parent's end of the socket closes.
+parent's request. A request is descriptors (SCM_RIGHTS): a nameless file that says the role (the measurer, or a
+runner under its keeper), the arguments, environment, folder, limits and descriptor numbers the child gets, as
+subprocess.Popen would give them, then the child's stdout, stderr and descriptors. The server never reads that file:
+the child does, so no evaluation's folders, token or descriptors are ever in the memory a later child inherits, and
+nothing secret is in it at all (the measurer's key comes in its job). The child makes a session of its own, puts the
+descriptors at the numbers asked and closes every other, takes the environment and limits, and runs the role's main
+as `python -m` would. The server reaps its children and tells the parent how each ended; it exits when the parent's
+end of the socket closes.
 
 What the imports read from the environment once (OpenMP's and OpenBLAS's thread counts, set when torch loads them)
 is fixed per server: the parent starts one server per such setting (IMPORT_TIME).
@@ -73,13 +75,12 @@ def serve(sock: socket.socket) -> int:
                 return 0
             if not data:
                 return 0  # the parent is gone
-            request = json.loads(data)
             pid = os.fork()
             if pid == 0:
-                _become(request, fds, sock, (wake_r, wake_w))  # never returns
+                _become(fds, sock, (wake_r, wake_w))  # never returns
             for fd in fds:
                 os.close(fd)
-            _send(sock, {"id": request["id"], "pid": pid})
+            _send(sock, {"id": json.loads(data)["id"], "pid": pid})  # all the server reads of a request
 
 
 def _reap(sock: socket.socket) -> None:
@@ -100,8 +101,9 @@ def _send(sock: socket.socket, message: dict) -> None:
         pass  # the parent is gone: the next receive ends the server
 
 
-def _become(request: dict, fds: list, sock: socket.socket, own: tuple) -> None:
-    """In the forked child: the process the request asks for, then its role's main; never returns."""
+def _become(fds: list, sock: socket.socket, own: tuple) -> None:
+    """In the forked child: the process the request (its first descriptor) asks for, then its role's main; never
+    returns."""
     from . import keeper
 
     try:
@@ -111,7 +113,9 @@ def _become(request: dict, fds: list, sock: socket.socket, own: tuple) -> None:
         for fd in own:
             os.close(fd)
         os.setsid()
-        _place(fds, request["fds"])
+        with os.fdopen(fds[0], "rb") as said:
+            request = json.loads(said.read())
+        _place(fds[1:], request["fds"])
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -183,18 +187,20 @@ class Forked:
 
     def __init__(self, server: "ForkServer", pid: int):
         self.server, self.pid, self.returncode = server, pid, None
+        self._lock = threading.Lock()
         try:  # its end can be seen should the server go; one that has ended already has it reported
             self._pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
             self._pidfd = None
 
     def poll(self):
-        if self.returncode is None:
-            self.returncode = self.server.exit_code(self.pid, self._pidfd)
-            if self.returncode is not None and self._pidfd is not None:
-                os.close(self._pidfd)
-                self._pidfd = None
-        return self.returncode
+        with self._lock:  # threads may wait on it together: its descriptor is closed once, by one of them
+            if self.returncode is None:
+                self.returncode = self.server.exit_code(self.pid, self._pidfd)
+                if self.returncode is not None and self._pidfd is not None:
+                    os.close(self._pidfd)
+                    self._pidfd = None
+            return self.returncode
 
     def wait(self, timeout: float | None = None):
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -263,25 +269,36 @@ class ForkServer:
         """Fork a measurer or a keeper with its runner; Gone if the server cannot."""
         request = {"role": role, "args": [str(a) for a in args], "env": env, "cwd": str(cwd), "fds": list(pass_fds),
                    "file_bytes": file_bytes, "nice": nice}
-        with self._lock:
-            if self.gone:
-                raise Gone("the fork server has ended")
-            self._count += 1
-            request["id"] = ident = self._count
-            try:
-                socket.send_fds(self.sock, [json.dumps(request).encode()],
-                                [stdout.fileno(), stderr.fileno(), *pass_fds])
-            except OSError as exc:
-                raise Gone(f"the fork server could not be asked ({exc})") from None
-            deadline = time.monotonic() + REPLY_WAIT_S
-            with self._changed:
-                while ident not in self._replies and not self.gone and time.monotonic() < deadline:
-                    self._changed.wait(deadline - time.monotonic())
-                pid = self._replies.pop(ident, None)
+        said = os.memfd_create("evolve-request")  # read by the child alone
+        try:
+            with os.fdopen(os.dup(said), "wb") as out:
+                out.write(json.dumps(request).encode())
+            os.lseek(said, 0, os.SEEK_SET)
+            with self._lock:
+                if self.gone:
+                    raise Gone("the fork server has ended")
+                self._count += 1
+                ident = self._count
+                try:
+                    socket.send_fds(self.sock, [json.dumps({"id": ident}).encode()],
+                                    [said, stdout.fileno(), stderr.fileno(), *pass_fds])
+                except OSError as exc:
+                    raise Gone(f"the fork server could not be asked ({exc})") from None
+                pid = self._reply(ident)
+        finally:
+            os.close(said)
         if pid is None:
             self.close()
             raise Gone("the fork server did not answer")
         return Forked(self, pid)
+
+    def _reply(self, ident: int) -> int | None:
+        """The pid the server answers a request with (None when it is gone or silent for REPLY_WAIT_S)."""
+        deadline = time.monotonic() + REPLY_WAIT_S
+        with self._changed:
+            while ident not in self._replies and not self.gone and time.monotonic() < deadline:
+                self._changed.wait(deadline - time.monotonic())
+            return self._replies.pop(ident, None)
 
     def exit_code(self, pid: int, pidfd: int | None):
         with self._changed:
