@@ -365,6 +365,7 @@ class Search:
             files = read_files(self.archive, cand.id)
         except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
             files = {}
+
         def make() -> tuple:
             return tuple(d.as_dict() for d in digest_files(files, kernels))
 

@@ -339,7 +339,8 @@ class Servers:
         self._lock = threading.Lock()
         atexit.register(self.clear)
 
-    def get(self, env: dict) -> ForkServer | None:
+    def get(self, env: dict, server_env) -> ForkServer | None:
+        """The server for a child's environment `env`; `server_env()` is the environment one is started with."""
         key = tuple(env.get(name) for name in IMPORT_TIME)
         with self._lock:  # held while one starts: the others would only start another
             server = self._servers.get(key)
@@ -348,7 +349,7 @@ class Servers:
             if time.monotonic() - self._failed.get(key, -self.RETRY_S) < self.RETRY_S:
                 return None
             try:
-                self._servers[key] = server = ForkServer(env, os.path.dirname(os.path.dirname(_PACKAGE)))
+                self._servers[key] = server = ForkServer(server_env(), os.path.dirname(os.path.dirname(_PACKAGE)))
             except (Gone, OSError):
                 self._failed[key] = time.monotonic()
                 return None

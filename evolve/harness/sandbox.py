@@ -202,7 +202,7 @@ class Crew:
         """A measurer, or a runner under its keeper: forked from the fork server for its settings where one runs
         (harness/forkserver.py), else started as an interpreter of its own."""
         out, err = self._output(name)
-        server = forkserver.SERVERS.get(_server_env(env)) if self.fork else None
+        server = forkserver.SERVERS.get(env, lambda: _server_env(env)) if self.fork else None
         if server is not None:
             try:
                 return server.spawn(role, args, env, cwd, pass_fds, out, err, file_bytes, nice)
