@@ -38,7 +38,7 @@ from .knowledge import ContextIndex, Toolbox, project_context
 from .knowledge import references as knowledge_references
 from .lang import triton as candidate_language
 from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
-from .proposer import ProblemView, ProgramView, PromptContext
+from .proposer import ProblemView, ProgramView, PromptContext, Proposal
 from .render import ladder_lines
 
 
@@ -507,23 +507,20 @@ class Search:
         self.emit({"kind": "profile", "candidate": cand, "result": result})
 
     def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
-        def view(c: Candidate, digest: bool = False) -> ProgramView:
+        return self._with_digest(self._context(parent, error), parent)
+
+    def _context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
+        """The prompt's context less the parent's digest and profile and the passages they pick (_with_digest), which
+        may wait seconds for a disassembler: read here, on the loop's thread, without waiting."""
+        def view(c: Candidate) -> ProgramView:
             verdict = self.archive.verdict(c.id)
             correctness = verdict and verdict.rung("correctness")
-            kernels = verdict.kernels if verdict else ()
             return ProgramView(source=c.source, fitness=c.fitness, score=c.score,
                                ladder=tuple(ladder_lines(verdict)) if verdict else (), failed_rung=c.failed_rung,
-                               reason=c.reason, kernels=kernels,
+                               reason=c.reason, kernels=verdict.kernels if verdict else (),
                                shapes=verdict.shapes if verdict else (),
-                               correctness=correctness.reason if correctness else None,
-                               digest=self._digest(c, kernels) if digest else (),
-                               profile=self._profile_text(c) if digest else "")
+                               correctness=correctness.reason if correctness else None)
 
-        references = ()
-        if self.index is not None:
-            digest = self._digest(parent, self._kernels(parent)) if parent else ()
-            references = tuple(dataclasses.asdict(h) for h in knowledge_references(
-                self.index, self.problem.name, self.problem.description, digest))
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract="\n".join(filter(None, [
                                   candidate_language.prompt_contract(self.problem.forbid_calls),
@@ -531,18 +528,34 @@ class Search:
         best = self.best and self.archive.verdict(self.best.id)
         device = (best and best.device) or "unknown"
         return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,
-                             parent=view(parent, digest=True) if parent else None,
+                             parent=view(parent) if parent else None,
                              inspirations=tuple(view(c) for c in self.population.inspirations(parent)) if parent else (),
-                             error=error, hints=tuple(self.archive.hints(self.run_id)), references=references)
+                             error=error, hints=tuple(self.archive.hints(self.run_id)))
+
+    def _with_digest(self, context: PromptContext, parent: Candidate | None) -> PromptContext:
+        """The context with the parent's SASS digest and profile, and the context passages picked by the digest; waits
+        for the digest, so a proposal calls it in its own thread."""
+        digest = self._digest(parent, context.parent.kernels) if parent else ()
+        references = ()
+        if self.index is not None:
+            references = tuple(dataclasses.asdict(h) for h in knowledge_references(
+                self.index, self.problem.name, self.problem.description, digest))
+        if parent is not None:
+            context = dataclasses.replace(context, parent=dataclasses.replace(
+                context.parent, digest=digest, profile=self._profile_text(parent)))
+        return dataclasses.replace(context, references=references)
 
     def _ask(self, island: int) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""
         parent = self.population.pick_parent(island)
         template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
-        context = self.context(parent)
+        context = self._context(parent)
         toolbox = Toolbox(self.index, self._parent_reader(parent) if parent else None) if self.index else None
-        future = self.pool.submit(self.proposer.propose, template, context, parent.source if parent else None,
-                                  toolbox)
+
+        def propose() -> Proposal:  # in the proposal's thread: the parent's digest may still be disassembling
+            return self.proposer.propose(template, self._with_digest(context, parent),
+                                         parent.source if parent else None, toolbox)
+        future = self.pool.submit(propose)
         self.inflight.append(Pending(island, parent, future, tuple(h["id"] for h in context.hints)))
 
     def llm_step(self, island: int) -> None:

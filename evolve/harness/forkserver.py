@@ -43,14 +43,29 @@ class Gone(Exception):
 
 # -- the server ---------------------------------------------------------------------------------------------------
 def _import_everything() -> None:
-    """What the measurer and the runners import before they serve: paid once, here."""
-    import torch  # noqa: F401
+    """What the measurer and the runners import before they serve, and the modules their first uses of torch import
+    (seconds each under load): paid once, here. CUDA stays uninitialised, or no forked child could use it."""
+    import importlib
+
+    import torch
     import triton  # noqa: F401
     import triton.language  # noqa: F401
-    from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: F401
+    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils import _pytree  # noqa: F401
 
-    from . import exchange, keeper, launches, measurer, runner, wire  # noqa: F401
+    from . import (compare, compiled, cuda_ipc, exchange, interpreter, keeper, launches, measurer, metrics,  # noqa: F401
+                   peaks, runner, timing, verdict, wire)
+
+    for name in ("torch._higher_order_ops.triton_kernel_wrap",  # a launch under the runner's op log (dynamo, sympy)
+                 "triton.compiler.compiler", "triton.backends.nvidia.compiler", "triton.backends.nvidia.driver"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    with FakeTensorMode():  # the measurer's shapes ahead: the first use imports the rest of the fake-tensor machinery
+        torch.empty(2, 2)
+    if torch.cuda.is_initialized():
+        raise RuntimeError("an import initialised CUDA: forked children could not use the card")
 
 
 def serve(sock: socket.socket) -> int:
