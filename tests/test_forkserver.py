@@ -204,3 +204,11 @@ def test_the_server_never_holds_what_a_request_says(tmp_path):
         assert not any(_memory_holds(pid, token) for pid in _servers())
     finally:
         crew.discard()
+
+
+def test_the_servers_imports_leave_forks_able_to_use_cuda():
+    # a fork after torch has asked the CUDA runtime anything cannot use the card: the server checks a child before
+    # it serves (and a server that finds it so exits, so the processes start as interpreters)
+    forkserver._import_everything()
+    assert not forkserver._fork_poisoned()
+    assert os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK") == "1"

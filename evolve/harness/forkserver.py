@@ -62,10 +62,25 @@ def _import_everything() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
+    # fake tensors ask whether CUDA is available: through NVML, as the CUDA runtime's answer would poison every fork
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     with FakeTensorMode():  # the measurer's shapes ahead: the first use imports the rest of the fake-tensor machinery
         torch.empty(2, 2)
-    if torch.cuda.is_initialized():
+    if _fork_poisoned():
         raise RuntimeError("an import initialised CUDA: forked children could not use the card")
+
+
+def _fork_poisoned() -> bool:
+    """Whether a child forked now would find torch's CUDA unusable ("Cannot re-initialize CUDA in forked
+    subprocess"): asked of a child, since only a child sees it."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        return True
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if torch.cuda._is_in_bad_fork() else 0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0
 
 
 def serve(sock: socket.socket) -> int:
