@@ -5,7 +5,8 @@ how busy the GPU was. Prints a table.
                                     [--per-gpu N|auto] [--minutes M] [--keep DB] [--progress]
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
-proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed; no knob tuner
+proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed, with as many
+proposals in flight as evolve run keeps by default (--concurrency), each prompt's context built as a run builds it; no knob tuner
 and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated
 over the run's wall time times the cards used (with --per-gpu N, N lanes share each card). A lane's time per
 evaluation is split by rung from the verdicts: compile (load and compile), correctness (run and correctness), timing
@@ -16,12 +17,14 @@ timing lease (harness/lease.py: calibrations and benchmark windows, every other 
 fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu` every 200 ms): the share of samples
 above 0%, and their mean; the host's CPU busy share is read from /proc/stat every second over all its cores (an
 evaluation's imports, compiles and host code are CPU work: where it nears 100%, cores bound the rate). A last line splits the GPU crew's set-up (the wait for its job, its warm-up, the
-measurer's connect, lease wait and calibrations), where most of "the rest" goes. The seed's fitness is reported from the first candidate (the seed itself), so before/after
+measurer's connect, lease wait and calibrations), where most of "the rest" goes, and the parent's CPU seconds
+spent reading each evaluation's memory from /proc (memory_poll_s). The seed's fitness is reported from the first candidate (the seed itself), so before/after
 figures can be compared with the same script.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import signal
 import statistics
@@ -32,7 +35,7 @@ import time
 from pathlib import Path
 
 from evolve.archive import Archive
-from evolve.config import ProfileConfig, RunConfig, SearchConfig
+from evolve.config import LLMConfig, ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, evaluate, load_problem
 from evolve.harness.lease import all_leases
 from evolve.pipeline import lanes_per_card, parse_gpus, visible_gpus
@@ -44,20 +47,19 @@ BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's ow
 # the GPU crew's set-up (harness/ladder.py's setup record and the measurer's prepare_split), in the order they happen,
 # and the parent's own work after the verdict (keeping the compiled kernels and dumps, killing the processes)
 SETUP_PARTS = ("before_s", "wait_s", "warm_s", "runner_warm_s", "prepare_s", "connect", "lease", "peaks", "baselines",
-               "hops", "plans", "after_s")
+               "hops", "plans", "after_s", "memory_poll_s")
 
 
 class Instant:
     """Answers at once with the seed and one changed module-level line."""
 
-    concurrency = 1
+    concurrency = LLMConfig().concurrency  # evolve run's --concurrency: as many proposals in flight as a run keeps
 
     def __init__(self, seed_source: str):
-        self.seed, self.n = seed_source, 0
+        self.seed, self.numbers = seed_source, itertools.count(1)  # proposals come from several threads
 
     def propose(self, template, context, parent_source=None, toolbox=None) -> Proposal:
-        self.n += 1
-        source = self.seed.rstrip("\n") + f"\n\n_VARIANT = {self.n}\n"
+        source = self.seed.rstrip("\n") + f"\n\n_VARIANT = {next(self.numbers)}\n"
         return Proposal(source, None, template, "instant", "", "", 0, 0, 0.0, 0.0, 1)
 
 

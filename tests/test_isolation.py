@@ -192,3 +192,17 @@ def test_the_compile_ahead_runner_runs_at_the_lowest_priority(tmp_path):
     finally:
         gpu.discard()
         cpu.discard()
+
+
+def test_memory_polls_side_by_side_share_one_reading_of_proc_and_see_a_new_process_at_the_next():
+    from evolve.harness import processes
+
+    first = processes.recent_parents(60.0)
+    assert processes.recent_parents(60.0) is first  # another evaluation's poll, within the age: the same table
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert child.pid not in processes.recent_parents(60.0)
+        assert processes.recent_parents(0.0)[child.pid] == os.getpid()  # older than asked: read again
+    finally:
+        child.kill()
+        child.wait()

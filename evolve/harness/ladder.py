@@ -187,6 +187,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
             state["ran"] = time.time()
             if crew.party is not None and facts["setup"]:  # time stopped for other evaluations' leases, for the record
                 facts["setup"][-1]["stopped_s"] = round(crew.party.stopped_s, 3)
+                facts["setup"][-1]["memory_poll_s"] = round(result.memory_poll_s, 3)
             if state["kept"]:
                 if facts["setup"]:
                     facts["setup"][-1]["compiled_restored"] = state["restored"]

@@ -44,6 +44,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 # its candidate's host code cannot take the CPU from a measurer queueing a window (it would only make that window late).
 COMPILE_AHEAD_NICE = 19
 RUNNER_FILE_BYTES = 1 << 30  # the largest file a runner may write
+MEMORY_POLL_S = 0.25  # how often an evaluation's memory is read from /proc (each read walks its processes and folders)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class CrewResult:
     seconds: float = 0.0
     runner_exit: dict = field(default_factory=dict)  # runner name -> returncode (None if still running when killed)
     stderr: dict = field(default_factory=dict)  # process name -> tail of its stderr
+    memory_poll_s: float = 0.0  # this process's CPU time spent reading the evaluation's memory from /proc
 
     def death(self, limit_s: float, max_rss_gb: float, runner: str | None = None) -> str:
         """One line on why the evaluation stopped before a verdict (runner: the one the measurer lost)."""
@@ -313,7 +315,7 @@ class Crew:
         except BrokenPipeError:
             pass  # the measurer died during start-up; its exit status tells why
         runners = [p.pid for name, p in self.procs.items() if name != "measurer"]
-        buffer = b""
+        buffer, next_poll = b"", 0.0
         try:
             with os.fdopen(msg_r, "rb", buffering=0) as channel:
                 while True:
@@ -321,10 +323,15 @@ class Crew:
                     if left <= 0:
                         result.timed_out = True
                         break
-                    ready, _, _ = select.select([channel], [], [], min(left, 0.25))
-                    if max_rss_gb and self._over_memory(runners, max_rss_gb, result):
-                        result.memory_killed = True
-                        break
+                    ready, _, _ = select.select([channel], [], [], min(left, MEMORY_POLL_S))
+                    if max_rss_gb and time.monotonic() >= next_poll:  # every MEMORY_POLL_S, not every message
+                        next_poll = time.monotonic() + MEMORY_POLL_S
+                        polled = time.thread_time()
+                        over = self._over_memory(runners, max_rss_gb, result)
+                        result.memory_poll_s += time.thread_time() - polled
+                        if over:
+                            result.memory_killed = True
+                            break
                     if not ready:
                         continue
                     chunk = channel.read(1 << 16)
