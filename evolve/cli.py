@@ -61,7 +61,7 @@ class _Sectioned(click.Command):
 
 # evolve run's options, as its --help groups them
 RUN_SECTIONS = (
-    ("Start here", ("models", "api_base", "budget", "max_candidates", "device", "db", "resume", "help")),
+    ("Start here", ("models", "api_base", "budget", "max_candidates", "device", "language", "db", "resume", "help")),
     ("When to stop", ("max_cost", "target", "stagnation")),
     ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials")),
     ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
@@ -80,6 +80,21 @@ def cli():
     roofline) decides which are correct and how close to the hardware's limit they run."""
 
 
+def _check_language(language: str | None, problem=None) -> None:
+    """--language names a language evolve has, and one the problem accepts (exit 2 otherwise)."""
+    if language is None:
+        return
+    from .lang import UnknownLanguage, get
+
+    try:
+        get(language)
+    except UnknownLanguage as exc:
+        _fail(f"--language: {exc}")
+    if problem is not None and language not in problem.languages:
+        _fail(f"--language {language}: {problem.name} accepts candidates in {', '.join(problem.languages)} "
+              f"(languages in its problem.toml)")
+
+
 @cli.command("eval")
 @click.argument("candidate", type=click.Path(exists=True, dir_okay=False))
 @click.argument("problem", type=click.Path(exists=True))
@@ -94,7 +109,9 @@ def cli():
               help="Host memory limit of the candidate's runner process in GB.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
-def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir):
+@click.option("--language", default=None, metavar="NAME",
+              help="The candidate's language (triton) [default: the first the problem accepts].")
+def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir, language):
     """Run CANDIDATE (a .py file defining custom_kernel) up the rung ladder of PROBLEM (an evolve problem folder, a
     GPU MODE task folder or a KernelBench .py file).
 
@@ -104,8 +121,9 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     from .harness import EvalOptions, ProblemError, evaluate
     from .render import ladder_lines, rung_line, shape_table
 
+    _check_language(language)
     options = EvalOptions(device=device, timeout_s=timeout_s, max_rss_gb=max_rss_gb, dump_dir=dump_dir,
-                          **({"cache_dir": cache_dir} if cache_dir else {}))
+                          language=language, **({"cache_dir": cache_dir} if cache_dir else {}))
     printed = []
 
     def live(rung):
@@ -285,10 +303,12 @@ def _open_archive(db, must_exist=True, read_only=False):
                    "the archive. Every node needs evolve installed and the problem folder at the same path.")
 @click.option("--cluster-lanes", type=click.IntRange(min=1), default=None,
               help="Lanes on the cluster [default: one per GPU in it; with --device cpu, 1].")
+@click.option("--language", default=None, metavar="NAME",
+              help="The language candidates are written in (triton) [default: the first the problem accepts].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
-                retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes):
+                retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes, language):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -328,6 +348,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     except ProblemError as exc:
         _fail(str(exc))
     _check_keys(problem)
+    _check_language(language, loaded)
     from .harness.ladder import gpu_available
 
     on_cpu = device == "cpu" or (device == "auto" and not gpu_available() and not cluster)
@@ -358,7 +379,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
         search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                             compose_share=compose_share, tuner_trials=tune_trials),
-        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True, per_gpu=per_gpu,
+        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True, per_gpu=per_gpu, language=language,
                          **({"cache_dir": cache_dir} if cache_dir else {})),
         default_budget=default_budget, artifacts=artifacts,
         profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),

@@ -36,7 +36,7 @@ from .harness import Verdict, load_problem
 from .knobs import KNOBS_DOC, Tuner, read_knobs
 from .knowledge import ContextIndex, Toolbox, project_context
 from .knowledge import references as knowledge_references
-from .lang import triton as candidate_language
+from .lang import get as get_language
 from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
 from .proposer import ProblemView, ProgramView, PromptContext, Proposal
 from .render import ladder_lines
@@ -523,7 +523,8 @@ class Search:
 
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract="\n".join(filter(None, [
-                                  candidate_language.prompt_contract(self.problem.forbid_calls),
+                                  get_language(self.config.eval.language or self.problem.languages[0]).prompt_contract(
+                                      self.problem.forbid_calls),
                                   self.problem.contract])))
         best = self.best and self.archive.verdict(self.best.id)
         device = (best and best.device) or "unknown"

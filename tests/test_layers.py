@@ -40,7 +40,7 @@ def test_no_module_imports_in_a_circle():
         graph[name] = _imports(path) - {name}
 
     assert {"evolve.population", "evolve.harness"} <= graph["evolve.search"]  # the reading itself works
-    assert "evolve.lang.triton" in graph["evolve.harness.static_check"]
+    assert "evolve.lang" in graph["evolve.harness.static_check"]
 
     def visit(node, trail):
         assert node not in trail, " -> ".join(trail[trail.index(node):] + [node])
@@ -50,3 +50,13 @@ def test_no_module_imports_in_a_circle():
 
     for name in graph:
         visit(name, [])
+
+
+def test_a_language_is_reached_only_through_the_interface():
+    """Outside evolve/lang, nothing imports a language's own package: the harness, the search and the CLI ask
+    evolve.lang for the language a problem or a run names."""
+    for path in PACKAGE.rglob("*.py"):
+        if (PACKAGE / "lang") in path.parents:
+            continue
+        languages = {m for m in _imports(path) if m.startswith("evolve.lang.")}
+        assert not languages, f"{path.relative_to(PACKAGE)} imports {languages}: use evolve.lang.get(name)"

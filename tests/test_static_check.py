@@ -139,9 +139,10 @@ def test_honest_idioms_pass(body):
 
 
 def test_the_rules_say_what_they_protect():
-    from evolve.harness.static_check import RULES
+    from evolve import lang
 
-    assert RULES and all(rule.says and rule.protects for rule in RULES.values())
+    rules = lang.get("triton").rules.rules
+    assert rules and all(rule.says and rule.protects for rule in rules.values())
 
 
 def test_jit_code_may_use_triton_freely():
@@ -182,19 +183,22 @@ def test_the_seed_passes_under_the_interpreter_too():
 
 
 def test_one_contract_the_checker_the_prompt_and_readme_share():
-    """RULES in the candidate language's module is the single source: README carries the table generated from it,
-    the prompt's contract is generated from it with the problem's forbidden calls, and the checker reads it."""
+    """RULES in the candidate language's rules module is the single source: README carries the table generated from
+    it, the prompt's contract is generated from it with the problem's forbidden calls, and the checker reads it
+    through the language interface (evolve/lang)."""
     from pathlib import Path
 
-    from evolve.harness import static_check
+    from evolve import lang as languages
     from evolve.harness import load_problem
-    from evolve.lang import triton as lang
+    from evolve.lang.triton import rules as lang
 
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text()
     block = readme.split("<!-- contract table")[1].split("\n", 1)[1].split("<!-- end of contract table -->")[0]
     assert block.strip() == lang.readme_table(), "README's rule table is stale: paste `python -m evolve.lang.triton`"
-    assert static_check.RULES is lang.RULES and static_check.ALLOWED_MODULES is lang.ALLOWED_MODULES
+    triton = languages.get("triton")
+    assert triton.rules.rules is lang.RULES and triton.rules.allowed_modules is lang.ALLOWED_MODULES
+    assert triton.prompt_contract is lang.prompt_contract and triton.readme_table is lang.readme_table
     problem = load_problem(root / "problems" / "softmax")
     contract = lang.prompt_contract(problem.forbid_calls)
     for rule in lang.RULES.values():

@@ -48,6 +48,7 @@ class EvalOptions:
     per_gpu: int = 1  # evaluations sharing the card at once (harness/lease.py): with prewarm, as many started ahead
     threads: int = 0  # CPU threads for each of an evaluation's processes (0: torch's default, every core)
     fork_server: bool = True  # fork the processes from one with torch imported (harness/forkserver.py), not start them
+    language: str | None = None  # the candidate language (evolve/lang), one the problem accepts; None: its first
 
 
 def gpu_available() -> bool:
@@ -144,8 +145,11 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     # The static check needs no process: a rejected file costs milliseconds.
     started = time.perf_counter()
     try:
-        problems = screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
-                          problem.extra.get("allow_modules", ()))
+        language = options.language or problem.languages[0]
+        problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"] \
+            if language not in problem.languages else \
+            screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
+                   problem.extra.get("allow_modules", ()), language)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
         problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
     if problems:

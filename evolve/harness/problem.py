@@ -85,6 +85,7 @@ class Problem:
     reference_path: Path | None = None  # the file whose functions the measurer calls
     output_dtypes: tuple[str, ...] | None = None  # per output; "input" is the case's dtype; None: every one
     contract: str = ""  # how custom_kernel is called, where the format differs from custom_kernel(*inputs)
+    languages: tuple[str, ...] = ("triton",)  # the candidate languages it accepts (evolve/lang), the first the default
     extra: dict = field(default_factory=dict, compare=False)  # format-specific settings the measurer reads
 
     def __post_init__(self):

@@ -3,8 +3,8 @@
 No verdict rests on it alone. The candidate runs in a jailed runner and every figure is observed from outside it
 (harness/measurer.py), so a file that walks around a rule here gains at most what the measurer lets anyone gain: a
 library call is timed at the library's speed, a wrong answer fails. Each rule therefore says what it protects, and
-none may refuse an honest idiom; RULES (in the candidate language's module, evolve/lang/triton.py, with the
-tables this check reads) is the list. Every name is resolved through the file's imports and
+none may refuse an honest idiom; the language's rules (evolve/lang: `StaticRules`, for Triton in
+evolve/lang/triton/rules.py, with the tables this check reads) are the list. Every name is resolved through the file's imports and
 aliases, so `import torch.nn.functional as F; F.softmax(x)` is seen as `torch.nn.functional.softmax`, and through
 what the file binds (static_flow.py): `m = torch.nn; m.functional.gelu(x)` is `torch.nn.functional.gelu` too, however
 `m` was bound (unpacking, a container, a default, a function's result, an attribute). A module is followed through
@@ -19,12 +19,9 @@ from pathlib import Path
 
 
 from .static_flow import UNKNOWN, Flow
-from ..lang.triton import (ALLOWED_MODULES, HOST_DATA_ESCAPES, HOST_TORCH_ALLOCATION, HOST_TORCH_COMPUTE,  # noqa: F401
-                           JIT_DECORATORS, JIT_INTROSPECTION_ATTRIBUTES, JIT_INTROSPECTION_BUILTINS,
-                           JIT_TENSOR_ESCAPES, RULES, Rule)
+from ..lang import DEFAULT as DEFAULT_LANGUAGE, StaticRules, get as get_language
 
 # Python-level tables, the same for any candidate language hosted in Python.
-SAFE_MODULES = ALLOWED_MODULES  # paths may pass through these packages only
 REFUSED_PATHS = {
     "logging.config": "logging.config imports modules named in strings",
     "operator.attrgetter": "it reads attributes named in strings",
@@ -86,8 +83,8 @@ def _is_main_guard(node) -> bool:
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=(), *, flow: Flow):
-        self.flow = flow
+    def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=(), *, flow: Flow, library: _Library):
+        self.flow, self.lib, self.rules = flow, library, library.rules
         self.allow_modules = set(allow_modules)
         self.type_names: set[str] = set()  # names imported from an allowed problem module: annotations only
         self.annotations: set[int] = set()  # ids of the bare-name annotations where such a name may stand
@@ -115,7 +112,7 @@ class _Checker(ast.NodeVisitor):
         """A value that is (or holds, or returns) a module may stand only where the flow follows it."""
         if isinstance(node, ast.Name) and node.id in self.aliases:
             return  # an import's own name has its own rule (`uses the module torch as a value`)
-        modules = sorted(p for p in self.flow.library_paths(self.flow.value(node)) if _may_be_module(p))
+        modules = sorted(p for p in self.flow.library_paths(self.flow.value(node)) if self.lib.may_be_module(p))
         if not modules:
             return
         where = self._unfollowed_position(node)
@@ -211,7 +208,7 @@ class _Checker(ast.NodeVisitor):
         """Whether a private name on this object may be the library's: always where the object's library class has
         it; otherwise unless the file itself stores or defines an attribute of that name."""
         if atom[0] == "made":
-            chain = _resolve(atom[1])
+            chain = self.lib.resolve(atom[1])
             if chain and len(chain) == len(atom[1].split(".")) and isinstance(chain[-1], type):
                 import inspect
 
@@ -254,9 +251,9 @@ class _Checker(ast.NodeVisitor):
         elif module in self.allow_modules:
             self.fail(node, f"imports {module} as a module: only `from {module} import NAME` of its type names, "
                             f"used as annotations")
-        elif top not in ALLOWED_MODULES:
-            self.fail(node, f"imports {module}: candidates may import only {', '.join(ALLOWED_MODULES[:4])} and "
-                            f"pure standard modules ({', '.join(ALLOWED_MODULES[6:])})")
+        elif top not in self.rules.allowed_modules:
+            self.fail(node, f"imports {module}: candidates may import only {', '.join(self.rules.allowed_modules[:4])} and "
+                            f"pure standard modules ({', '.join(self.rules.allowed_modules[6:])})")
         elif module in REFUSED_PATHS:
             self.fail(node, f"imports {module}: {REFUSED_PATHS[module]}")
 
@@ -308,7 +305,7 @@ class _Checker(ast.NodeVisitor):
     def _check_path(self, node, path: str, imported: bool = False):
         """Judge a dotted name as spelt and as what it really names (the path from the last module it passes
         through): tl.core.typing.ForwardRef is typing.ForwardRef, and every rule holds for both."""
-        canonical = _canonical(path)
+        canonical = self.lib.canonical(path)
         names = {path, canonical}
         name = path if canonical == path else f"{path} (which is {canonical})"
         if names & self.forbid_calls:
@@ -322,22 +319,22 @@ class _Checker(ast.NodeVisitor):
                and p.split(".")[1] in TYPING_EVALUATORS for p in names):
             self.fail(node, f"uses {name}: typing's evaluators run strings as code")
             return
-        escape = _module_escape(path)
+        escape = self.lib.module_escape(path)
         if escape:
             self.fail(node, f"uses {name}, which reaches the module {escape}: candidates may use only "
-                            f"{', '.join(SAFE_MODULES[:4])} and pure standard modules")
+                            f"{', '.join(self.lib.safe[:4])} and pure standard modules")
             return
         if self.in_jit:
             if any(p == "torch" or p.startswith("torch.") for p in names):
                 self.fail(node, f"uses {name} inside a @triton.jit function: kernels use triton.language")
-            elif not all(_jit_path_allowed(p) for p in names):
+            elif not all(self.lib.kernel_path_allowed(p) for p in names):
                 self.fail(node, f"uses {name} inside a @triton.jit function: kernels may use only the public names "
                                 f"of triton.language (and math)")
             return
         if any(part.startswith("_") for p in names for part in p.split(".")[1:]):
             self.fail(node, f"uses {name} in host code: library internals (private names) are library calls by "
                             f"another name")
-        elif not imported and any(_host_compute(p) for p in names):
+        elif not imported and any(self.lib.host_compute(p) for p in names):
             self.fail(node, f"uses {name} in host code: host code may only allocate tensors, read their metadata "
                             f"and launch Triton kernels (the computation belongs in @triton.jit code)")
 
@@ -361,12 +358,12 @@ class _Checker(ast.NodeVisitor):
             if node.attr.startswith("_"):
                 self.fail(node, f"touches the private attribute {node.attr} inside a @triton.jit function: kernels "
                                 f"may use only public names")
-            elif node.attr in JIT_INTROSPECTION_ATTRIBUTES:
+            elif node.attr in self.rules.kernel_introspection_attributes:
                 self.fail(node, f"uses .{node.attr} inside a @triton.jit function: kernels may not inspect what "
                                 f"they run on (the interpreter and the compiler hand them different objects)")
-            elif node.attr in JIT_TENSOR_ESCAPES:
+            elif node.attr in self.rules.kernel_tensor_escapes:
                 self.fail(node, f"uses .{node.attr} inside a @triton.jit function: kernels use triton.language")
-        elif node.attr in HOST_DATA_ESCAPES:
+        elif node.attr in self.rules.host_data_escapes:
             self.fail(node, f"uses .{node.attr} in host code: it hands a tensor's data to plain Python, where the "
                             f"work would not be a kernel")
         if node.attr in self.forbid_methods:
@@ -391,7 +388,7 @@ class _Checker(ast.NodeVisitor):
             return
         if node.id in self.aliases:
             path = self.aliases[node.id]
-            if _is_module(path):
+            if self.lib.is_module(path):
                 self.fail(node, f"uses the module {path} as a value: use it only as the root of a name "
                                 f"(`{node.id}.x`), so every use can be checked")
             else:
@@ -406,7 +403,7 @@ class _Checker(ast.NodeVisitor):
         elif node.id not in self.known:
             self.fail(node, f"uses the name {node.id}, which the file never defines or imports (names injected at "
                             f"run time are not the candidate's)")
-        elif self.in_jit and node.id in JIT_INTROSPECTION_BUILTINS and node.id not in self.jit_locals:
+        elif self.in_jit and node.id in self.rules.kernel_introspection_builtins and node.id not in self.jit_locals:
             self.fail(node, f"uses the builtin {node.id} inside a @triton.jit function: kernels may not inspect what "
                             f"they run on (the interpreter and the compiler hand them different objects)")
         elif node.id in self.bound:
@@ -518,9 +515,9 @@ class _Checker(ast.NodeVisitor):
         if jit:
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                if self._dotted(target) not in JIT_DECORATORS:
+                if self._dotted(target) not in self.rules.kernel_decorators:
                     self.fail(decorator, f"decorates the @triton.jit function {node.name} with something other "
-                                         f"than {', '.join(sorted(JIT_DECORATORS))}")
+                                         f"than {', '.join(sorted(self.rules.kernel_decorators))}")
         # Decorators, defaults and annotations run on the host when the file is imported, whatever the decorator.
         args = node.args
         every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
@@ -560,175 +557,182 @@ def _plain_format(value) -> bool:
     return not any("." in f or "[" in f for f in fields)
 
 
-def _host_compute(path: str) -> bool:
-    import torch
-
-    if not path.startswith("torch."):
-        return False
-    if any(path.startswith(prefix) or path == prefix.rstrip(".") for prefix in HOST_TORCH_COMPUTE):
-        return True
-    parts = path.split(".")
-    return len(parts) == 2 and parts[1] in dir(torch._C._VariableFunctions) and parts[1] not in HOST_TORCH_ALLOCATION
-
-
-def _resolve(path: str):
-    """Walk a dotted path through modules already loaded in this process; the objects along the way.
-
-    Nothing is imported (a module the candidate names could run code at import, and this runs in the parent) and
-    attributes are read with inspect.getattr_static, so no property or descriptor runs either: resolving
-    triton.runtime.driver.active must not start a driver. The walk stops at anything that is not a module or class,
-    and at a module not loaded yet (the rules on imports and host code still judge that name)."""
-    import inspect
-    import sys
-    import types
-
-    parts = path.split(".")
-    obj = sys.modules.get(parts[0]) if parts[0] in SAFE_MODULES else None
-    if obj is None:
-        return []
-    chain = [obj]
-    for part in parts[1:]:
-        if not isinstance(obj, (types.ModuleType, type)):
-            break
-        try:
-            obj = inspect.getattr_static(obj, part)
-        except AttributeError:
-            obj = sys.modules.get(".".join(parts[: len(chain) + 1]))
-            if obj is None:
-                break
-        chain.append(obj)
-    return chain
-
-
-def _canonical(path: str) -> str:
-    """The path named from the last module it passes through: triton.language.core.typing.ForwardRef is
-    typing.ForwardRef, so the rules for typing (and for any module) hold however it is reached."""
-    import types
-
-    parts = path.split(".")
-    chain = _resolve(path)
-    for index in range(len(chain) - 1, 0, -1):
-        if isinstance(chain[index], types.ModuleType):
-            return ".".join([chain[index].__name__] + parts[index + 1:])
-    return path
-
-
-def _module_escape(path: str) -> str | None:
-    """The first module along the path that lies outside the allowed packages (typing.sys -> 'sys'), if any; a
-    library table of modules counts as the modules it holds (triton.language.extra.modules is sys.modules)."""
-    import types
-
-    for obj in _resolve(path):
-        if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in SAFE_MODULES:
-            return obj.__name__
-        held = _held_modules(obj)
-        if held:
-            return f"{held[0]} (through a table of modules)"
-    return None
-
-
-def _held_modules(obj) -> list[str]:
-    """The names of outside modules a library container holds among its keys or values."""
-    import types
-
-    if isinstance(obj, dict):
-        values = list(obj.values()) + list(obj.keys())
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        values = list(obj)
-    else:
-        return []
-    return [v.__name__ for v in values if isinstance(v, types.ModuleType)
-            and v.__name__.split(".")[0] not in SAFE_MODULES]
-
-
-def _jit_path_allowed(path: str) -> bool:
-    """Inside a kernel: the kernel language (triton.language and its public submodules), math, and Triton's own
-    decorators and helpers; nothing private, and no other part of triton (its compiler and runtime are Python)."""
-    parts = path.split(".")
-    if any(part.startswith("_") for part in parts[1:]):
-        return False
-    if parts[0] == "math" or path in ("triton.cdiv", "triton.next_power_of_2", "triton.jit", "triton.constexpr"):
-        return True
-    return path == "triton.language" or path.startswith("triton.language.")
-
-
-def _is_module(path: str) -> bool:
-    import types
-
-    chain = _resolve(path)
-    return bool(chain) and len(chain) == len(path.split(".")) and isinstance(chain[-1], types.ModuleType)
-
-
-def _library_step(path: str, attr: str, inherited: bool = False):
-    """What `path.attr` is, for the flow: a path while it names a module, a class or what a module or class holds
-    (modules by their own name, so that a loop through modules closes); past any other object, an object the
-    library made (its attributes have no name to judge); None where a class lacks the attribute, or where a file's
-    class would inherit it from this library class and the class does not have it itself. Read statically."""
-    import inspect
-    import types
-
-    obj = _static_object(path)
-    if obj is _UNTOLD:
-        return "lib", f"{path}.{attr}"
-    try:
-        value = inspect.getattr_static(obj, attr)
-    except AttributeError:  # a module may load it later; an object with __getattr__ computes it
-        if inherited and isinstance(obj, type):
-            return None  # a metaclass's __getattr__ (Enum's) reads the file's own class, which the flow follows
-        if isinstance(obj, types.ModuleType) or hasattr(type(obj), "__getattr__"):
-            return "lib", f"{path}.{attr}"
-        return None if isinstance(obj, type) else ("made", path)
-    if isinstance(value, types.ModuleType):
-        return "lib", value.__name__
-    if isinstance(obj, (types.ModuleType, type)) or isinstance(value, type) or _computed_on_read(value):
-        return "lib", f"{path}.{attr}"
-    return "made", path
-
-
 _UNTOLD = object()
 
 
-def _static_object(path: str):
-    """The object at a dotted path, walked with getattr_static through modules, classes and plain objects alike;
-    _UNTOLD where a step is missing or computed when read."""
-    import inspect
-    import sys
+class _Library:
+    """Dotted paths through the language's own packages (its allowed modules), walked statically: nothing is imported
+    or run, so a path is judged by what it names without starting anything it names."""
 
-    parts = path.split(".")
-    obj = sys.modules.get(parts[0]) if parts[0] in SAFE_MODULES else None
-    if obj is None:
-        return _UNTOLD
-    for index, part in enumerate(parts[1:], 1):
-        try:
-            value = inspect.getattr_static(obj, part)
-        except AttributeError:
-            value = sys.modules.get(".".join(parts[: index + 1]), _UNTOLD)
-        if value is _UNTOLD or (not isinstance(obj, type) and _computed_on_read(value)):
-            return _UNTOLD
-        obj = value
-    return obj
+    def __init__(self, rules: StaticRules):
+        self.rules = rules
+        self.safe = rules.allowed_modules  # paths may pass through these packages only
 
+    def host_compute(self, path: str) -> bool:
+        import torch
 
-def _may_be_module(path: str) -> bool:
-    """Whether a path may name a module: it does, or the walk cannot tell (it reaches an attribute a module may
-    still load or compute, or one an object computes when read). Read statically, like _resolve."""
-    import inspect
-    import sys
-    import types
-
-    parts = path.split(".")
-    obj = sys.modules.get(parts[0]) if parts[0] in SAFE_MODULES else None
-    if obj is None:
-        return True
-    for part in parts[1:]:
-        owner = obj
-        try:
-            obj = inspect.getattr_static(owner, part)
-        except AttributeError:  # a submodule not loaded yet or a module's __getattr__; or an object's __getattr__
-            return isinstance(owner, types.ModuleType) or hasattr(type(owner), "__getattr__")
-        if not isinstance(owner, types.ModuleType) and _computed_on_read(obj):
+        if not path.startswith("torch."):
+            return False
+        if any(path.startswith(prefix) or path == prefix.rstrip(".") for prefix in self.rules.host_torch_compute):
             return True
-    return isinstance(obj, types.ModuleType)
+        parts = path.split(".")
+        return (len(parts) == 2 and parts[1] in dir(torch._C._VariableFunctions)
+                and parts[1] not in self.rules.host_torch_allocation)
+
+    def kernel_path_allowed(self, path: str) -> bool:
+        """Inside a kernel: the kernel language's modules and their public members, and the language's own
+        decorators and helpers; nothing private (for Triton: triton.language and math, never its compiler or
+        runtime, which are Python)."""
+        parts = path.split(".")
+        if any(part.startswith("_") for part in parts[1:]):
+            return False
+        return path in self.rules.kernel_helpers or any(path == m or path.startswith(m + ".")
+                                                          for m in self.rules.kernel_modules)
+
+    def resolve(self, path: str):
+        """Walk a dotted path through modules already loaded in this process; the objects along the way.
+
+        Nothing is imported (a module the candidate names could run code at import, and this runs in the parent) and
+        attributes are read with inspect.getattr_static, so no property or descriptor runs either: resolving
+        triton.runtime.driver.active must not start a driver. The walk stops at anything that is not a module or class,
+        and at a module not loaded yet (the rules on imports and host code still judge that name)."""
+        import inspect
+        import sys
+        import types
+
+        parts = path.split(".")
+        obj = sys.modules.get(parts[0]) if parts[0] in self.safe else None
+        if obj is None:
+            return []
+        chain = [obj]
+        for part in parts[1:]:
+            if not isinstance(obj, (types.ModuleType, type)):
+                break
+            try:
+                obj = inspect.getattr_static(obj, part)
+            except AttributeError:
+                obj = sys.modules.get(".".join(parts[: len(chain) + 1]))
+                if obj is None:
+                    break
+            chain.append(obj)
+        return chain
+
+
+    def canonical(self, path: str) -> str:
+        """The path named from the last module it passes through: triton.language.core.typing.ForwardRef is
+        typing.ForwardRef, so the rules for typing (and for any module) hold however it is reached."""
+        import types
+
+        parts = path.split(".")
+        chain = self.resolve(path)
+        for index in range(len(chain) - 1, 0, -1):
+            if isinstance(chain[index], types.ModuleType):
+                return ".".join([chain[index].__name__] + parts[index + 1:])
+        return path
+
+
+    def module_escape(self, path: str) -> str | None:
+        """The first module along the path that lies outside the allowed packages (typing.sys -> 'sys'), if any; a
+        library table of modules counts as the modules it holds (triton.language.extra.modules is sys.modules)."""
+        import types
+
+        for obj in self.resolve(path):
+            if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in self.safe:
+                return obj.__name__
+            held = self.held_modules(obj)
+            if held:
+                return f"{held[0]} (through a table of modules)"
+        return None
+
+
+    def held_modules(self, obj) -> list[str]:
+        """The names of outside modules a library container holds among its keys or values."""
+        import types
+
+        if isinstance(obj, dict):
+            values = list(obj.values()) + list(obj.keys())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            values = list(obj)
+        else:
+            return []
+        return [v.__name__ for v in values if isinstance(v, types.ModuleType)
+                and v.__name__.split(".")[0] not in self.safe]
+
+
+    def is_module(self, path: str) -> bool:
+        import types
+
+        chain = self.resolve(path)
+        return bool(chain) and len(chain) == len(path.split(".")) and isinstance(chain[-1], types.ModuleType)
+
+
+    def library_step(self, path: str, attr: str, inherited: bool = False):
+        """What `path.attr` is, for the flow: a path while it names a module, a class or what a module or class holds
+        (modules by their own name, so that a loop through modules closes); past any other object, an object the
+        library made (its attributes have no name to judge); None where a class lacks the attribute, or where a file's
+        class would inherit it from this library class and the class does not have it itself. Read statically."""
+        import inspect
+        import types
+
+        obj = self.static_object(path)
+        if obj is _UNTOLD:
+            return "lib", f"{path}.{attr}"
+        try:
+            value = inspect.getattr_static(obj, attr)
+        except AttributeError:  # a module may load it later; an object with __getattr__ computes it
+            if inherited and isinstance(obj, type):
+                return None  # a metaclass's __getattr__ (Enum's) reads the file's own class, which the flow follows
+            if isinstance(obj, types.ModuleType) or hasattr(type(obj), "__getattr__"):
+                return "lib", f"{path}.{attr}"
+            return None if isinstance(obj, type) else ("made", path)
+        if isinstance(value, types.ModuleType):
+            return "lib", value.__name__
+        if isinstance(obj, (types.ModuleType, type)) or isinstance(value, type) or _computed_on_read(value):
+            return "lib", f"{path}.{attr}"
+        return "made", path
+
+
+    def static_object(self, path: str):
+        """The object at a dotted path, walked with getattr_static through modules, classes and plain objects alike;
+        _UNTOLD where a step is missing or computed when read."""
+        import inspect
+        import sys
+
+        parts = path.split(".")
+        obj = sys.modules.get(parts[0]) if parts[0] in self.safe else None
+        if obj is None:
+            return _UNTOLD
+        for index, part in enumerate(parts[1:], 1):
+            try:
+                value = inspect.getattr_static(obj, part)
+            except AttributeError:
+                value = sys.modules.get(".".join(parts[: index + 1]), _UNTOLD)
+            if value is _UNTOLD or (not isinstance(obj, type) and _computed_on_read(value)):
+                return _UNTOLD
+            obj = value
+        return obj
+
+
+    def may_be_module(self, path: str) -> bool:
+        """Whether a path may name a module: it does, or the walk cannot tell (it reaches an attribute a module may
+        still load or compute, or one an object computes when read). Read statically, like resolve."""
+        import inspect
+        import sys
+        import types
+
+        parts = path.split(".")
+        obj = sys.modules.get(parts[0]) if parts[0] in self.safe else None
+        if obj is None:
+            return True
+        for part in parts[1:]:
+            owner = obj
+            try:
+                obj = inspect.getattr_static(owner, part)
+            except AttributeError:  # a submodule not loaded yet or a module's __getattr__; or an object's __getattr__
+                return isinstance(owner, types.ModuleType) or hasattr(type(owner), "__getattr__")
+            if not isinstance(owner, types.ModuleType) and _computed_on_read(obj):
+                return True
+        return isinstance(obj, types.ModuleType)
 
 
 def _computed_on_read(attribute) -> bool:
@@ -756,20 +760,24 @@ def _lacks_entry(tree) -> bool:
     return "custom_kernel" not in {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(), allow_modules=()) -> list[str]:
+def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(), allow_modules=(),
+                 language: str = DEFAULT_LANGUAGE) -> list[str]:
     """All rule violations in the file as 'line N: reason' strings; empty when the source is acceptable.
 
     A syntax error raises Rejection with the compiler's message.
     """
     import importlib
 
-    for name in ("torch", "triton", "math", "typing"):  # the allowed packages themselves (never a name the
-        importlib.import_module(name)  # candidate chose), so that paths into them resolve the same everywhere
+    rules = get_language(language).rules
+    for name in rules.allowed_modules[:4]:  # the language's packages themselves (never a name the candidate
+        importlib.import_module(name)  # chose), so that paths into them resolve the same everywhere
     tree = _parse(source, filename)
+    library = _Library(rules)
     try:
         imported = ast.Module(body=[n for n in tree.body if not _is_main_guard(n)], type_ignores=[])
-        flow = Flow(imported, allow_modules, _library_step)
-        checker = _Checker(forbid_calls, forbid_modules, _bound_names(tree), allow_modules, flow=flow)
+        flow = Flow(imported, allow_modules, library.library_step)
+        checker = _Checker(forbid_calls, forbid_modules, _bound_names(tree), allow_modules, flow=flow,
+                           library=library)
         checker.visit(tree)
     except RecursionError:
         raise Rejection("the file nests expressions too deeply to be read") from None
@@ -786,7 +794,8 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(),
     return out
 
 
-def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True, allow_modules=()) -> list[str]:
+def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True, allow_modules=(),
+           language: str = DEFAULT_LANGUAGE) -> list[str]:
     """The load rung's static verdict on a candidate file: its violations, or a reason it cannot be read.
 
     strict=False keeps only what no candidate can pass without (a custom_kernel, valid syntax), so that the
@@ -796,7 +805,7 @@ def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True, allow_
         source = Path(path).read_text()
         if not strict:
             return [NO_ENTRY] if _lacks_entry(_parse(source, str(path))) else []
-        return check_source(source, str(path), forbid_calls, forbid_modules, allow_modules)
+        return check_source(source, str(path), forbid_calls, forbid_modules, allow_modules, language)
     except Rejection as exc:
         return [str(exc)]
     except (OSError, UnicodeDecodeError) as exc:

@@ -1,2 +1,67 @@
-"""Candidate languages, one module each (`triton` today): the contract a candidate file is held to, the tables the
-static check reads, and the text the prompt and README show. Another DSL is a new module here with its own rules."""
+"""Candidate languages behind one interface: a language is a package here (`evolve/lang/triton/`), or an installed
+package that names one under the entry-point group `evolve.languages`. The harness, the search and the CLI reach a
+language only through `get(name)` and the `Language` it returns."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+DEFAULT = "triton"
+BUILT_IN = {"triton": "evolve.lang.triton"}  # name -> module holding LANGUAGE
+ENTRY_POINTS = "evolve.languages"  # an installed language: `name = "package.module:LANGUAGE"`
+
+
+@dataclass(frozen=True)
+class StaticRules:
+    """The tables the static check (harness/static_check.py) reads: what Python a candidate file may hold is the
+    same for every language hosted in Python; these say what is the language's own."""
+    allowed_modules: tuple[str, ...]  # top-level modules a file may import
+    host_torch_compute: tuple[str, ...]  # dotted prefixes of torch that compute on the host
+    host_torch_allocation: frozenset  # torch functions that only allocate or describe memory
+    host_data_escapes: frozenset  # tensor methods that hand data to plain Python
+    kernel_tensor_escapes: frozenset  # tensor methods a kernel body may not call
+    kernel_introspection_builtins: frozenset  # builtins a kernel body may not call
+    kernel_introspection_attributes: frozenset  # attributes a kernel body may not read
+    kernel_decorators: frozenset  # the decorators that make a function a kernel (dotted, resolved)
+    kernel_modules: tuple[str, ...]  # what a kernel body may name: these modules and their public members
+    kernel_helpers: frozenset  # and these dotted names of the language (its decorators and helpers)
+    rules: dict  # key -> Rule: every rule the load rung enforces, with what it protects
+
+
+@dataclass(frozen=True)
+class Language:
+    """What the rest of evolve knows of a candidate language."""
+    name: str
+    rules: StaticRules
+    prompt_contract: Callable[..., str]  # (forbid_calls) -> the contract as every prompt states it
+    readme_table: Callable[[], str]  # the rule table README carries
+    without_gpu: str  # what it can do on a machine without a GPU: "interpret" (run and compile), "compile" or "none"
+    artifact_kinds: tuple[str, ...]  # the compiler artifacts `evolve show --asm` can print
+
+
+class UnknownLanguage(ValueError):
+    """No language of that name is built in or installed; str() names those that are."""
+
+
+def names() -> list[str]:
+    return sorted({*BUILT_IN, *(ep.name for ep in _entry_points())})
+
+
+def get(name: str = DEFAULT) -> Language:
+    """The language called `name`: built in, or installed under the entry-point group."""
+    if name in BUILT_IN:
+        return importlib.import_module(BUILT_IN[name]).LANGUAGE
+    for ep in _entry_points():
+        if ep.name == name:
+            language = ep.load()
+            if not isinstance(language, Language):
+                raise UnknownLanguage(f"the entry point {ep.value!r} ({ENTRY_POINTS}) is not an evolve.lang.Language")
+            return language
+    raise UnknownLanguage(f"no candidate language {name!r}: the languages here are {', '.join(names())}")
+
+
+def _entry_points():
+    from importlib.metadata import entry_points
+
+    return entry_points(group=ENTRY_POINTS)

@@ -122,6 +122,7 @@ def load(path: Path) -> Problem:
         value = forbid.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ProblemError(f"{toml_path}: [forbid] {key} must be a list of dotted names")
+    languages = _languages(raw, toml_path)
     _check_reference(path / "reference.py")
     tests = _cases(raw, "test", dtypes, toml_path)
     benchmarks = _cases(raw, "benchmark", dtypes, toml_path)
@@ -140,7 +141,24 @@ def load(path: Path) -> Problem:
         forbid_calls=tuple(forbid.get("calls", [])),
         forbid_modules=tuple(forbid.get("modules", [])) + ("reference",),
         output_dtypes=outputs,
+        languages=languages,
     )
+
+
+def _languages(raw: dict, toml_path) -> tuple[str, ...]:
+    """`languages = ["triton"]`: the candidate languages the problem accepts (the first is a run's default)."""
+    from ...lang import DEFAULT, names
+
+    languages = raw.get("languages", [DEFAULT])
+    if not isinstance(languages, list) or not languages or not all(isinstance(x, str) for x in languages):
+        raise ProblemError(f"{toml_path}: languages must be a non-empty list of candidate languages, e.g. "
+                           f"[\"{DEFAULT}\"]")
+    known = names()
+    for language in languages:
+        if language not in known:
+            raise ProblemError(f"{toml_path}: languages names {language!r}; the languages here are "
+                               f"{', '.join(known)}")
+    return tuple(languages)
 
 
 

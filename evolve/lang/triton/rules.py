@@ -5,6 +5,7 @@ code may use (MAY), the rules the static check enforces (RULES, each with what i
 checker reads (modules, decorators, host calls, kernel names). The static check (harness/static_check.py) reads these
 tables; the prompt's contract (`prompt_contract`) and README's rule table (`readme_table`) are generated from them,
 and a test proves README carries the generated table. `python -m evolve.lang.triton` prints that table.
+The package's LANGUAGE (evolve/lang/triton/__init__.py) hands these to the rest of evolve.
 """
 from __future__ import annotations
 
@@ -95,6 +96,8 @@ JIT_INTROSPECTION_BUILTINS = frozenset({"isinstance", "issubclass", "callable", 
 JIT_INTROSPECTION_ATTRIBUTES = frozenset({"handle", "signature", "builder", "semantic", "arg_names", "params",
                                           "constexprs", "kernel", "data", "interpreter_builder"})
 JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
+JIT_MODULES = ("triton.language", "math")  # what a @triton.jit body may name, with these of triton's own:
+JIT_HELPERS = frozenset({"triton.cdiv", "triton.next_power_of_2", "triton.jit", "triton.constexpr"})
 
 
 def _forbidden(forbid_calls) -> str:
@@ -118,7 +121,3 @@ def readme_table() -> str:
     rows += [f"| {key} | {rule.says.format(forbidden=_forbidden(()))} | {rule.protects} |"
              for key, rule in RULES.items()]
     return "\n".join(rows)
-
-
-if __name__ == "__main__":
-    print(readme_table())

@@ -1,0 +1,81 @@
+"""Candidate languages behind one interface (evolve/lang): a problem names those it accepts, a run or an eval the one
+it asks for, and an installed package can add one under the entry-point group evolve.languages."""
+import shutil
+from dataclasses import replace
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evolve import lang
+from evolve.cli import cli
+from evolve.harness import EvalOptions, ProblemError, evaluate, load_problem
+
+ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "tests" / "data" / "mini_softmax"
+SEED = ROOT / "problems" / "softmax" / "seeds" / "softmax_rows.py"
+
+
+def test_triton_is_built_in_and_an_unknown_name_says_which_exist():
+    assert "triton" in lang.names() and lang.get().name == lang.DEFAULT == "triton"
+    triton = lang.get("triton")
+    assert triton.without_gpu == "interpret" and "sass" in triton.artifact_kinds
+    assert "custom_kernel(*inputs)" in triton.prompt_contract(("torch.softmax",))
+    with pytest.raises(lang.UnknownLanguage, match="no candidate language 'cobol': the languages here are .*triton"):
+        lang.get("cobol")
+
+
+def test_an_installed_package_adds_a_language_through_its_entry_point(monkeypatch):
+    points = [EntryPoint("borrowed", "evolve.lang.triton:LANGUAGE", lang.ENTRY_POINTS),
+              EntryPoint("broken", "evolve.lang:DEFAULT", lang.ENTRY_POINTS)]
+    monkeypatch.setattr(lang, "_entry_points", lambda: points)
+    assert {"borrowed", "broken", "triton"} <= set(lang.names())
+    assert lang.get("borrowed") is lang.get("triton")
+    with pytest.raises(lang.UnknownLanguage, match="is not an evolve.lang.Language"):
+        lang.get("broken")
+
+
+@pytest.fixture
+def folder(tmp_path):
+    target = tmp_path / "mini"
+    shutil.copytree(MINI, target)
+    return target
+
+
+def _languages(folder: Path, line: str) -> Path:
+    toml = folder / "problem.toml"
+    toml.write_text(line + "\n" + toml.read_text())
+    return folder
+
+
+def test_a_problem_accepts_triton_unless_it_names_its_languages(folder):
+    assert load_problem(folder).languages == ("triton",)
+    assert load_problem(_languages(folder, 'languages = ["triton"]')).languages == ("triton",)
+
+
+@pytest.mark.parametrize("line, message", [
+    ('languages = ["cutedsl"]', "languages names 'cutedsl'; the languages here are triton"),
+    ('languages = "triton"', "languages must be a non-empty list"),
+    ("languages = []", "languages must be a non-empty list"),
+])
+def test_a_problem_naming_no_language_evolve_has_is_refused(folder, line, message):
+    with pytest.raises(ProblemError, match=message):
+        load_problem(_languages(folder, line))
+
+
+def test_the_load_rung_refuses_a_language_the_problem_does_not_accept(folder, monkeypatch):
+    monkeypatch.setattr(lang, "BUILT_IN", {**lang.BUILT_IN, "other": "evolve.lang.triton"})
+    problem = _languages(folder, 'languages = ["other"]')
+    verdict = evaluate(SEED, problem, EvalOptions(device="cpu", language="triton"))
+    load = verdict.rung("load")
+    assert load.status == "failed" and "accepts candidates in other, not triton" in load.reason
+    assert not verdict.setup  # refused before any process started
+
+
+def test_evolve_eval_and_run_say_which_languages_there_are(folder):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["eval", str(SEED), str(folder), "--language", "cobol"])
+    assert result.exit_code == 2 and "--language: no candidate language 'cobol'" in result.output
+    result = runner.invoke(cli, ["run", str(folder), "--language", "cobol", "--device", "cpu"])
+    assert result.exit_code == 2 and "no candidate language 'cobol'" in result.output
