@@ -779,11 +779,18 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
         click.echo(text, nl=not text.endswith("\n"))
 
 
+def _artifact_kinds() -> list[str]:
+    """What `evolve show --asm` can print: the compiler artifacts the built-in languages keep."""
+    from .lang import BUILT_IN, get
+
+    return list(dict.fromkeys(kind for name in BUILT_IN for kind in get(name).artifact_kinds))
+
+
 @cli.command("show")
 @click.argument("candidate_id", type=int)
 @_db_option
 @click.option("--prompt/--no-prompt", default=True, show_default=True, help="Include the prompt and the raw reply.")
-@click.option("--asm", type=click.Choice(["sass", "ptx", "ttgir", "ttir", "llir"]),
+@click.option("--asm", type=click.Choice(_artifact_kinds()),
               help="Print what the compiler produced instead (kept for every evaluated candidate).")
 @click.option("--kernel", help="With --asm: only the specializations whose kernel name contains this.")
 def show_command(candidate_id, db, prompt, asm, kernel):

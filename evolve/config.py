@@ -12,13 +12,16 @@ _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
 CPU_BUDGET_S = 300.0  # without a GPU and without a stop condition of the user's, a run stops after this long
 
 
-def format_duration(seconds: float) -> str:
-    """300 -> '5 min', 5400 -> '1.5 h', 45 -> '45 s'."""
+def format_duration(seconds: float | None, compact: bool = False) -> str:
+    """300 -> '5 min', 5400 -> '1.5 h', 45 -> '45 s', None -> '-'; compact (a narrow column): '5m', '1.5h', '45s'."""
+    if seconds is None:
+        return "-"
+    space, minutes = ("", "m") if compact else (" ", "min")
     if seconds >= 3600:
-        return f"{seconds / 3600:.3g} h"
+        return f"{seconds / 3600:.3g}{space}h"
     if seconds >= 60:
-        return f"{seconds / 60:.3g} min"
-    return f"{seconds:.0f} s"
+        return f"{seconds / 60:.3g}{space}{minutes}"
+    return f"{seconds:.0f}{space}s"
 
 
 def parse_duration(text: str) -> float:

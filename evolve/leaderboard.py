@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .archive import Archive
+from .config import format_duration
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 EMBEDDED = "embedded default"
@@ -343,12 +344,6 @@ def _pct(value) -> str:
     return _f(None if value is None else 100 * value, "{:.0f}%")
 
 
-def _secs(value) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 60:.1f}m" if value >= 60 else f"{value:.0f}s"
-
-
 def text_lines(b: Board) -> list[str]:
     out = []
     for device in sorted({r.device for r in b.rows}):
@@ -365,7 +360,7 @@ def text_lines(b: Board) -> list[str]:
             out.append(
                 f"  {r.problem[:13]:<14}{r.model[:25]:<26}{best:>6} {kernel:>8}{_f(r.vs_eager, '{:.2f}x'):>7}"
                 f"{_f(r.vs_compile, '{:.2f}x'):>8}{_pct(r.correct_rate):>8}{_pct(r.compile_failure_rate):>9}"
-                f"{r.total.tokens:>9}{r.total.dollars:>9.4f}{_secs(r.total.seconds):>7}"
+                f"{r.total.tokens:>9}{r.total.dollars:>9.4f}{format_duration(r.total.seconds, compact=True):>7}"
                 f"{_f(r.to_first_correct and r.to_first_correct.dollars, '{:.4f}'):>8}"
                 f"{_f(r.to_best and r.to_best.dollars, '{:.4f}'):>8}{_f(r.dollars_per_correct, '{:.4f}'):>8}"
                 f"{_f(r.dollars_per_point, '{:.4f}'):>8}")

@@ -16,6 +16,7 @@ from pathlib import Path
 import jinja2
 
 from . import __version__
+from .config import format_duration
 from .leaderboard import Board, Run
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "leaderboard"
@@ -46,12 +47,6 @@ def _money(v):
 
 def _ver(versions, name):
     return (versions or {}).get(name) or "?"
-
-
-def _secs(v):
-    if v is None:
-        return "-"
-    return f"{v / 60:.1f} min" if v >= 60 else f"{v:.0f} s"
 
 
 # --- pictures ---------------------------------------------------------------------------------------------------
@@ -170,7 +165,7 @@ def write_site(board: Board, out: Path, sources) -> Path:
     folder = templates_dir()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    env.globals.update(ver=_ver, num=_num, pct=_pct, speed=_speed, money=_money, secs=_secs, fast_p=["0", "1", "1.5", "2"],
+    env.globals.update(ver=_ver, num=_num, pct=_pct, speed=_speed, money=_money, secs=format_duration, fast_p=["0", "1", "1.5", "2"],
                        generated=board.generated, evolve_version=__version__, root="",
                        sources=[Path(s).name for s in sources])
     out.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from .formats.base import dtype_name
 from .privilege import UID_ENV
 from .wire import Closed, Malformed
 
@@ -52,10 +53,6 @@ class RunnerLost(Exception):
     def __init__(self, detail: str, runner: str = ""):
         super().__init__(detail)
         self.runner = runner
-
-
-def dtype_name(t) -> str:
-    return str(t.dtype).replace("torch.", "")
 
 
 def itemsize(dtype: str) -> int:

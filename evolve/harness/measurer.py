@@ -30,7 +30,7 @@ from .formats.base import describe, dtype_name
 from .privilege import UID_ENV
 from .protocol import RUNNER
 from .timing import cpu_time
-from .wire import Closed, Link
+from .wire import Closed, Link, short_error
 
 # Seed offsets of the harness's own inputs (mixed with the evaluation's secret): the problem's seeds are small.
 BENCH_SEED = 1 << 40  # + a running count: every timed call of a candidate sees new values
@@ -92,11 +92,6 @@ def _uuid() -> str:
         return f"GPU-{torch.cuda.get_device_properties(0).uuid}"
     except Exception:  # noqa: BLE001 - a torch without the field: the name alone then
         return ""
-
-
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.splitlines()[0][:400] if text else type(exc).__name__
 
 
 class Channel:
@@ -852,9 +847,9 @@ class Measurer:
         except Fail as exc:
             ch.rung(name, False, str(exc))
         except torch.OutOfMemoryError as exc:
-            ch.rung(name, False, f"out of device memory while measuring: {_short(exc)}")
+            ch.rung(name, False, f"out of device memory while measuring: {short_error(exc)}")
         except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the runner's kernel broke
-            ch.rung(name, False, f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
+            ch.rung(name, False, f"crashed: {short_error(exc)}", log=traceback.format_exc()[-4000:])
         return False
 
 
@@ -913,7 +908,7 @@ def main(argv) -> int:
         channel.rung("load", False, f"the runner failed to start: {exc}")
     except Exception as exc:  # noqa: BLE001 - e.g. device memory another process holds: not the candidate's doing
         channel.rung("load", False, f"the harness could not prepare the device before loading the candidate: "
-                                    f"{_short(exc)}", log=traceback.format_exc()[-4000:])
+                                    f"{short_error(exc)}", log=traceback.format_exc()[-4000:])
     finally:
         for link in links.values():
             try:

@@ -17,6 +17,8 @@ import time
 import traceback
 from pathlib import Path
 
+from .wire import short_error
+
 # torch ops a candidate's host code may run (allocation, views, fills): anything else is library compute. Copies
 # (clone, copy_, a dtype or layout conversion) are not here: copying a transposed view is a whole transpose, a
 # conversion is arithmetic. `x.contiguous()` and `x.to(x.dtype)` on a tensor already so run no op at all.
@@ -42,13 +44,8 @@ def _autotuner_restores() -> bool:
     return caller is not None and caller.f_code.co_filename.replace("\\", "/").endswith("triton/runtime/autotuner.py")
 
 
-class Fail(Exception):
+class Refused(Exception):
     """The candidate did something the first line refuses; str() is the reason."""
-
-
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.splitlines()[0][:400] if text else type(exc).__name__
 
 
 class Runner:
@@ -114,7 +111,7 @@ class Runner:
             sys.modules["candidate"] = module
             spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - anything the candidate raises at import is its failure
-            return self.fail(f"import failed: {_short(exc)}", started, log=traceback.format_exc()[-4000:])
+            return self.fail(f"import failed: {short_error(exc)}", started, log=traceback.format_exc()[-4000:])
         if not callable(getattr(module, "custom_kernel", None)):
             return self.fail("custom_kernel is not a function", started)
         self.module = module
@@ -160,22 +157,22 @@ class Runner:
         torch = self.torch
         outs = tuple(self.pytree.tree_leaves(out)) if type(out) in (tuple, list, dict) else (out,)
         if len(outs) != len(expects):
-            raise Fail(f"returned {len(outs)} output(s), expected {len(expects)}")
+            raise Refused(f"returned {len(outs)} output(s), expected {len(expects)}")
         device = "cuda" if self.mode == "gpu" else "cpu"
         for o, e in zip(outs, expects):
             if type(o) is not torch.Tensor:
-                raise Fail(f"returned a {type(o).__name__}, not a plain torch.Tensor")
+                raise Refused(f"returned a {type(o).__name__}, not a plain torch.Tensor")
             if dtype_name(o) != e["dtype"]:
-                raise Fail(f"output dtype {dtype_name(o)}, expected {e['dtype']}")
+                raise Refused(f"output dtype {dtype_name(o)}, expected {e['dtype']}")
             if list(o.shape) != list(e["shape"]):
-                raise Fail(f"output shape {tuple(o.shape)}, expected {tuple(e['shape'])}")
+                raise Refused(f"output shape {tuple(o.shape)}, expected {tuple(e['shape'])}")
             if o.device.type != device:
-                raise Fail(f"output on {o.device}, expected {device}")
+                raise Refused(f"output on {o.device}, expected {device}")
             if not o.is_contiguous():
-                raise Fail(f"output strides {o.stride()} are not contiguous")
+                raise Refused(f"output strides {o.stride()} are not contiguous")
             for value in inputs:
                 if isinstance(value, torch.Tensor) and value.numel() and o.data_ptr() == value.data_ptr():
-                    raise Fail("output aliases an input; return a new tensor")
+                    raise Refused("output aliases an input; return a new tensor")
         return outs
 
     def on_call(self, message: dict) -> None:
@@ -238,16 +235,16 @@ class Runner:
                 return self.fail(ops_reason, started)
             return self.compiled(started, error, message["dump"])
         if error is not None:
-            return self.fail(_short(error), started, log=traceback.format_exc()[-4000:])
+            return self.fail(short_error(error), started, log=traceback.format_exc()[-4000:])
         try:
             outs = [self._validate(out, expects, inputs) for out, inputs, expects in results]
             self.kept = outs
             self.link.send({"kind": "outputs", "call": message["call"],
                             "outputs": [self._export(o, s.get("output_files")) for o, s in zip(outs, sets)]})
-        except Fail as exc:
+        except Refused as exc:
             return self.fail(str(exc), started)
         except BaseException as exc:  # noqa: BLE001
-            return self.fail(_short(exc), started, log=traceback.format_exc()[-4000:])
+            return self.fail(short_error(exc), started, log=traceback.format_exc()[-4000:])
         # After the outputs are out (a timed call's window is closing): the first line's own findings.
         if ops_reason:
             return self.fail(ops_reason, started)
@@ -283,9 +280,9 @@ class Runner:
 
         if not self.log.kernels:
             if error is not None:
-                reason = f"custom_kernel raised before any kernel compiled: {_short(error)}"
+                reason = f"custom_kernel raised before any kernel compiled: {short_error(error)}"
                 if "compil" in f"{type(error).__name__} {str(error)[:200]}".lower():
-                    reason = f"CompilationError: {_short(error)}"
+                    reason = f"CompilationError: {short_error(error)}"
                 return self.fail(reason, started, log="".join(traceback.format_exception(error))[-20000:])
             return self.fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit "
                              "kernels", started)
@@ -305,7 +302,7 @@ class Runner:
                         "fresh": self.log.fresh,
                         "calls_seconds": round(calls_done - started, 4), "describe_seconds": round(now - calls_done, 4),
                         "inputs_seconds": round(self.inputs_seconds, 4),
-                        "kernels": infos, "error": _short(error) if error is not None else ""})
+                        "kernels": infos, "error": short_error(error) if error is not None else ""})
 
     def _call_candidate(self, leaves, tree):
         """GPU MODE's candidates take the generated structure as one argument, evolve's the inputs in order."""
@@ -329,7 +326,7 @@ class Runner:
                 self._call_candidate(leaves, s.get("tree"))
                 done += 1
             except BaseException as exc:  # noqa: BLE001 - host code that reads its data, say: the GPU runner compiles
-                errors.append(_short(exc))
+                errors.append(short_error(exc))
         launchers = self._build_launchers() if message.get("launchers") else 0
         self.link.send({"kind": "precompiled", "seconds": round(time.perf_counter() - started, 4), "sets": done,
                         "kernels": len(self.log.kernels), "launchers": launchers, "error": errors[0] if errors else ""})
@@ -372,7 +369,7 @@ class Runner:
             try:
                 handlers[message["kind"]](message)
             except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the candidate's kernel broke
-                self.fail(f"crashed: {_short(exc)}", log=traceback.format_exc()[-4000:])
+                self.fail(f"crashed: {short_error(exc)}", log=traceback.format_exc()[-4000:])
 
 
 def main(argv) -> int:

@@ -154,3 +154,9 @@ class Link:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def short_error(exc: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message, at most 400 characters."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:400] if text else type(exc).__name__
