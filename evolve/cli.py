@@ -416,7 +416,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
 
     try:
         with Progress(config, archive) as progress:
-            summary = Search(config, archive, proposer, on_event=progress).run()
+            summary = Search(config, archive, proposer, on_event=progress, problem=loaded).run()
     except (ProblemError, LookupError, ArchiveError, ClusterError) as exc:
         _fail(str(exc.args[0]) if exc.args else str(exc))  # args[0]: a KeyError's str() adds quotes
     _print_summary(summary, archive, problem)

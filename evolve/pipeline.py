@@ -71,14 +71,14 @@ class Done:
 class ThreadLane:
     """A GPU (or the CPU) of this host: the harness's evaluate with the lane's card, in a thread of this process."""
 
-    def __init__(self, name: str, gpu: str | None, evaluate_fn, problem_path, options, probe_fn=None):
+    def __init__(self, name: str, gpu: str | None, evaluate_fn, problem, options, probe_fn=None):
         """options: the harness's EvalOptions, or a function (job, gpu) -> EvalOptions for options per candidate."""
         self.name, self.gpu = name, gpu
-        self._evaluate, self.problem_path, self._probe = evaluate_fn, problem_path, probe_fn
+        self._evaluate, self.problem, self._probe = evaluate_fn, problem, probe_fn  # a Problem, or its path
         self._options = options if callable(options) else (lambda job, gpu: replace(options, gpu=gpu))
 
     def evaluate(self, job: Job):
-        verdict = self._evaluate(job.path, self.problem_path, self._options(job, self.gpu))
+        verdict = self._evaluate(job.path, self.problem, self._options(job, self.gpu))
         reason = harness_fault(verdict)
         if reason:
             raise LaneFault(reason)

@@ -117,7 +117,7 @@ class Search:
     loop can run against another evaluator (a pool, a cluster) and be tested without one."""
 
     def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
-                 clock=time.monotonic, auditor=None, known_material: bool | None = None):
+                 clock=time.monotonic, auditor=None, known_material: bool | None = None, problem=None):
         self.config = config
         # the machine's kept verdicts of material (evolve/known.py) hold what the harness returned, nothing else, and
         # persist only where no runner can write the cache folder (Landlock), as the harness's own caches
@@ -125,7 +125,7 @@ class Search:
             else known_material
         self.archive = archive
         self.proposer = proposer
-        self.problem = load_problem(config.problem_dir)
+        self.problem = load_problem(problem or config.problem_dir)  # read once a run: the lanes are handed it too
         self.rng = random.Random(config.seed)
         trials = config.search.tuner_trials
         if trials is None:  # without a model the tuner is the whole search: let it cover a small space
@@ -190,7 +190,7 @@ class Search:
         cards = list(c.gpus) if c.gpus else visible_gpus() if gpu else []
         per = max(1, c.eval.per_gpu)
         named = [(f"gpu{card}", card) for card in cards] or [("cpu" if not gpu else "gpu", None)]
-        lanes = [ThreadLane(name if per == 1 else f"{name}.{i + 1}", card, self._evaluate, self.problem.path,
+        lanes = [ThreadLane(name if per == 1 else f"{name}.{i + 1}", card, self._evaluate, self.problem,
                             self._options, probe_gpu if card is not None and self._evaluate is harness_evaluate
                             else None)
                  for name, card in named for i in range(per)]

@@ -31,8 +31,9 @@ def detect(target) -> str:
 
 
 def load_problem(target) -> Problem:
-    """Read and validate a problem in any of the formats; raises ProblemError with what to fix."""
-    return load(target)
+    """Read and validate a problem in any of the formats (a Problem already read is returned as it is); raises
+    ProblemError with what to fix."""
+    return target if isinstance(target, Problem) else load(target)
 
 
 def load(target) -> Problem:
