@@ -12,8 +12,6 @@ best from the same card, close in time (fair promotion: the best is timed again 
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import os
 import random
@@ -33,13 +31,12 @@ from .harness import evaluate as harness_evaluate
 from .harness import jail
 from .harness.ladder import device_name
 from .harness import Verdict, load_problem
-from .knobs import KNOBS_DOC, Tuner, read_knobs
+from .knobs import Tuner, read_knobs
 from .knowledge import ContextIndex, Toolbox, project_context
-from .knowledge import references as knowledge_references
 from .lang import get as get_language
 from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
-from .proposer import ProblemView, ProgramView, PromptContext, Proposal
-from .render import ladder_lines
+from .prompt_context import Contexts
+from .proposer import PromptContext, Proposal
 
 
 @dataclass(frozen=True)
@@ -157,10 +154,9 @@ class Search:
         self.versions: dict = {}  # the packages' versions, as the run records them
         self.material_s = 0.0  # seconds from this session's start to the verdict of the problem's last own kernel
         self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
-        self._digests: dict[int, Future] = {}  # SASS digests of possible parents, made once each, off this thread
-        self._digest_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evolve-digest")
+        # what prompts are told, with the parents' SASS digests (made off this thread)
+        self.contexts = Contexts(archive, self.problem, get_language(config.eval.language or self.problem.languages[0]))
         self._composed: set[str] = set()  # hashes of composites already proposed
-        self.index = None  # the context folders' full-text index (knowledge.ContextIndex), with a model only
         self.profiler = None  # made at the first profile step; False once profiling is off for the run
         self.profiled_at = 0  # evaluations when profiling last ran
         self.retimed: list = []  # retime.Retimed of the end of the run, best first
@@ -172,6 +168,19 @@ class Search:
     @property
     def best(self) -> Candidate | None:
         return self.population.best
+
+    @property
+    def index(self):
+        """The context folders' full-text index (knowledge.ContextIndex), with a model only."""
+        return self.contexts.index
+
+    def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
+        """What a prompt built on `parent` is told (prompt_context.py), its digest waited for."""
+        return self.contexts.with_digest(self._context_now(parent, error), parent)
+
+    def _context_now(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
+        return self.contexts.context_now(parent, self.population.inspirations(parent) if parent else (), self.best,
+                                         self.run_id, error)
 
     def _admit(self, cand: Candidate, noise: float) -> None:
         if self.population.admit(cand, noise):
@@ -273,7 +282,7 @@ class Search:
             self._admit(evaluated, noise_of(verdict))
         self._measured[evaluated.id] = (self.clock(), verdict.gpu)
         if self.proposer is not None and evaluated.score is not None:  # a possible parent: its digest begins now
-            self._start_digest(evaluated, verdict.kernels)
+            self.contexts.start_digest(evaluated, verdict.kernels)
         self.emit({"kind": "candidate", "candidate": evaluated, "seconds": done.seconds, "best": self.best,
                    "lane": done.lane})
         if then is not None:
@@ -354,75 +363,6 @@ class Search:
         return cand
 
     # -- proposals --------------------------------------------------------------------------------------------------
-    def _start_digest(self, cand: Candidate, kernels) -> None:
-        """Begin the candidate's SASS digest: its files read here, disassembled in the digest's own thread, so the
-        loop hands out work meanwhile."""
-        if cand.id in self._digests:
-            return
-        from .digest import digest_files, read_files
-
-        try:
-            files = read_files(self.archive, cand.id)
-        except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
-            files = {}
-
-        def make() -> tuple:
-            return tuple(d.as_dict() for d in digest_files(files, kernels))
-
-        try:
-            self._digests[cand.id] = self._digest_pool.submit(make)
-        except RuntimeError:  # the run has ended (its threads stopped): made here
-            self._digests[cand.id] = done = Future()
-            try:
-                done.set_result(make())
-            except Exception as exc:  # noqa: BLE001 - as below
-                done.set_exception(exc)
-
-    def _digest(self, cand: Candidate, kernels) -> tuple[dict, ...]:
-        self._start_digest(cand, kernels)
-        try:
-            return self._digests[cand.id].result()
-        except Exception:  # noqa: BLE001 - as above
-            return ()
-
-    def _kernels(self, cand: Candidate) -> tuple:
-        verdict = self.archive.verdict(cand.id)
-        return verdict.kernels if verdict else ()
-
-    def _parent_reader(self, cand: Candidate):
-        """read_parent's answers for this parent: its digest, SASS, PTX, TTGIR or profile."""
-        def read(what: str, kernel=None) -> str:
-            if what == "digest":
-                digest = self._digest(cand, self._kernels(cand))
-                return json.dumps(digest, indent=1) if digest else \
-                    "no SASS digest for the current program (no compiler artifacts were kept for it)"
-            if what == "profile":
-                return self._profile_text(cand) or "the current program has not been profiled"
-            if what not in ("sass", "ptx", "ttgir"):
-                raise ValueError(f"what is one of digest, sass, ptx, ttgir, profile; not {what!r}")
-            stored = [a["name"] for a in self.archive.artifacts(cand.id)]
-            wanted = [n for n in stored if n.endswith(f".{what}") and (not kernel or str(kernel) in n)]
-            if what == "sass" and not wanted:
-                wanted = [n for n in stored if n.endswith(".cubin") and (not kernel or str(kernel) in n)]
-            if not wanted:
-                kinds = sorted({n.split("_", 1)[-1].rsplit(".", 1)[0] for n in stored if "_" in n})
-                return (f"no {what} kept for the current program" + (f" matching {kernel!r}" if kernel else "")
-                        + (f"; its kernels: {', '.join(kinds)}" if kinds else ""))
-            data = self.archive.artifact(cand.id, wanted[0]) or b""
-            if wanted[0].endswith(".cubin"):
-                from .harness.launches import disassemble
-
-                return disassemble(data) or "no cuobjdump here to read the cubin with"
-            others = f" ({len(wanted) - 1} more specializations: name one with kernel)" if len(wanted) > 1 else ""
-            return f"// {wanted[0]}{others}\n" + data.decode(errors="replace")
-        return read
-
-    def _profile_text(self, cand: Candidate) -> str:
-        from .profiling import render
-
-        found = self.archive.profile(cand.id)
-        return render(found["summary"]) if found and found["ok"] and found["summary"] else ""
-
     # -- profiles ---------------------------------------------------------------------------------------------------
     def profile_step(self) -> None:
         """Nsight Compute on the best few correct candidates not yet profiled on this device (GPU runs only)."""
@@ -506,55 +446,15 @@ class Search:
         self.archive.store_profile(cand.id, self.device, result, row["case"])
         self.emit({"kind": "profile", "candidate": cand, "result": result})
 
-    def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
-        return self._with_digest(self._context(parent, error), parent)
-
-    def _context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
-        """The prompt's context less the parent's digest and profile and the passages they pick (_with_digest), which
-        may wait seconds for a disassembler: read here, on the loop's thread, without waiting."""
-        def view(c: Candidate) -> ProgramView:
-            verdict = self.archive.verdict(c.id)
-            correctness = verdict and verdict.rung("correctness")
-            return ProgramView(source=c.source, fitness=c.fitness, score=c.score,
-                               ladder=tuple(ladder_lines(verdict)) if verdict else (), failed_rung=c.failed_rung,
-                               reason=c.reason, kernels=verdict.kernels if verdict else (),
-                               shapes=verdict.shapes if verdict else (),
-                               correctness=correctness.reason if correctness else None)
-
-        problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
-                              contract="\n".join(filter(None, [
-                                  get_language(self.config.eval.language or self.problem.languages[0]).prompt_contract(
-                                      self.problem.forbid_calls),
-                                  self.problem.contract])))
-        best = self.best and self.archive.verdict(self.best.id)
-        device = (best and best.device) or "unknown"
-        return PromptContext(problem=problem, device=device, knobs_doc=KNOBS_DOC,
-                             parent=view(parent) if parent else None,
-                             inspirations=tuple(view(c) for c in self.population.inspirations(parent)) if parent else (),
-                             error=error, hints=tuple(self.archive.hints(self.run_id)))
-
-    def _with_digest(self, context: PromptContext, parent: Candidate | None) -> PromptContext:
-        """The context with the parent's SASS digest and profile, and the context passages picked by the digest; waits
-        for the digest, so a proposal calls it in its own thread."""
-        digest = self._digest(parent, context.parent.kernels) if parent else ()
-        references = ()
-        if self.index is not None:
-            references = tuple(dataclasses.asdict(h) for h in knowledge_references(
-                self.index, self.problem.name, self.problem.description, digest))
-        if parent is not None:
-            context = dataclasses.replace(context, parent=dataclasses.replace(
-                context.parent, digest=digest, profile=self._profile_text(parent)))
-        return dataclasses.replace(context, references=references)
-
     def _ask(self, island: int) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""
         parent = self.population.pick_parent(island)
         template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
-        context = self._context(parent)
-        toolbox = Toolbox(self.index, self._parent_reader(parent) if parent else None) if self.index else None
+        context = self._context_now(parent)
+        toolbox = Toolbox(self.index, self.contexts.parent_reader(parent) if parent else None) if self.index else None
 
         def propose() -> Proposal:  # in the proposal's thread: the parent's digest may still be disassembling
-            return self.proposer.propose(template, self._with_digest(context, parent),
+            return self.proposer.propose(template, self.contexts.with_digest(context, parent),
                                          parent.source if parent else None, toolbox)
         future = self.pool.submit(propose)
         self.inflight.append(Pending(island, parent, future, tuple(h["id"] for h in context.hints)))
@@ -584,7 +484,7 @@ class Search:
         failure = verdict and verdict.failure
         log = failure.metrics.get("log") if failure else None
         context = self.context(cand, error=log or error)
-        toolbox = Toolbox(self.index, self._parent_reader(cand)) if self.index else None
+        toolbox = Toolbox(self.index, self.contexts.parent_reader(cand)) if self.index else None
         proposal = self.proposer.propose("repair", context, cand.source, toolbox)
         self.submit(then=self._repairer(island, left - 1),
                     **self._fields(proposal, (cand.id,), island, cand, tuple(h["id"] for h in context.hints)))
@@ -783,7 +683,7 @@ class Search:
             began = time.monotonic()
             folders = [project_context(), self.problem.folder / "context", *map(Path, c.context_dirs)]
             try:
-                self.index = ContextIndex(folders)
+                self.contexts.index = ContextIndex(folders)
             except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without
                 self.emit({"kind": "context_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
             else:
@@ -898,7 +798,7 @@ class Search:
                 pending.future.cancel()
         self.inflight.clear()
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self._digest_pool.shutdown(wait=False, cancel_futures=True)
+        self.contexts.close()
 
     # -- the launch audit -------------------------------------------------------------------------------------------
     def reported(self) -> tuple[Candidate | None, Candidate | None]:

@@ -1,0 +1,141 @@
+"""What a prompt is told: the PromptContext the templates read (prompts/*.j2), built from the archive, and the
+parent's SASS digest and the read_parent tool's answers.
+
+A digest disassembles the parent's cubins (seconds of CPU), so it starts when a possible parent's verdict is in and is
+made in a thread of its own; `context_now` is what the loop's thread builds without waiting, and `with_digest` adds the
+digest where a proposal's own thread can wait for it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from .archive import Archive, Candidate
+from .knobs import KNOBS_DOC
+from .knowledge import references as knowledge_references
+from .proposer import ProblemView, ProgramView, PromptContext
+from .render import ladder_lines
+
+
+class Contexts:
+    """The prompt contexts of one run's problem and candidate language."""
+
+    def __init__(self, archive: Archive, problem, language):
+        self.archive, self.problem, self.language = archive, problem, language
+        self.index = None  # the context folders' full-text index (knowledge.ContextIndex), with a model only
+        self._digests: dict[int, Future] = {}  # SASS digests of possible parents, made once each
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evolve-digest")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- the context ------------------------------------------------------------------------------------------------
+    def context(self, parent: Candidate | None, inspirations=(), best: Candidate | None = None, run_id: int = 0,
+                error: str | None = None) -> PromptContext:
+        return self.with_digest(self.context_now(parent, inspirations, best, run_id, error), parent)
+
+    def context_now(self, parent: Candidate | None, inspirations=(), best: Candidate | None = None, run_id: int = 0,
+                    error: str | None = None) -> PromptContext:
+        """The context less the parent's digest and profile and the passages they pick (with_digest), which may wait
+        seconds for a disassembler: read on the loop's thread, without waiting."""
+        problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
+                              contract="\n".join(filter(None, [self.language.prompt_contract(self.problem.forbid_calls),
+                                                               self.problem.contract])))
+        verdict = best and self.archive.verdict(best.id)
+        return PromptContext(problem=problem, device=(verdict and verdict.device) or "unknown", knobs_doc=KNOBS_DOC,
+                             parent=self._view(parent) if parent else None,
+                             inspirations=tuple(self._view(c) for c in inspirations) if parent else (),
+                             error=error, hints=tuple(self.archive.hints(run_id)))
+
+    def with_digest(self, context: PromptContext, parent: Candidate | None) -> PromptContext:
+        """The context with the parent's SASS digest and profile, and the context passages picked by the digest; waits
+        for the digest, so a proposal calls it in its own thread."""
+        digest = self.digest(parent, context.parent.kernels) if parent else ()
+        references = ()
+        if self.index is not None:
+            references = tuple(dataclasses.asdict(h) for h in knowledge_references(
+                self.index, self.problem.name, self.problem.description, digest))
+        if parent is not None:
+            context = dataclasses.replace(context, parent=dataclasses.replace(
+                context.parent, digest=digest, profile=self.profile_text(parent)))
+        return dataclasses.replace(context, references=references)
+
+    def _view(self, c: Candidate) -> ProgramView:
+        verdict = self.archive.verdict(c.id)
+        correctness = verdict and verdict.rung("correctness")
+        return ProgramView(source=c.source, fitness=c.fitness, score=c.score,
+                           ladder=tuple(ladder_lines(verdict)) if verdict else (), failed_rung=c.failed_rung,
+                           reason=c.reason, kernels=verdict.kernels if verdict else (),
+                           shapes=verdict.shapes if verdict else (),
+                           correctness=correctness.reason if correctness else None)
+
+    # -- the parent's digest and what read_parent answers -----------------------------------------------------------
+    def start_digest(self, cand: Candidate, kernels) -> None:
+        """Begin the candidate's SASS digest: its files read here, disassembled in the digest's own thread, so the
+        loop hands out work meanwhile."""
+        if cand.id in self._digests:
+            return
+        from .digest import digest_files, read_files
+
+        try:
+            files = read_files(self.archive, cand.id)
+        except Exception:  # noqa: BLE001 - a digest is a help for the prompt, never a reason to stop a run
+            files = {}
+
+        def make() -> tuple:
+            return tuple(d.as_dict() for d in digest_files(files, kernels))
+
+        try:
+            self._digests[cand.id] = self._pool.submit(make)
+        except RuntimeError:  # the run has ended (its threads stopped): made here
+            self._digests[cand.id] = done = Future()
+            try:
+                done.set_result(make())
+            except Exception as exc:  # noqa: BLE001 - as below
+                done.set_exception(exc)
+
+    def digest(self, cand: Candidate, kernels) -> tuple[dict, ...]:
+        self.start_digest(cand, kernels)
+        try:
+            return self._digests[cand.id].result()
+        except Exception:  # noqa: BLE001 - as above
+            return ()
+
+    def kernels(self, cand: Candidate) -> tuple:
+        verdict = self.archive.verdict(cand.id)
+        return verdict.kernels if verdict else ()
+
+    def parent_reader(self, cand: Candidate):
+        """read_parent's answers for this parent: its digest, SASS, PTX, TTGIR or profile."""
+        def read(what: str, kernel=None) -> str:
+            if what == "digest":
+                digest = self.digest(cand, self.kernels(cand))
+                return json.dumps(digest, indent=1) if digest else \
+                    "no SASS digest for the current program (no compiler artifacts were kept for it)"
+            if what == "profile":
+                return self.profile_text(cand) or "the current program has not been profiled"
+            if what not in ("sass", "ptx", "ttgir"):
+                raise ValueError(f"what is one of digest, sass, ptx, ttgir, profile; not {what!r}")
+            stored = [a["name"] for a in self.archive.artifacts(cand.id)]
+            wanted = [n for n in stored if n.endswith(f".{what}") and (not kernel or str(kernel) in n)]
+            if what == "sass" and not wanted:
+                wanted = [n for n in stored if n.endswith(".cubin") and (not kernel or str(kernel) in n)]
+            if not wanted:
+                kinds = sorted({n.split("_", 1)[-1].rsplit(".", 1)[0] for n in stored if "_" in n})
+                return (f"no {what} kept for the current program" + (f" matching {kernel!r}" if kernel else "")
+                        + (f"; its kernels: {', '.join(kinds)}" if kinds else ""))
+            data = self.archive.artifact(cand.id, wanted[0]) or b""
+            if wanted[0].endswith(".cubin"):
+                from .harness.launches import disassemble
+
+                return disassemble(data) or "no cuobjdump here to read the cubin with"
+            others = f" ({len(wanted) - 1} more specializations: name one with kernel)" if len(wanted) > 1 else ""
+            return f"// {wanted[0]}{others}\n" + data.decode(errors="replace")
+        return read
+
+    def profile_text(self, cand: Candidate) -> str:
+        from .profiling import render
+
+        found = self.archive.profile(cand.id)
+        return render(found["summary"]) if found and found["ok"] and found["summary"] else ""
