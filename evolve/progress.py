@@ -57,81 +57,16 @@ class Progress:
 
     def __call__(self, event: dict) -> None:
         kind = event["kind"]
-        line = None
         if kind == "start":
             self.run_id = event["run_id"]
-            line = f"run {self.run_id} {'resumed' if event['resumed'] else 'started'} " \
-                   f"({event['members']} correct kernels already in the archive)"
         elif kind == "candidate":
-            c = event["candidate"]
             self.counts["evaluated"] += 1
-            self.counts["correct"] += bool(c.ok)
+            self.counts["correct"] += bool(event["candidate"].ok)
             self.best = event.get("best") or self.best
-            line = candidate_line(event)
-        elif kind == "invalid":
-            self.counts["invalid"] += 1
-            line = candidate_line(event)
-        elif kind == "duplicate":
-            self.counts["duplicate"] += 1
-        elif kind == "resume":
-            line = f"re-evaluating #{event['candidate'].id}, in flight when the last run stopped"
-        elif kind == "compose":
-            plan, incumbent = event["plan"], event.get("incumbent")
-            versus = f" against the best's {incumbent.score:.3g}" if incumbent and incumbent.score else ""
-            line = (f"composing {', '.join(f'#{p}' for p in plan.parts)}: predicted {plan.predicted:.3g}{versus}; "
-                    f"rule {plan.rule}")
-        elif kind == "paused":
-            line = "paused (evolve pause): nothing new starts until `evolve resume`; calls in flight finish"
-        elif kind == "resumed":
-            line = f"resumed after {event['seconds'] / 60:.1f} min paused"
-        elif kind == "migrate":
-            line = f"migration: island sizes {event['islands']}"
-        elif kind == "context":
-            skipped = f", {event['skipped']} files left out (too large or not text)" if event["skipped"] else ""
-            line = (f"context: {event['chunks']} passages from {event['files']} files in "
-                    f"{', '.join(event['folders'])} indexed in {event['seconds']:.1f} s{skipped}")
-        elif kind == "retiming":
-            line = (f"re-timing {', '.join(f'#{i}' for i in event['ids'])} against each other, interleaved, "
-                    f"{event['rounds']} rounds")
-        elif kind == "retime":
-            figure = f"{event['figure']:.3f}" if event["figure"] is not None else f"failed ({event['reason']})"
-            line = f"  round {event['round']}: #{event['candidate_id']} {figure}"
-        elif kind == "lanes":
-            where = ", ".join(event["lanes"])
-            line = (f"evaluating on {where} (each benchmark alone on its card)" if event.get("gpu", True) else
-                    f"evaluating on {where}: no GPU, so each candidate runs under the Triton interpreter and its score "
-                    f"ranks the interpreter's work, not GPU speed")
-        elif kind == "lane_fault":
-            then = "queued again" if event["requeued"] else "left pending for --resume"
-            line = (f"lane {event['lane']} failed #{event['candidate']} for the harness's reasons ({event['reason']}); "
-                    f"the candidate is {then}; checking the card")
-        elif kind == "lane_back":
-            line = f"lane {event['lane']} passed its check and takes work again"
-        elif kind == "lane_retired":
-            line = f"lane {event['lane']} retired: its card failed every check"
-        elif kind == "unevaluated":
-            line = f"#{event['candidate'].id} was not evaluated ({event['reason']}); --resume evaluates it"
-        elif kind == "duel":
-            c, inc = event["candidate"], event["incumbent"]
-            line = (f"#{c.id} ({_score(c)}) beats the best #{inc.id} ({_score(inc)}), which was timed on another card or "
-                    f"long ago: timing #{inc.id} again on {event['lane']} before the win counts")
-        elif kind == "duel_result":
-            c, inc = event["candidate"], event["incumbent"]
-            now = f"{event['figure']:.3f}" if event["figure"] is not None else "no figure"
-            line = (f"#{inc.id} timed again: {now}; #{c.id}'s win " +
-                    ("holds" if event["holds"] else "does not hold (it stays a parent, not the best)"))
-        elif kind == "context_off":
-            line = f"no searchable context for this run: {event['reason']}"
-        elif kind == "retime_off":
-            line = f"re-timing stopped: {event['reason']}"
-        elif kind == "profile_off":
-            line = f"profiling off for this run: {event['reason']}"
-        elif kind == "audit":
-            line = f"#{event['candidate'].id}: {event['audit'].line}"
-        elif kind == "profile":
-            c, r = event["candidate"], event["result"]
-            line = (f"profiled #{c.id} on {r.summary.get('case')} in {r.seconds:.1f} s: {r.summary.get('verdict')}"
-                    if r.ok else f"profiling #{c.id} failed after {r.seconds:.1f} s: {r.message}")
+        elif kind in ("invalid", "duplicate"):
+            self.counts[kind] += 1
+        say = LINES.get(kind)
+        line = say(event) if say else None
         if line is None:
             return
         if self.live is not None:
@@ -170,3 +105,87 @@ class Progress:
         for line in self.recent:
             table.add_row("", line)
         return table
+
+
+# -- one line per event kind (None: counted, not said) -------------------------------------------------------------
+def _start(e) -> str:
+    return (f"run {e['run_id']} {'resumed' if e['resumed'] else 'started'} ({e['members']} correct kernels already in "
+            f"the archive)")
+
+
+def _compose(e) -> str:
+    plan, incumbent = e["plan"], e.get("incumbent")
+    versus = f" against the best's {incumbent.score:.3g}" if incumbent and incumbent.score else ""
+    return (f"composing {', '.join(f'#{p}' for p in plan.parts)}: predicted {plan.predicted:.3g}{versus}; "
+            f"rule {plan.rule}")
+
+
+def _context(e) -> str:
+    skipped = f", {e['skipped']} files left out (too large or not text)" if e["skipped"] else ""
+    return (f"context: {e['chunks']} passages from {e['files']} files in {', '.join(e['folders'])} indexed in "
+            f"{e['seconds']:.1f} s{skipped}")
+
+
+def _retime(e) -> str:
+    figure = f"{e['figure']:.3f}" if e["figure"] is not None else f"failed ({e['reason']})"
+    return f"  round {e['round']}: #{e['candidate_id']} {figure}"
+
+
+def _lanes(e) -> str:
+    where = ", ".join(e["lanes"])
+    return (f"evaluating on {where} (each benchmark alone on its card)" if e.get("gpu", True) else
+            f"evaluating on {where}: no GPU, so each candidate runs under the Triton interpreter and its score "
+            f"ranks the interpreter's work, not GPU speed")
+
+
+def _lane_fault(e) -> str:
+    then = "queued again" if e["requeued"] else "left pending for --resume"
+    return (f"lane {e['lane']} failed #{e['candidate']} for the harness's reasons ({e['reason']}); the candidate is "
+            f"{then}; checking the card")
+
+
+def _duel(e) -> str:
+    c, inc = e["candidate"], e["incumbent"]
+    return (f"#{c.id} ({_score(c)}) beats the best #{inc.id} ({_score(inc)}), which was timed on another card or "
+            f"long ago: timing #{inc.id} again on {e['lane']} before the win counts")
+
+
+def _duel_result(e) -> str:
+    c, inc = e["candidate"], e["incumbent"]
+    now = f"{e['figure']:.3f}" if e["figure"] is not None else "no figure"
+    return (f"#{inc.id} timed again: {now}; #{c.id}'s win " +
+            ("holds" if e["holds"] else "does not hold (it stays a parent, not the best)"))
+
+
+def _profile(e) -> str:
+    c, r = e["candidate"], e["result"]
+    return (f"profiled #{c.id} on {r.summary.get('case')} in {r.seconds:.1f} s: {r.summary.get('verdict')}"
+            if r.ok else f"profiling #{c.id} failed after {r.seconds:.1f} s: {r.message}")
+
+
+LINES = {
+    "start": _start,
+    "candidate": candidate_line,
+    "invalid": candidate_line,
+    "resume": lambda e: f"re-evaluating #{e['candidate'].id}, in flight when the last run stopped",
+    "compose": _compose,
+    "paused": lambda e: "paused (evolve pause): nothing new starts until `evolve resume`; calls in flight finish",
+    "resumed": lambda e: f"resumed after {e['seconds'] / 60:.1f} min paused",
+    "migrate": lambda e: f"migration: island sizes {e['islands']}",
+    "context": _context,
+    "retiming": lambda e: (f"re-timing {', '.join(f'#{i}' for i in e['ids'])} against each other, interleaved, "
+                           f"{e['rounds']} rounds"),
+    "retime": _retime,
+    "lanes": _lanes,
+    "lane_fault": _lane_fault,
+    "lane_back": lambda e: f"lane {e['lane']} passed its check and takes work again",
+    "lane_retired": lambda e: f"lane {e['lane']} retired: its card failed every check",
+    "unevaluated": lambda e: f"#{e['candidate'].id} was not evaluated ({e['reason']}); --resume evaluates it",
+    "duel": _duel,
+    "duel_result": _duel_result,
+    "context_off": lambda e: f"no searchable context for this run: {e['reason']}",
+    "retime_off": lambda e: f"re-timing stopped: {e['reason']}",
+    "profile_off": lambda e: f"profiling off for this run: {e['reason']}",
+    "audit": lambda e: f"#{e['candidate'].id}: {e['audit'].line}",
+    "profile": _profile,
+}
