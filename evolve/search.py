@@ -36,6 +36,7 @@ from .knowledge import ContextIndex, Toolbox, project_context
 from .lang import get as get_language
 from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
 from .prompt_context import Contexts
+from .rounds import Rounds
 from .proposer import PromptContext, Proposal
 
 
@@ -157,11 +158,8 @@ class Search:
         # what prompts are told, with the parents' SASS digests (made off this thread)
         self.contexts = Contexts(archive, self.problem, get_language(config.eval.language or self.problem.languages[0]))
         self._composed: set[str] = set()  # hashes of composites already proposed
-        self.profiler = None  # made at the first profile step; False once profiling is off for the run
+        self.rounds = Rounds(config, archive, self.problem, self.work, self.emit, auditor)  # profiles, re-timing, audit
         self.profiled_at = 0  # evaluations when profiling last ran
-        self.retimed: list = []  # retime.Retimed of the end of the run, best first
-        self.auditor = auditor  # launch_audit.Auditor, made at the end of the run where none was given
-        self.audited = None  # launch_audit.Picked: the reported best and its launch audit (audit_step)
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
@@ -363,46 +361,16 @@ class Search:
         return cand
 
     # -- proposals --------------------------------------------------------------------------------------------------
-    # -- profiles ---------------------------------------------------------------------------------------------------
-    def profile_step(self) -> None:
-        """Nsight Compute on the best few correct candidates not yet profiled on this device (GPU runs only)."""
-        top = self.config.profile.top
-        if top <= 0 or self.profiler is False:
-            return
-        done = self.archive.profiled(self.device)
-        chosen = [c for c in self.population.ranked() if c.ok and c.fitness is not None and c.id not in done][:top]
-        if not chosen:  # nothing timed on a GPU (a CPU run, or none correct yet): no profiler to look for, or to miss
-            return
-        from .profiling import Profiler
+    # -- the rounds beside the search (rounds.py) --------------------------------------------------------------------
+    def _first_gpu(self) -> str | None:
+        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
+        return getattr(lane, "gpu", None)
 
-        if self.profiler is None:
-            self.profiler = Profiler(allow_root=self.config.profile.as_root, timeout_s=self.config.profile.timeout_s)
-        if self.profiler.unavailable:
-            self.emit({"kind": "profile_off", "reason": self.profiler.unavailable})
-            self.profiler = False
-            return
-        for cand in chosen:
-            try:
-                self._profile_one(cand)
-            except Exception as exc:  # noqa: BLE001 - a profile is advice: the run goes on without it
-                self.emit({"kind": "profile_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
-                self.profiler = False
-            if self.profiler is not False and self.profiler.unavailable:  # e.g. no permission for the counters
-                self.emit({"kind": "profile_off", "reason": self.profiler.unavailable})
-                self.profiler = False
-            if self.profiler is False:
-                return
+    def profile_step(self) -> None:
+        self.rounds.profile(self.population.ranked(), self.device, self._first_gpu())
 
     def retime_step(self) -> list:
-        """On a GPU: the best few correct candidates of the population re-timed against each other, interleaved."""
-        from .retime import retime
-
-        top = self.config.retime_top
-        chosen = [c for c in self.population.ranked() if c.ok and c.source][:top] if top >= 2 else []
-        verdict = self.archive.verdict(chosen[0].id) if chosen else None
-        if len(chosen) < 2 or verdict is None or verdict.mode != "gpu":
-            return []
-        self.emit({"kind": "retiming", "ids": [c.id for c in chosen], "rounds": self.config.retime_rounds})
+        """On a GPU, at the end: the best few re-timed against each other, on the first lane's card."""
         lane = self.pipeline.lanes[0] if self.pipeline is not None else None
         if lane is not None and not hasattr(lane, "gpu"):  # a cluster's lane: on its node, through the lane
             from .pipeline import Job
@@ -412,39 +380,10 @@ class Search:
         else:
             evaluate = self._evaluate
         options = replace(self.config.eval, gpu=getattr(lane, "gpu", None), sass=False)  # the first lane's card
-        try:
-            results = retime(self.archive, self.run_id, chosen, evaluate, self.problem.path, options, self.work,
-                             self.config.retime_rounds, score_of, self.emit)
-        except Exception as exc:  # noqa: BLE001 - a lane fault: the re-timing is evidence, the run is done
-            self.emit({"kind": "retime_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
-            return []
-        self.retimed = results
-        return results
+        return self.rounds.retime(self.population.ranked(), self.run_id, evaluate, options, score_of)
 
-    def _profile_one(self, cand: Candidate) -> None:
-        from .profiling import choose_case
-
-        verdict = self.archive.verdict(cand.id)
-        if verdict is None or verdict.mode != "gpu":
-            return
-        labels = [case.label for case in self.problem.benchmarks]
-        index = choose_case(list(verdict.shapes))
-        if index is None or verdict.shapes[index]["case"] not in labels:
-            return
-        row = verdict.shapes[index]
-        peaks = verdict.rung("roofline").metrics.get("peaks") or {}
-        kind = None
-        if row.get("bound_ms") and row.get("bytes_per_s") and peaks.get("bandwidth"):
-            memory_ms = row["bytes_per_s"] * row["ms"] * 1e-3 / peaks["bandwidth"] * 1e3
-            kind = "memory" if memory_ms >= 0.999 * row["bound_ms"] else "compute"
-        path = self.work / f"profile_{cand.id}.py"
-        path.write_text(cand.source)
-        beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
-        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
-        result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]), beside=beside,
-                                       bound_kind=kind, case_label=row["case"], gpu=getattr(lane, "gpu", None))
-        self.archive.store_profile(cand.id, self.device, result, row["case"])
-        self.emit({"kind": "profile", "candidate": cand, "result": result})
+    def audit_step(self) -> None:
+        self.rounds.audit(self.device, lambda: self.reported()[0], self._first_gpu())
 
     def _ask(self, island: int) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""
@@ -814,40 +753,13 @@ class Search:
             return held, top
         return top, None
 
-    def audit_step(self) -> None:
-        """The launch audit of the run's best (launch_audit.py); one that fails is left out and the next best is
-        audited, up to launch_audit.TRIES of them."""
-        from .launch_audit import pick
-
-        self.audited = pick(self.archive, self.device, lambda: self.reported()[0], self._audit_one)
-        for cand, audit in self.audited.failed:
-            self.emit({"kind": "audit", "candidate": cand, "audit": audit})
-        if self.audited.best is not None:
-            self.emit({"kind": "audit", "candidate": self.audited.best, "audit": self.audited.audit})
-
-    def _audit_one(self, cand: Candidate):
-        from .harness.ladder import gpu_available
-        from .launch_audit import NEEDS_GPU, NOT_RUN, Audit, Auditor, allowed_names
-
-        verdict = self.archive.verdict(cand.id)
-        if verdict is None or verdict.mode != "gpu":
-            return Audit(NOT_RUN, NEEDS_GPU)
-        if self.auditor is None:
-            if not gpu_available():  # a cluster's driver: the lanes' cards are elsewhere
-                return Audit(NOT_RUN, "no GPU on this machine (the run's lanes were elsewhere)")
-            self.auditor = Auditor()
-        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
-        beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
-        return self.auditor.audit(cand.source, self.problem.path, allowed_names(verdict, cand.source), beside=beside,
-                                  gpu=getattr(lane, "gpu", None))
-
     def summary(self, stop: str) -> Summary:
         from .launch_audit import recorded
 
         seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]
         everything = self.archive.candidates(self.run_id)
         best, near_tie = self.reported()
-        picked = self.audited
+        picked = self.rounds.audited
         if picked is not None and (picked.best is None or best is None or picked.best.id == best.id):
             best, audit, failed = picked.best, picked.audit, picked.failed
         else:  # not audited in this session (interrupted): what the archive knows
@@ -859,6 +771,6 @@ class Search:
             correct=sum(bool(c.ok) for c in everything), best=best,
             seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
             cost=self.archive.spend(self.run_id)["cost"], seconds=self.clock() - self.started,
-            db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.retimed), audit=audit,
+            db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.rounds.retimed), audit=audit,
             audit_failed=failed,
         )
