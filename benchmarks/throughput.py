@@ -18,7 +18,9 @@ fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu`
 above 0%, and their mean; the host's CPU busy share is read from /proc/stat every second over all its cores (an
 evaluation's imports, compiles and host code are CPU work: where it nears 100%, cores bound the rate). A last line splits the GPU crew's set-up (the wait for its job, its warm-up, the
 measurer's connect, lease wait and calibrations), where most of "the rest" goes, and the parent's CPU seconds
-spent reading each evaluation's memory from /proc (memory_poll_s). The seed's fitness is reported from the first candidate (the seed itself), so before/after
+spent reading each evaluation's memory from /proc (memory_poll_s). With several lanes on a card, a last line gives
+the rate the card's timing lease allows (each evaluation's time holding it, l, and working outside it, w: at most
+N / (w + N l) a second with N side by side, since all stand still while one holds it; 1 / l with any number). The seed's fitness is reported from the first candidate (the seed itself), so before/after
 figures can be compared with the same script.
 """
 from __future__ import annotations
@@ -217,7 +219,7 @@ def main():
     n = len(cands)
     lanes = lanes_seen[0]["lanes"] if lanes_seen else ["?"]
     cards = len({lane.split(".")[0] for lane in lanes})  # --per-gpu N: lanes gpu0.1 .. gpu0.N share card 0
-    held = sum(lease.held_s for lease in all_leases())
+    held = lease_s = sum(lease.held_s for lease in all_leases())
     print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)},"
           f" instant proposer{', no fork server' if args.no_fork_server else ''}, {time.strftime('%Y-%m-%d')}"
           f"{'' if not summary.interrupted else ', interrupted'}")
@@ -260,6 +262,15 @@ def main():
               f"also measured the card's peaks and baselines on a fresh machine): "
               f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour, lanes idle "
               f"{steady_idle:.0%} until the last start")
+    per_card = len(lanes) // cards if cards else 0
+    if n and lease_s and per_card > 1:
+        # N evaluations share a card; each works w s outside the lease and holds it l s, and all stand still while
+        # one holds it: the card delivers at most N / (w + N l) evaluations a second, and 1 / l however many share it
+        lease_per = lease_s / n
+        outside = statistics.mean(eval_wall) - statistics.mean(split["stopped"]) - lease_per
+        print(f"under the timing lease: each evaluation held it {lease_per:.2f} s and worked {outside:.2f} s outside "
+              f"it, so a card gives at most {3600 * per_card / (outside + per_card * lease_per):.0f} per GPU-hour "
+              f"with {per_card} side by side, and {3600 / lease_per:.0f} with any number")
 
 
 
