@@ -49,9 +49,20 @@ def harness_fault(verdict) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Retiming:
+    """The key of a job that times an archived kernel again rather than a new candidate: a duel's incumbent beside
+    the challenger `of`, or a file of the end-of-run re-timing."""
+    purpose: str  # "duel" or "retime"
+    of: int | str
+
+    def __str__(self) -> str:
+        return f"{self.purpose} {self.of}"
+
+
 @dataclass
 class Job:
-    cand_id: object  # the caller's key: a candidate id, or any other hashable for work of its own
+    cand_id: int | Retiming  # the candidate's id, or the re-timing it is
     path: Path
     seq: int
     lane: str | None = None  # only this lane may take it (a re-timing that must share a card with another)
@@ -61,7 +72,7 @@ class Job:
 
 @dataclass(frozen=True)
 class Done:
-    cand_id: int
+    cand_id: int | Retiming
     verdict: object | None  # harness Verdict; None when no lane could evaluate it
     seconds: float  # the lane's time for it
     lane: str

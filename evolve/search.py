@@ -34,6 +34,7 @@ from .harness import Verdict, load_problem
 from .knobs import Tuner, read_knobs
 from .knowledge import ContextIndex, Toolbox, project_context
 from .lang import get as get_language
+from .pipeline import Retiming
 from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
 from .prompt_context import Contexts
 from .rounds import Rounds
@@ -139,7 +140,7 @@ class Search:
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
         self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
         self._measured: dict[int, tuple] = {}  # candidate id -> (clock, card UUID) of its evaluation in this process
-        self._duels: dict[tuple, tuple] = {}  # ("duel", challenger id) -> (challenger, incumbent, noise)
+        self._duels: dict[Retiming, tuple] = {}  # Retiming("duel", challenger id) -> (challenger, incumbent, noise)
         self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
         self.run_id = 0
         self.evaluated = 0
@@ -251,7 +252,7 @@ class Search:
         done = self.pipeline.collect(timeout)
         if done is None:
             return False
-        if isinstance(done.cand_id, tuple):  # ("duel", child id): an incumbent re-timed beside its challenger
+        if isinstance(done.cand_id, Retiming):  # a duel: an incumbent re-timed beside its challenger
             self._settle(done)
             return True
         cand, then = self._waiting.pop(done.cand_id)
@@ -304,7 +305,7 @@ class Search:
     def _duel(self, cand: Candidate, incumbent: Candidate, verdict: Verdict, lane: str) -> None:
         """Time the incumbent again on the lane that just measured the challenger, next on that card; the
         challenger joins the population when the figure is in (_settle)."""
-        key = ("duel", cand.id)
+        key = Retiming("duel", cand.id)
         path = self.work / f"duel_{cand.id}_{incumbent.id}.py"
         path.write_text(incumbent.source)
         self._duels[key] = (cand, incumbent, noise_of(verdict))
@@ -376,7 +377,7 @@ class Search:
             from .pipeline import Job
 
             def evaluate(path, problem, options):
-                return lane.evaluate(Job(("retime", Path(path).name), Path(path), 0))
+                return lane.evaluate(Job(Retiming("retime", Path(path).name), Path(path), 0))
         else:
             evaluate = self._evaluate
         options = replace(self.config.eval, gpu=getattr(lane, "gpu", None), sass=False)  # the first lane's card
