@@ -81,139 +81,143 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
 
     on_rung(RungResult) is called as each rung is decided (for live progress).
     """
-    problem = load_problem(problem_dir)
-    candidate = Path(candidate).resolve()
-    mode = "gpu" if options.device == "cuda" or (options.device == "auto" and gpu_available()) else "cpu"
-    secret = secrets.randbits(62)
-    cache = Path(options.cache_dir)
-    trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
-    facts = {"device": None, "versions": {}, "setup": [], "jail": None, "work": (), "uuid": None}
-    rungs: dict[str, RungResult] = {}  # decided so far, by name
-    state = {"peaks": None, "spawned": 0.0, "lost": None, "crew": None, "kept": None, "restored": 0, "first": None,
-             "ran": 0.0}
-    began = time.time()
+    evaluation = _Evaluation(Path(candidate).resolve(), load_problem(problem_dir), options, on_rung)
+    if evaluation.screen():
+        evaluation.run()
+    return evaluation.verdict()
 
-    def decide(rung: RungResult) -> None:
-        if rung.name in rungs:
+
+@dataclass
+class _Said:
+    """What the measurer said of itself, for the verdict."""
+    device: str | None = None
+    versions: dict = field(default_factory=dict)
+    jail: str | None = None
+    uuid: str | None = None
+    setup: list = field(default_factory=list)  # its set-up records, with the parent's own figures added
+    peaks: dict | None = None  # the card's peaks as it measured or took them
+    lost: dict | None = None  # the runner it lost, and at which rung
+
+
+class _Evaluation:
+    """One candidate's evaluation as the parent sees it: the rungs decided so far, one verdict per rung, and what
+    the measurer said."""
+
+    def __init__(self, candidate: Path, problem, options: EvalOptions, on_rung=None):
+        self.candidate, self.problem, self.options, self.on_rung = candidate, problem, options, on_rung
+        self.mode = "gpu" if options.device == "cuda" or (options.device == "auto" and gpu_available()) else "cpu"
+        self.secret = secrets.randbits(62)
+        self.cache = Path(options.cache_dir)
+        self.trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
+        self.rungs: dict[str, RungResult] = {}  # decided so far, by name
+        self.said = _Said()
+        self.crew: Crew | None = None
+        self.work: tuple = ()  # the crew's folder, kept for a look (EvalOptions.keep_work)
+        self.first = None  # the card's first calibration turn, where this evaluation waits for or takes it
+        self.spawned = self.ran = 0.0  # when the job went to the crew, and when its verdict was in
+        self.began = time.time()
+
+    def decide(self, rung: RungResult) -> None:
+        if rung.name in self.rungs:
             return  # one verdict per rung
-        rungs[rung.name] = rung
-        if on_rung:
-            on_rung(rung)
+        self.rungs[rung.name] = rung
+        if self.on_rung:
+            self.on_rung(rung)
 
-    def on_message(message: dict) -> None:
-        kind = message["kind"]
-        if kind == "rung":
-            figures = dict(message["metrics"]) if isinstance(message["metrics"], dict) else {}
-            party = getattr(state["crew"], "party", None)
-            if party is not None:  # the part of the rung's seconds this parent saw it stopped (--per-gpu)
-                now = time.monotonic()
-                stopped = party.stopped_between(now - max(message["seconds"], 0.0), now)
-                if stopped > 0:
-                    figures["stopped_s"] = round(stopped, 3)
-            decide(RungResult(message["name"], "ok" if message["ok"] else "failed", message["reason"],
-                              message["seconds"], figures))
-        elif kind == "device":
-            facts["device"] = message["device"]
-            facts["versions"] = {"torch": message["torch"], "triton": message["triton"]}
-            facts["jail"] = message["jail"]
-            facts["uuid"] = message["uuid"] or None
-        elif kind == "setup":
-            if state["first"] is not None:  # its calibrations are kept: the card's other evaluations may start
-                state["first"].set()
-            facts["setup"].append({"mode": mode, "wait_s": round(message["job_at"] - state["spawned"], 3),
-                                   "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
-                                   "prepare_s": message["prepare_s"], "gpu": options.gpu,
-                                   **({"prepare_split": message["prepare_split"]}
-                                      if isinstance(message["prepare_split"], dict) else {})})
-        elif kind == "peaks":
-            state["peaks"] = message
-            if not message["cached"]:  # measured, or re-checked: each peak the highest seen, and when
-                kept = _load(cache, trusted, "peaks.json").get(message["key"])
-                measured = {"bandwidth": message["bandwidth"], "flops": message["flops"]}
-                _store(cache, trusted, message["key"], {**peak_cache.highest(kept, measured), "checked": time.time()})
-        elif kind == "baseline":
-            entry = dict(_load(cache, trusted, "baselines.json").get(message["key"]) or {})
-            entry[message["case"]] = {k: message[k] for k in ("torch_ms", "compile_ms", "compile_error")
-                                      if message[k] is not None}
-            _store(cache, trusted, message["key"], entry, "baselines.json")
-        elif kind == "plan":
-            entry = dict(_load(cache, trusted, "plans.json").get(message["key"]) or {})
-            _store(cache, trusted, message["key"], _fastest_plan(entry, message), "plans.json")
-        elif kind == "runner_lost":
-            state["lost"] = message
+    # -- what the measurer says, as it says it ----------------------------------------------------------------------
+    def on_message(self, message: dict) -> None:
+        handle = {"rung": self._rung, "device": self._device, "setup": self._setup, "peaks": self._peaks,
+                  "baseline": self._baseline, "plan": self._plan}.get(message["kind"])
+        if handle is not None:
+            handle(message)
+        elif message["kind"] == "runner_lost":
+            self.said.lost = message
 
-    # The static check needs no process: a rejected file costs milliseconds.
-    started = time.perf_counter()
-    try:
-        language = options.language or problem.languages[0]
-        problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"] \
-            if language not in problem.languages else \
-            screen(candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
-                   problem.extra.get("allow_modules", ()), language)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
-        problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
-    if problems:
-        decide(RungResult("load", "failed", summary(problems), time.perf_counter() - started,
-                          {"violations": problems}))
-    else:
+    def _rung(self, message: dict) -> None:
+        figures = dict(message["metrics"]) if isinstance(message["metrics"], dict) else {}
+        party = getattr(self.crew, "party", None)
+        if party is not None:  # the part of the rung's seconds this parent saw it stopped (--per-gpu)
+            now = time.monotonic()
+            stopped = party.stopped_between(now - max(message["seconds"], 0.0), now)
+            if stopped > 0:
+                figures["stopped_s"] = round(stopped, 3)
+        self.decide(RungResult(message["name"], "ok" if message["ok"] else "failed", message["reason"],
+                               message["seconds"], figures))
+
+    def _device(self, message: dict) -> None:
+        self.said.device = message["device"]
+        self.said.versions = {"torch": message["torch"], "triton": message["triton"]}
+        self.said.jail = message["jail"]
+        self.said.uuid = message["uuid"] or None
+
+    def _setup(self, message: dict) -> None:
+        if self.first is not None:  # its calibrations are kept: the card's other evaluations may start
+            self.first.set()
+        self.said.setup.append({"mode": self.mode, "wait_s": round(message["job_at"] - self.spawned, 3),
+                                "warm_s": message["warm_s"], "runner_warm_s": message["runner_warm_s"],
+                                "prepare_s": message["prepare_s"], "gpu": self.options.gpu,
+                                **({"prepare_split": message["prepare_split"]}
+                                   if isinstance(message["prepare_split"], dict) else {})})
+
+    def _peaks(self, message: dict) -> None:
+        self.said.peaks = message
+        if not message["cached"]:  # measured, or re-checked: each peak the highest seen, and when
+            kept = _load(self.cache, self.trusted, "peaks.json").get(message["key"])
+            measured = {"bandwidth": message["bandwidth"], "flops": message["flops"]}
+            _store(self.cache, self.trusted, message["key"],
+                   {**peak_cache.highest(kept, measured), "checked": time.time()})
+
+    def _baseline(self, message: dict) -> None:
+        entry = dict(_load(self.cache, self.trusted, "baselines.json").get(message["key"]) or {})
+        entry[message["case"]] = {k: message[k] for k in ("torch_ms", "compile_ms", "compile_error")
+                                  if message[k] is not None}
+        _store(self.cache, self.trusted, message["key"], entry, "baselines.json")
+
+    def _plan(self, message: dict) -> None:
+        entry = dict(_load(self.cache, self.trusted, "plans.json").get(message["key"]) or {})
+        _store(self.cache, self.trusted, message["key"], _fastest_plan(entry, message), "plans.json")
+
+    # -- the rungs ----------------------------------------------------------------------------------------------------
+    def screen(self) -> bool:
+        """The static check, which needs no process (a rejected file costs milliseconds); whether it passed."""
+        problem, options = self.problem, self.options
+        started = time.perf_counter()
+        try:
+            language = options.language or problem.languages[0]
+            problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"] \
+                if language not in problem.languages else \
+                screen(self.candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
+                       problem.extra.get("allow_modules", ()), language)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
+            problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
+        if problems:
+            self.decide(RungResult("load", "failed", summary(problems), time.perf_counter() - started,
+                                   {"violations": problems}))
+        return not problems
+
+    def run(self) -> None:
+        """The rest of the ladder in the crew's processes; a rung they left undecided is failed with the reason."""
+        options = self.options
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
-        crew = (SPARES.take(mode, str(cache), options.gpu, options.threads, options.fork_server) if options.prewarm
-                else Crew(mode, str(cache), options.gpu, options.threads, options.fork_server))
-        state["crew"] = crew
+        crew = self.crew = (SPARES.take(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server)
+                            if options.prewarm else
+                            Crew(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server))
         try:
-            shutil.copyfile(candidate, crew.candidate_path())
-            os.chmod(crew.candidate_path(), 0o644)  # a runner that gave up root reads it too
-            for name in problem.extra.get("beside", ()):  # files the format lets a candidate import (GPU MODE task.py)
-                if (problem.folder / name).is_file():
-                    shutil.copyfile(problem.folder / name, crew.candidate_path().parent / name)
-                    os.chmod(crew.candidate_path().parent / name, 0o644)
-            driver = cache / "triton-driver"
-            if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
-                compiled.copy_cache(str(driver), str(crew.triton_cache()), crew.runner_uid)
-            if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
-                beside = [problem.folder / name for name in problem.extra.get("beside", ())
-                          if (problem.folder / name).is_file()]
-                state["kept"] = compiled.source_key(candidate, beside, mode, _versions())
-                state["restored"] = compiled.restore(cache, state["kept"], crew.triton_caches(), crew.runner_uid)
-            if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
-                state["first"] = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
-            job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
-                   "secret": secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
-                   "dump": (True if options.sass else "files") if options.dump_dir else False,
-                   "peaks": _load(cache, trusted, "peaks.json"),
-                   "baselines": _load(cache, trusted, "baselines.json"),
-                   "plans": _load(cache, trusted, "plans.json")}
-            state["spawned"] = time.time()
-            if options.prewarm:  # the next evaluation's processes start up while this one runs
-                SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server)
-            result = crew.run(job, options.timeout_s, options.max_rss_gb, on_message)
-            state["ran"] = time.time()
-            if crew.party is not None and facts["setup"]:  # time stopped for other evaluations' leases, for the record
-                facts["setup"][-1]["stopped_s"] = round(crew.party.stopped_s, 3)
-                facts["setup"][-1]["memory_poll_s"] = round(result.memory_poll_s, 3)
-            if state["kept"]:
-                if facts["setup"]:
-                    facts["setup"][-1]["compiled_restored"] = state["restored"]
-                compiled.keep(cache, state["kept"], crew.triton_cache())
-            if crew.party is not None and crew.party.evicted:
-                raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
-                              "queued before the stop kept the card busy)")
-            if options.dump_dir:
-                _copy_dumps(crew.work, Path(options.dump_dir))
+            result = self._run_crew(crew)
         finally:
-            if state["first"] is not None:
-                state["first"].set()
+            if self.first is not None:
+                self.first.set()
             if options.keep_work:
-                facts["work"] = (str(crew.work),)
+                self.work = (str(crew.work),)
             else:
                 crew.discard()
-            if facts["setup"] and state["ran"]:  # the parent's own time before the job and after the verdict
-                facts["setup"][-1]["before_s"] = round(state["spawned"] - began, 3)
-                facts["setup"][-1]["after_s"] = round(time.time() - state["ran"], 3)
-        pending = [name for name in RUNGS[:-1] if name not in rungs]
-        if pending and not any(r.failed for r in rungs.values()):
-            lost = state["lost"]
+            if self.said.setup and self.ran:  # the parent's own time before the job and after the verdict
+                self.said.setup[-1]["before_s"] = round(self.spawned - self.began, 3)
+                self.said.setup[-1]["after_s"] = round(time.time() - self.ran, 3)
+        pending = [name for name in RUNGS[:-1] if name not in self.rungs]
+        if pending and not any(r.failed for r in self.rungs.values()):
+            lost = self.said.lost
             if lost is not None and result.finished:
                 reason = result.death(options.timeout_s, options.max_rss_gb, lost["runner"])
                 rung = lost["rung"] if lost["rung"] in pending else pending[0]
@@ -221,27 +225,76 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
                 reason, rung = result.death(options.timeout_s, options.max_rss_gb), pending[0]
             else:
                 reason, rung = "the evaluation ended without deciding this rung", pending[0]
-            decide(RungResult(rung, "failed", reason, result.seconds))
-    shapes, fitness = (), None
-    if all(r.ok for r in rungs.values()) and "benchmark" in rungs:
-        roofline, shapes, fitness = _roofline(rungs["benchmark"], state["peaks"], mode)
-        decide(roofline)
-    failed, ladder = False, []
-    for name in RUNGS:
-        rung = rungs.get(name) or RungResult(name, "skipped", "skipped: an earlier rung failed" if failed or rungs
-                                             else "skipped")
-        ladder.append(rung)
-        failed = failed or rung.failed
-    return Verdict(problem=problem.name, candidate=str(candidate), mode=mode,
-                   # no measurer reported a device (the static check rejected the file, or it died first): the mode,
-                   # not a name remembered from another verdict
-                   device=facts["device"] or ("cuda" if mode == "gpu" else "cpu"),
-                   rungs=tuple(ladder), fitness=fitness, shapes=shapes, secret=secret,
-                   versions=facts["versions"] or _versions(), setup=tuple(facts["setup"]),
-                   jail=_jail_note(facts["jail"] or (f"landlock ABI {jail.abi_version()}" if trusted else "none"),
-                                   state["crew"]),
-                   work=facts["work"], gpu=facts["uuid"])
+            self.decide(RungResult(rung, "failed", reason, result.seconds))
 
+    def _run_crew(self, crew):
+        """Hand the crew the candidate (and what earlier evaluations kept for it) and its job; its result."""
+        problem, options, cache, trusted, mode = self.problem, self.options, self.cache, self.trusted, self.mode
+        shutil.copyfile(self.candidate, crew.candidate_path())
+        os.chmod(crew.candidate_path(), 0o644)  # a runner that gave up root reads it too
+        for name in problem.extra.get("beside", ()):  # files the format lets a candidate import (GPU MODE task.py)
+            if (problem.folder / name).is_file():
+                shutil.copyfile(problem.folder / name, crew.candidate_path().parent / name)
+                os.chmod(crew.candidate_path().parent / name, 0o644)
+        driver = cache / "triton-driver"
+        if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
+            compiled.copy_cache(str(driver), str(crew.triton_cache()), crew.runner_uid)
+        kept, restored = None, 0
+        if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
+            beside = [problem.folder / name for name in problem.extra.get("beside", ())
+                      if (problem.folder / name).is_file()]
+            kept = compiled.source_key(self.candidate, beside, mode, _versions())
+            restored = compiled.restore(cache, kept, crew.triton_caches(), crew.runner_uid)
+        if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
+            self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
+        job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
+               "secret": self.secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
+               "dump": (True if options.sass else "files") if options.dump_dir else False,
+               "peaks": _load(cache, trusted, "peaks.json"),
+               "baselines": _load(cache, trusted, "baselines.json"),
+               "plans": _load(cache, trusted, "plans.json")}
+        self.spawned = time.time()
+        if options.prewarm:  # the next evaluation's processes start up while this one runs
+            SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server)
+        result = crew.run(job, options.timeout_s, options.max_rss_gb, self.on_message)
+        self.ran = time.time()
+        setup = self.said.setup
+        if crew.party is not None and setup:  # time stopped for other evaluations' leases, for the record
+            setup[-1]["stopped_s"] = round(crew.party.stopped_s, 3)
+            setup[-1]["memory_poll_s"] = round(result.memory_poll_s, 3)
+        if kept:
+            if setup:
+                setup[-1]["compiled_restored"] = restored
+            compiled.keep(cache, kept, crew.triton_cache())
+        if crew.party is not None and crew.party.evicted:
+            raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
+                          "queued before the stop kept the card busy)")
+        if options.dump_dir:
+            _copy_dumps(crew.work, Path(options.dump_dir))
+        return result
+
+    def verdict(self) -> Verdict:
+        """The ladder in order (a rung after a failure skipped), with the roofline where every rung passed."""
+        rungs, mode, said = self.rungs, self.mode, self.said
+        shapes, fitness = (), None
+        if all(r.ok for r in rungs.values()) and "benchmark" in rungs:
+            roofline, shapes, fitness = _roofline(rungs["benchmark"], said.peaks, mode)
+            self.decide(roofline)
+        failed, ladder = False, []
+        for name in RUNGS:
+            rung = rungs.get(name) or RungResult(name, "skipped", "skipped: an earlier rung failed" if failed or rungs
+                                                 else "skipped")
+            ladder.append(rung)
+            failed = failed or rung.failed
+        return Verdict(problem=self.problem.name, candidate=str(self.candidate), mode=mode,
+                       # no measurer reported a device (the static check rejected the file, or it died first): the
+                       # mode, not a name remembered from another verdict
+                       device=said.device or ("cuda" if mode == "gpu" else "cpu"),
+                       rungs=tuple(ladder), fitness=fitness, shapes=shapes, secret=self.secret,
+                       versions=said.versions or _versions(), setup=tuple(said.setup),
+                       jail=_jail_note(said.jail or (f"landlock ABI {jail.abi_version()}" if self.trusted else "none"),
+                                       self.crew),
+                       work=self.work, gpu=said.uuid)
 
 
 def _jail_note(jail_status: str, crew) -> str:
