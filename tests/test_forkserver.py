@@ -206,9 +206,14 @@ def test_the_server_never_holds_what_a_request_says(tmp_path):
         crew.discard()
 
 
-def test_the_servers_imports_leave_forks_able_to_use_cuda():
-    # a fork after torch has asked the CUDA runtime anything cannot use the card: the server checks a child before
-    # it serves (and a server that finds it so exits, so the processes start as interpreters)
+def test_the_servers_imports_leave_forks_able_to_use_cuda(monkeypatch):
+    # a fork after torch has asked the CUDA runtime anything cannot use the card: the server's imports never ask
+    # (the fake tensors' question is answered for them), and it checks a child before it serves (a server that finds
+    # it so exits, so the processes start as interpreters)
+    import torch
+
+    asked = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: asked.append(1) or False)
     forkserver._import_everything()
-    assert not forkserver._fork_poisoned()
-    assert os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK") == "1"
+    assert asked == [] and not forkserver._fork_poisoned()
+    assert torch.cuda.is_available() is False and asked == [1]  # put back as it was

@@ -194,15 +194,21 @@ def test_the_compile_ahead_runner_runs_at_the_lowest_priority(tmp_path):
         cpu.discard()
 
 
-def test_memory_polls_side_by_side_share_one_reading_of_proc_and_see_a_new_process_at_the_next():
-    from evolve.harness import processes
 
-    first = processes.recent_parents(60.0)
-    assert processes.recent_parents(60.0) is first  # another evaluation's poll, within the age: the same table
-    child = subprocess.Popen(["sleep", "30"])
-    try:
-        assert child.pid not in processes.recent_parents(60.0)
-        assert processes.recent_parents(0.0)[child.pid] == os.getpid()  # older than asked: read again
-    finally:
-        child.kill()
-        child.wait()
+def test_memory_is_read_every_poll_interval_whatever_the_measurer_says(tmp_path, options, monkeypatch):
+    """The parent reads an evaluation's memory from /proc every MEMORY_POLL_S (each read walks its processes and
+    folders), not once per message as well: the reads come at that pace through a whole honest evaluation."""
+    from evolve.harness import sandbox
+
+    reads = []
+    real = sandbox.Crew._over_memory
+    monkeypatch.setattr(sandbox.Crew, "_over_memory",
+                        lambda self, *a: reads.append(time.monotonic()) or real(self, *a))
+    began = time.monotonic()
+    verdict = evaluate(HONEST, SOFTMAX, options)
+    took = time.monotonic() - began
+    assert verdict.ok, verdict.rungs
+    gaps = [b - a for a, b in zip(reads, reads[1:])]
+    assert reads and min(gaps) >= 0.9 * sandbox.MEMORY_POLL_S, sorted(gaps)[:5]
+    assert len(reads) <= took / sandbox.MEMORY_POLL_S + 2
+    assert verdict.setup[-1]["memory_poll_s"] > 0

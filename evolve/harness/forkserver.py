@@ -62,10 +62,16 @@ def _import_everything() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
-    # fake tensors ask whether CUDA is available: through NVML, as the CUDA runtime's answer would poison every fork
-    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    with FakeTensorMode():  # the measurer's shapes ahead: the first use imports the rest of the fake-tensor machinery
-        torch.empty(2, 2)
+    # The measurer's shapes ahead: a first use of fake tensors imports the rest of their machinery. They ask whether
+    # CUDA is available, and the CUDA runtime's answer (NVML's too, where it cannot answer) poisons every later fork:
+    # here they are told no, which changes nothing they import.
+    available = torch.cuda.is_available
+    torch.cuda.is_available = lambda: False
+    try:
+        with FakeTensorMode():
+            torch.empty(2, 2)
+    finally:
+        torch.cuda.is_available = available
     if _fork_poisoned():
         raise RuntimeError("an import initialised CUDA: forked children could not use the card")
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import threading
-import time
 
-SHARED_TABLE_S = 0.05  # how old a table of /proc another evaluation's memory poll read may be, for this one's
 MAX_FOLDER_ENTRIES = 20000  # a runner's folders hold a Triton cache (hundreds of files): more is a candidate's doing
 
 
@@ -34,21 +31,6 @@ def parents() -> dict[int, int]:
         except (OSError, ValueError, IndexError):
             continue
     return found
-
-
-_recent: tuple[float, dict[int, int]] = (float("-inf"), {})
-_recent_lock = threading.Lock()
-
-
-def recent_parents(max_age_s: float) -> dict[int, int]:
-    """parents(), read again only when the last reading is older than max_age_s: evaluations that watch their memory
-    side by side share one pass over /proc (a process younger than that is seen at the next poll, as one started just
-    after a fresh pass would be)."""
-    global _recent
-    with _recent_lock:
-        if time.monotonic() - _recent[0] > max_age_s:
-            _recent = (time.monotonic(), parents())
-        return _recent[1]
 
 
 def tree(roots, table: dict[int, int] | None = None) -> set[int]:
@@ -165,5 +147,5 @@ def evaluation_bytes(roots, folders) -> int:
     """The memory an evaluation holds: its processes' resident memory, their nameless open files and the bytes in the
     folders they may write (a file in a RAM-backed folder that a process also maps counts twice: never less)."""
     seen: set = set()
-    members = tree(roots, recent_parents(SHARED_TABLE_S))
+    members = tree(roots)
     return resident_bytes(members) + nameless_file_bytes(members, seen) + folder_bytes(folders, seen)

@@ -234,6 +234,14 @@ class Crew:
         except OSError:
             return ""
 
+    def _watch_memory(self, runners: list, max_rss_gb: float, result: CrewResult) -> bool:
+        """Whether the evaluation is over its memory limit now (then marked killed); the time spent reading it noted."""
+        polled = time.thread_time()
+        over = self._over_memory(runners, max_rss_gb, result)
+        result.memory_poll_s += time.thread_time() - polled
+        result.memory_killed = result.memory_killed or over
+        return over
+
     def _over_memory(self, runners: list, max_rss_gb: float, result: CrewResult) -> bool:
         """Whether the runners' trees hold more than the limit: resident memory, nameless open files, and the bytes
         in their folders and the shared buffers' folder (RAM where it is /dev/shm)."""
@@ -323,14 +331,10 @@ class Crew:
                     if left <= 0:
                         result.timed_out = True
                         break
-                    ready, _, _ = select.select([channel], [], [], min(left, MEMORY_POLL_S))
+                    ready, _, _ = select.select([channel], [], [], min(left, max(0.0, next_poll - time.monotonic())))
                     if max_rss_gb and time.monotonic() >= next_poll:  # every MEMORY_POLL_S, not every message
                         next_poll = time.monotonic() + MEMORY_POLL_S
-                        polled = time.thread_time()
-                        over = self._over_memory(runners, max_rss_gb, result)
-                        result.memory_poll_s += time.thread_time() - polled
-                        if over:
-                            result.memory_killed = True
+                        if self._watch_memory(runners, max_rss_gb, result):
                             break
                     if not ready:
                         continue
