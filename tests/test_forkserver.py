@@ -217,3 +217,19 @@ def test_the_servers_imports_leave_forks_able_to_use_cuda(monkeypatch):
     forkserver._import_everything()
     assert asked == [] and not forkserver._fork_poisoned()
     assert torch.cuda.is_available() is False and asked == [1]  # put back as it was
+
+
+def test_a_server_that_fails_to_start_is_tried_again_less_and_less_often(monkeypatch):
+    now, starts = [1000.0], []
+
+    def failing(env, cwd):
+        starts.append(now[0])
+        raise forkserver.Gone("it could not start")
+
+    monkeypatch.setattr(forkserver, "ForkServer", failing)
+    monkeypatch.setattr(forkserver.time, "monotonic", lambda: now[0])
+    servers = forkserver.Servers()
+    for at in (0, 30, 61, 150, 182, 300, 423, 20000, 20900, 20960, 22759, 22760):  # back off 60, 120 ... 1800 s
+        now[0] = 1000.0 + at
+        assert servers.get({}, dict) is None
+    assert [t - 1000.0 for t in starts] == [0, 61, 182, 423, 20000, 20960, 22760]

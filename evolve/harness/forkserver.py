@@ -365,13 +365,15 @@ class ForkServer:
 
 class Servers:
     """The parent's fork servers, one per setting of what the imports read, each started on first use; all closed at
-    interpreter exit. A server that failed to start is tried again only after RETRY_S."""
+    interpreter exit. A server that failed to start is tried again after RETRY_S, then after twice as long each time it
+    fails again (up to RETRY_MAX_S): its start holds up every evaluation's."""
 
     RETRY_S = 60.0
+    RETRY_MAX_S = 1800.0
 
     def __init__(self):
         self._servers: dict[tuple, ForkServer] = {}
-        self._failed: dict[tuple, float] = {}
+        self._failed: dict[tuple, tuple[float, int]] = {}  # key -> when it last failed to start, failures in a row
         self._lock = threading.Lock()
         atexit.register(self.clear)
 
@@ -382,13 +384,15 @@ class Servers:
             server = self._servers.get(key)
             if server is not None and not server.gone:
                 return server
-            if time.monotonic() - self._failed.get(key, -self.RETRY_S) < self.RETRY_S:
+            when, failures = self._failed.get(key, (0.0, 0))
+            if failures and time.monotonic() - when < min(self.RETRY_S * 2 ** (failures - 1), self.RETRY_MAX_S):
                 return None
             try:
                 self._servers[key] = server = ForkServer(server_env(), os.path.dirname(os.path.dirname(_PACKAGE)))
             except (Gone, OSError):
-                self._failed[key] = time.monotonic()
+                self._failed[key] = (time.monotonic(), failures + 1)
                 return None
+            self._failed.pop(key, None)
             return server
 
     def clear(self) -> None:
