@@ -566,3 +566,55 @@ def cases_from(rows: list[dict]) -> list[Case] | None:
             return None
         out.append(Case(label=row["case"], features=_features(inputs)))
     return out
+
+
+class Planner:
+    """Which composite a run should try next, from its population's kernels and their per-case figures (each
+    verdict read once: a verdict never changes once admitted)."""
+
+    def __init__(self, problem, verdict_of):
+        self.problem, self.verdict_of = problem, verdict_of  # verdict_of: candidate id -> Verdict or None
+        self.composed: set[str] = set()  # hashes of composites already proposed
+        self._rows: dict[int, dict] = {}
+
+    def figures(self, cand) -> dict:
+        """{"mode": "gpu" or "cpu", "rows": {case label: row}} of a kernel's verdict."""
+        if cand.id not in self._rows:
+            verdict = self.verdict_of(cand.id)
+            self._rows[cand.id] = {"mode": verdict.mode if verdict else "",
+                                   "rows": {row.get("case"): row for row in (verdict.shapes if verdict else ())}}
+        return self._rows[cand.id]
+
+    def next(self, best, ranked, noise_of_id, hash_of) -> Plan | None:
+        """The shape-dispatch composite worth evaluating now against `best`, drawn from `ranked` (best first), or
+        None (plan says when one is); noise_of_id(id) is a kernel's timing noise, hash_of(source) a source's hash."""
+        if self.problem.format == "gpumode":  # its candidates take one structured argument, not flat inputs
+            return None
+        if best is None:
+            return None
+        gpu = self.figures(best)["mode"] == "gpu"
+        labels = [c.label for c in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks)]
+        parts, cases = [], None
+        for cand in ranked:
+            if cand.proposer == COMPOSER or not cand.source:
+                continue  # a composite is composed from its own parts, never nested
+            figures = self.figures(cand)
+            rows = figures["rows"]
+            if figures["mode"] != ("gpu" if gpu else "cpu") or any(label not in rows for label in labels):
+                continue  # measured on other shapes (the problem changed since) or in another mode
+            values = {label: case_value(rows[label], gpu) for label in labels}
+            if any(v is None for v in values.values()):
+                continue
+            cases = cases or cases_from([rows[label] for label in labels])
+            parts.append(Part(cand.id, cand.source, values))
+        if cases is None:
+            return None
+
+        def noise(drawn: tuple[int, ...]) -> float:  # of the incumbent and the kernels the rule draws from
+            return max(noise_of_id(i) for i in (best.id, *drawn))
+
+        found = plan(parts, cases, best.score, noise,
+                     "fraction of roofline" if gpu else "1 / interpreter ms (CPU ranking only)")
+        if found is None or hash_of(found.source) in self.composed:
+            return None
+        return found

@@ -155,10 +155,9 @@ class Search:
         self.device = ""  # the run's device name (archived kernels from other devices are not material)
         self.versions: dict = {}  # the packages' versions, as the run records them
         self.material_s = 0.0  # seconds from this session's start to the verdict of the problem's last own kernel
-        self._rows: dict[int, dict] = {}  # per-case figures of admitted kernels, read once from the archive
         # what prompts are told, with the parents' SASS digests (made off this thread)
         self.contexts = Contexts(archive, self.problem, get_language(config.eval.language or self.problem.languages[0]))
-        self._composed: set[str] = set()  # hashes of composites already proposed
+        self.planner = compose.Planner(self.problem, archive.verdict)  # which composite to try, from verdicts read once
         self.rounds = Rounds(config, archive, self.problem, self.work, self.emit, auditor)  # profiles, re-timing, audit
         self.profiled_at = 0  # evaluations when profiling last ran
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
@@ -500,46 +499,10 @@ class Search:
             self.tuner.remember(fields["source"], fields["knobs"], evaluated.score)
         return evaluated
 
-    def _figures(self, cand: Candidate) -> dict:
-        """{case label: row} of an admitted kernel's verdict (cached: a verdict never changes once admitted)."""
-        if cand.id not in self._rows:
-            verdict = self.archive.verdict(cand.id)
-            self._rows[cand.id] = {"mode": verdict.mode if verdict else "",
-                                   "rows": {row.get("case"): row for row in (verdict.shapes if verdict else ())}}
-        return self._rows[cand.id]
-
     def composition(self) -> compose.Plan | None:
-        """The shape-dispatch composite worth evaluating now, or None (compose.plan says when one is)."""
-        if self.problem.format == "gpumode":  # its candidates take one structured argument, not flat inputs
-            return None
-        best = self.best
-        if best is None:
-            return None
-        gpu = self._figures(best)["mode"] == "gpu"
-        labels = [c.label for c in (self.problem.benchmarks if gpu else self.problem.cpu_benchmarks)]
-        parts, cases = [], None
-        for cand in self.population.ranked():
-            if cand.proposer == compose.COMPOSER or not cand.source:
-                continue  # a composite is composed from its own parts, never nested
-            figures = self._figures(cand)
-            rows = figures["rows"]
-            if figures["mode"] != ("gpu" if gpu else "cpu") or any(label not in rows for label in labels):
-                continue  # measured on other shapes (the problem changed since) or in another mode
-            values = {label: compose.case_value(rows[label], gpu) for label in labels}
-            if any(v is None for v in values.values()):
-                continue
-            cases = cases or compose.cases_from([rows[label] for label in labels])
-            parts.append(compose.Part(cand.id, cand.source, values))
-        if cases is None:
-            return None
-        def noise(drawn: tuple[int, ...]) -> float:  # of the incumbent and the kernels the rule draws from
-            return max(self.population.noise.get(i, NOISE_FLOOR) for i in (best.id, *drawn))
-
-        found = compose.plan(parts, cases, best.score, noise,
-                             "fraction of roofline" if gpu else "1 / interpreter ms (CPU ranking only)")
-        if found is None or source_hash(found.source) in self._composed:
-            return None
-        return found
+        """The shape-dispatch composite worth evaluating now, or None (compose.Planner says when one is)."""
+        return self.planner.next(self.best, self.population.ranked(),
+                                 lambda i: self.population.noise.get(i, NOISE_FLOOR), source_hash)
 
     def compose_step(self, island: int) -> bool:
         """Propose and evaluate a composite when one is worth it; False when none is. Planned from settled verdicts
@@ -549,7 +512,7 @@ class Search:
         found = self.composition()
         if found is None:
             return False
-        self._composed.add(source_hash(found.source))
+        self.planner.composed.add(source_hash(found.source))
         parents = [self.archive.get(pid) for pid in found.parts]
         self.emit({"kind": "compose", "plan": found, "incumbent": self.best})
         self.submit(source=found.source, parent_ids=found.parts, island=island,
@@ -612,7 +575,7 @@ class Search:
         failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
         for cand in self.archive.candidates(**scope):
             if cand.proposer == compose.COMPOSER:
-                self._composed.add(cand.hash)
+                self.planner.composed.add(cand.hash)
             if cand.status == "evaluated" and cand.id not in failed:
                 # the noise measured then, so near-ties are judged as before a crash
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None
