@@ -6,8 +6,8 @@ how busy the GPU was. Prints a table.
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
 proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed, with as many
-proposals in flight as evolve run keeps by default (--concurrency), each prompt's context built as a run builds it; no knob tuner
-and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated
+proposals in flight as evolve run keeps by default (--concurrency), each prompt's context built as a run builds it;
+no knob tuner and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates evaluated
 over the run's wall time times the cards used (with --per-gpu N, N lanes share each card). A lane's time per
 evaluation is split by rung from the verdicts: compile (load and compile), correctness (run and correctness), timing
 (benchmark), each less the time the evaluation was stopped for another's timing lease (--per-gpu), that time
@@ -219,7 +219,7 @@ def main():
     n = len(cands)
     lanes = lanes_seen[0]["lanes"] if lanes_seen else ["?"]
     cards = len({lane.split(".")[0] for lane in lanes})  # --per-gpu N: lanes gpu0.1 .. gpu0.N share card 0
-    held = lease_s = sum(lease.held_s for lease in all_leases())
+    lease_s = sum(lease.held_s for lease in all_leases())
     print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)},"
           f" instant proposer{', no fork server' if args.no_fork_server else ''}, {time.strftime('%Y-%m-%d')}"
           f"{'' if not summary.interrupted else ', interrupted'}")
@@ -238,7 +238,7 @@ def main():
     first = min(len(lanes), len(ends))
     steady = (ends[-1] - ends[first - 1]) / (len(ends) - first) if len(ends) > first else float("nan")
     print(f"| {wall:.0f} s | {3600 / (per * cards):.0f} | {per:.2f} s | {' | '.join(cells)} | {idle:.0%} | "
-          f"{held / (wall * cards):.0%} | "
+          f"{lease_s / (wall * cards):.0%} | "
           f"{'-' if busy is None else f'{busy:.0%}'} | {'-' if util is None else f'{util:.0f}%'} | "
           f"{f'{statistics.mean(cpu.samples):.0%}' if cpu.samples else '-'} | "
           f"{'-' if seed_fitness is None else f'{seed_fitness:.3f}'} |")
@@ -256,8 +256,8 @@ def main():
     if len(ends) > first:
         # the lanes' idle share between the verdict that completes one per lane and the last evaluation's start
         since, until = ends[first - 1], max(start for start, _ in spans)
-        held = sum(max(0.0, min(end, until) - max(start, since)) for start, end in spans)
-        steady_idle = 1 - held / (len(lanes) * (until - since)) if until > since else float("nan")
+        busy = sum(max(0.0, min(end, until) - max(start, since)) for start, end in spans)
+        steady_idle = 1 - busy / (len(lanes) * (until - since)) if until > since else float("nan")
         print(f"after {'the first verdict' if first == 1 else f'the first {first} verdicts (one per lane)'} (which "
               f"also measured the card's peaks and baselines on a fresh machine): "
               f"{steady:.2f} s per evaluation, {3600 / (steady * cards):.0f} per GPU-hour, lanes idle "

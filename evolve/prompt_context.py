@@ -45,7 +45,7 @@ class Contexts:
         verdict = best and self.archive.verdict(best.id)
         return PromptContext(problem=problem, device=(verdict and verdict.device) or "unknown", knobs_doc=KNOBS_DOC,
                              parent=self._view(parent) if parent else None,
-                             inspirations=tuple(self._view(c) for c in inspirations) if parent else (),
+                             inspirations=tuple(self._view(c) for c in inspirations),
                              error=error, hints=tuple(self.archive.hints(run_id)))
 
     def with_digest(self, context: PromptContext, parent: Candidate | None) -> PromptContext:

@@ -362,16 +362,18 @@ class Search:
 
     # -- proposals --------------------------------------------------------------------------------------------------
     # -- the rounds beside the search (rounds.py) --------------------------------------------------------------------
+    def _first_lane(self):
+        return self.pipeline.lanes[0] if self.pipeline is not None else None
+
     def _first_gpu(self) -> str | None:
-        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
-        return getattr(lane, "gpu", None)
+        return getattr(self._first_lane(), "gpu", None)
 
     def profile_step(self) -> None:
         self.rounds.profile(self.population.ranked(), self.device, self._first_gpu())
 
     def retime_step(self) -> list:
         """On a GPU, at the end: the best few re-timed against each other, on the first lane's card."""
-        lane = self.pipeline.lanes[0] if self.pipeline is not None else None
+        lane = self._first_lane()
         if lane is not None and not hasattr(lane, "gpu"):  # a cluster's lane: on its node, through the lane
             from .pipeline import Job
 
@@ -379,7 +381,7 @@ class Search:
                 return lane.evaluate(Job(Retiming("retime", Path(path).name), Path(path), 0))
         else:
             evaluate = self._evaluate
-        options = replace(self.config.eval, gpu=getattr(lane, "gpu", None), sass=False)  # the first lane's card
+        options = replace(self.config.eval, gpu=self._first_gpu(), sass=False)  # the first lane's card
         return self.rounds.retime(self.population.ranked(), self.run_id, evaluate, options, score_of)
 
     def audit_step(self) -> None:
