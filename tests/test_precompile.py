@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evolve.harness import compiled, measurer
+from evolve.harness import ahead, compiled
+from evolve.harness.inputs import COMPILE_SEED, InputMaker
 from evolve.harness.protocol import RUNNER
 from evolve.harness.wire import Link
 
@@ -166,18 +167,14 @@ def test_shapes_ahead_are_described_without_memory():
 
     from evolve.harness.formats import load_problem, reference_for
 
-    class Probe:
-        problem = load_problem(str(ROOT / "problems" / "softmax"))
-        reference = reference_for(problem)
-        secret, device = 7, torch.device("cpu")
-        inputs = measurer.Measurer.inputs
-
-    parts = measurer.Measurer._shapes_ahead(Probe())
-    assert [len(parts["tests"]), len(parts["benchmarks"])] == [len(Probe.problem.tests), len(Probe.problem.benchmarks)]
+    problem = load_problem(str(ROOT / "problems" / "softmax"))
+    parts = ahead.shapes_ahead(problem, 7, torch.device("cpu"))
+    assert [len(parts["tests"]), len(parts["benchmarks"])] == [len(problem.tests), len(problem.benchmarks)]
     sets = parts["tests"] + parts["benchmarks"]
     shapes = [s["inputs"][0]["shape"] for s in sets]
     assert [1024, 131072] in shapes and all(s["inputs"][0]["stride"][-1] == 1 for s in sets)
-    real = Probe().inputs(Probe.problem.tests[0], measurer.COMPILE_SEED, torch.device("cpu")).leaves[0]
+    maker = InputMaker(problem, reference_for(problem), 7, torch.device("cpu"))
+    real = maker.make(problem.tests[0], COMPILE_SEED).leaves[0]
     assert sets[0]["inputs"][0] == {"shape": list(real.shape), "stride": list(real.stride()),
                                     "dtype": str(real.dtype).removeprefix("torch.")}
 
@@ -189,23 +186,19 @@ def test_shapes_ahead_leave_the_measurers_reference_real():
 
     from evolve.harness.formats import load_problem, reference_for
 
-    class Probe:
-        problem = load_problem(str(ROOT / "tests" / "data" / "kernelbench" / "scale_shift_relu.py"))
-        reference = reference_for(problem)
-        secret, device = 7, torch.device("cpu")
-        inputs = measurer.Measurer.inputs
-
-    probe = Probe()
-    parts = measurer.Measurer._shapes_ahead(probe)
+    problem = load_problem(str(ROOT / "tests" / "data" / "kernelbench" / "scale_shift_relu.py"))
+    reference = reference_for(problem)
+    maker = InputMaker(problem, reference, 7, torch.device("cpu"))
+    parts = ahead.shapes_ahead(problem, 7, torch.device("cpu"))
     assert parts["tests"] and parts["tests"][0]["inputs"][0]["shape"]
-    case = Probe.problem.tests[0]
-    inputs = probe.inputs(case, 1)
+    case = problem.tests[0]
+    inputs = maker.make(case, 1)
     assert not any(type(t).__name__ == "FakeTensor" for t in inputs.leaves if isinstance(t, torch.Tensor))
-    assert Probe.reference.skeleton is not None
-    assert not any(type(p).__name__ == "FakeTensor" for p in Probe.reference.skeleton.parameters())
-    refs = Probe.reference.reference(inputs, on_cpu=True)
+    assert reference.skeleton is not None
+    assert not any(type(p).__name__ == "FakeTensor" for p in reference.skeleton.parameters())
+    refs = reference.reference(inputs, on_cpu=True)
     assert refs[0].dtype == torch.float64  # the float64 reference, not the float32 fallback
-    Probe.reference._call(inputs.leaves, device=torch.device("meta"))  # another device: the model moves
+    reference._call(inputs.leaves, device=torch.device("meta"))  # another device: the model moves
 
 
 def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypatch):
@@ -217,7 +210,8 @@ def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypa
     import torch
 
     from evolve.harness.exchange import Caller
-    from evolve.harness.formats import load_problem, reference_for
+    from evolve.harness.formats import load_problem
+    from evolve.harness.timing_lease import TimingLease
 
     monkeypatch.chdir(tmp_path)
     proc, link = _runner(tmp_path / "compile")
@@ -227,36 +221,28 @@ def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypa
         def send(self, message):
             sent.append(message)
 
-    class Probe:
-        problem = load_problem(str(ROOT / "tests" / "adversarial" / "problem"))
-        reference = reference_for(problem)
-        secret, device, mode = 7, torch.device("cpu"), "gpu"
-        job = {"candidate": str(next(SEED.glob("*.py")))}
-        ch = Channel()
-        ahead: dict = {}
-        inputs = measurer.Measurer.inputs
-        _shapes_ahead = measurer.Measurer._shapes_ahead
-        _signal_runner = measurer.Measurer._signal_runner
-
-    probe = Probe()
-    probe.callers = {"compile": Caller("compile", link, None, probe.device)}
-    probe.runner_pgid_by_name = {"compile": proc.pid}
+    problem = load_problem(str(ROOT / "tests" / "adversarial" / "problem"))
+    device = torch.device("cpu")
+    job = {"candidate": str(next(SEED.glob("*.py")))}
+    caller = Caller("compile", link, None, device)
+    lease = TimingLease(Channel(), -1, device, {"compile": proc.pid})
+    compiling = ahead.CompileAhead(job, problem, 7, device, caller, Channel(), lease)
     try:
-        probe.ready = {"compile": probe.callers["compile"].recv("ready")}
-        measurer.Measurer.precompile_start(probe)
-        landlock = probe.ready["compile"]["jail"].startswith("landlock")
+        jail = caller.recv("ready")["jail"]
+        compiling.start(jail)
+        landlock = jail.startswith("landlock")
         assert sent == ([{"kind": "lease", "act": "offcard"}] if landlock else [])
-        measurer.Measurer.precompile_take(probe, "tests")
-        tests = probe.ahead["tests"]
-        assert tests["sets"] == len(Probe.problem.tests) and tests["kernels"] >= 1 and tests["files"] >= 2
+        compiling.take("tests")
+        tests = compiling.records["tests"]
+        assert tests["sets"] == len(problem.tests) and tests["kernels"] >= 1 and tests["files"] >= 2
         assert proc.poll() is None  # still compiling the benchmark's shapes
-        assert probe.callers["compile"].answered(120)  # its answer here, but past the deadline (time stopped for
-        monkeypatch.setattr(measurer, "PRECOMPILE_WAIT_S", 0.0)  # other leases runs on its clock): still taken
-        measurer.Measurer.precompile_take(probe, "benchmarks")
-        assert probe.ahead["benchmarks"]["sets"] == len(Probe.problem.benchmarks)
+        assert caller.answered(120)  # its answer here, but past the deadline (time stopped for other leases runs
+        monkeypatch.setattr(ahead, "PRECOMPILE_WAIT_S", 0.0)  # on its clock): still taken
+        compiling.take("benchmarks")
+        assert compiling.records["benchmarks"]["sets"] == len(problem.benchmarks)
         assert list((tmp_path / "gpu" / "triton").glob("*/*.cubin"))
-        assert proc.wait(timeout=10) == -signal.SIGKILL and probe.ahead["pending"] == []
-        measurer.Measurer.precompile_take(probe, "benchmarks")  # taken already: nothing happens
+        assert proc.wait(timeout=10) == -signal.SIGKILL and compiling.pending == []
+        compiling.take("benchmarks")  # taken already: nothing happens
     finally:
         proc.kill()
         proc.wait()

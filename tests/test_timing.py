@@ -49,17 +49,16 @@ def test_window_fixed_cost_is_never_more_than_either_observation():
     calibrated) or the window's own, whichever is less, plus the switches: a candidate that slows the measurer's parts
     of its window (so the observed parts grow) cannot make more subtracted than the calibration, and a calibration
     taken while the device was slow is corrected by the window's own events."""
-    from evolve.harness.measurer import Measurer
+    from evolve.harness.calibration import fixed_ms as fixed
 
     plan = {"k": 101, "one_ms": 0.5, "many_ms": 4.5, "hops_ms": 0.3}
-    fixed = Measurer.fixed_ms
-    assert fixed(None, plan, 1) == pytest.approx(0.8)
-    assert fixed(None, plan, 51) == pytest.approx(0.5 + 2.0 + 0.3)
-    assert fixed(None, plan, 101) == pytest.approx(4.8)
-    assert fixed(None, plan, 101, observed=3.5) == pytest.approx(3.8)  # a stale, slow calibration: the window's own
-    assert fixed(None, plan, 101, observed=9.0) == pytest.approx(4.8)  # slowed parts: never more than calibrated
+    assert fixed(plan, 1) == pytest.approx(0.8)
+    assert fixed(plan, 51) == pytest.approx(0.5 + 2.0 + 0.3)
+    assert fixed(plan, 101) == pytest.approx(4.8)
+    assert fixed(plan, 101, observed=3.5) == pytest.approx(3.8)  # a stale, slow calibration: the window's own
+    assert fixed(plan, 101, observed=9.0) == pytest.approx(4.8)  # slowed parts: never more than calibrated
     single = {"k": 1, "one_ms": 0.5, "many_ms": 0.5, "hops_ms": 0.3}
-    assert fixed(None, single, 1, observed=0.4) == pytest.approx(0.7)
+    assert fixed(single, 1, observed=0.4) == pytest.approx(0.7)
 
 
 def test_kept_window_calibrations_are_each_the_fastest_seen():
@@ -98,18 +97,15 @@ def test_kept_calibrations_are_measured_again_once_old():
     import time
 
     from evolve.harness import peaks
-    from evolve.harness.measurer import RECHECK_S, Measurer
+    from evolve.harness.calibration import RECHECK_S, fresh
 
-    measurer = Measurer.__new__(Measurer)
-    measurer.job = {}
     now = time.time()
-    assert measurer._fresh({"checked": now - 60})
-    assert not measurer._fresh({"checked": now - RECHECK_S - 1})
-    assert not measurer._fresh({"bandwidth": 4e12})  # kept before stamps: re-checked once
-    assert not measurer._fresh(None) and not measurer._fresh({"checked": "soon"})
-    assert not measurer._fresh({"hops_ms": 0.1, "hops_checked": now - RECHECK_S - 1}, "hops_checked")
-    measurer.job = {"recheck_s": 10.0}
-    assert not measurer._fresh({"checked": now - 60})
+    assert fresh({}, {"checked": now - 60})
+    assert not fresh({}, {"checked": now - RECHECK_S - 1})
+    assert not fresh({}, {"bandwidth": 4e12})  # kept before stamps: re-checked once
+    assert not fresh({}, None) and not fresh({}, {"checked": "soon"})
+    assert not fresh({}, {"hops_ms": 0.1, "hops_checked": now - RECHECK_S - 1}, "hops_checked")
+    assert not fresh({"recheck_s": 10.0}, {"checked": now - 60})
 
     kept = {"bandwidth": 4.0e12, "flops": {"bfloat16": 7e14, "float32": 5e13}, "checked": now - RECHECK_S - 1}
     slow = {"bandwidth": 2.0e12, "flops": {"bfloat16": 8e14, "float32": 1e13}}
@@ -119,7 +115,8 @@ def test_kept_calibrations_are_measured_again_once_old():
 
 
 def test_a_case_stops_early_only_once_its_last_windows_agree():
-    from evolve.harness.measurer import SETTLED_WINDOWS, _settled
+    from evolve.harness.gpu_mode import SETTLED_WINDOWS
+    from evolve.harness.gpu_mode import settled as _settled
 
     assert SETTLED_WINDOWS == 4
     assert not _settled([1.0, 1.0, 1.0])  # three windows are the minimum, four agreeing ones the early stop

@@ -53,8 +53,8 @@ def _import_everything() -> None:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils import _pytree  # noqa: F401
 
-    from . import (compare, compiled, cuda_ipc, exchange, interpreter, keeper, launches, measurer, metrics,  # noqa: F401
-                   peaks, runner, timing, verdict, wire)
+    from . import (ahead, calibration, checks, compare, compiled, cpu_mode, cuda_ipc, exchange,  # noqa: F401
+                   gpu_mode, interpreter, keeper, launches, measurer, metrics, peaks, runner, timing, verdict, wire)
 
     for name in ("torch._higher_order_ops.triton_kernel_wrap",  # a launch under the runner's op log (dynamo, sympy)
                  "triton.compiler.compiler", "triton.backends.nvidia.compiler", "triton.backends.nvidia.driver"):

@@ -1,0 +1,124 @@
+"""Compiling ahead, off the card: in GPU mode the compile-only runner (no GPU device files in its jail, so it goes on
+while other evaluations hold the card's lease) is handed the candidate with the shapes the GPU runner will call it on,
+and what its Triton cache holds is copied into the GPU runner's before each part's first call."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import torch
+
+from . import compiled
+from .exchange import RunnerLost
+from .formats import reference_for
+from .formats.base import dtype_name
+from .inputs import COMPILE_SEED, WARM_SEED, mix
+from .privilege import UID_ENV
+
+PRECOMPILE_WAIT_S = 60.0  # the GPU runner's compile rung waits this long for the compile-only runner, then goes on
+
+
+def shapes_ahead(problem, secret: int, device) -> dict:
+    """The inputs of the compile rung's calls ("tests") and of each benchmark case's first call ("benchmarks"),
+    described (shape, strides, dtype; other values as they are) from the problem's generator run under
+    FakeTensorMode: no memory, no data."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    parts = {"tests": [(case, COMPILE_SEED) for case in problem.tests],
+             "benchmarks": [(case, WARM_SEED) for case in problem.benchmarks]}
+    # A reference of its own, with the modules it imports put back after: a format that keeps what its generator
+    # first made (KernelBench keeps the first model) must not keep fake tensors for the real calls.
+    modules = dict(sys.modules)
+    try:
+        reference = reference_for(problem)
+    finally:
+        for name, module in modules.items():
+            if sys.modules.get(name) is not module:
+                sys.modules[name] = module
+    described: dict = {}
+    for part, wanted in parts.items():
+        sets = described[part] = []
+        for case, seed in wanted:
+            try:
+                with FakeTensorMode():
+                    inputs = reference.generate(case, mix(secret, seed, case.seed), device)
+                    # the runner's inputs are contiguous copies (shared memory), whatever the generator's strides
+                    descs = [{"shape": list(v.shape), "stride": list(torch.empty(v.shape, device="meta").stride()),
+                              "dtype": dtype_name(v)}
+                             if isinstance(v, torch.Tensor) else {"value": v} for v in inputs.leaves]
+                json.dumps(descs)
+            except Exception:  # noqa: BLE001 - a generator that needs real data: that case compiles on the card
+                continue
+            sets.append({"inputs": descs, "tree": inputs.tree})
+    return described
+
+
+class CompileAhead:
+    """start() hands the compile-only runner its work; take(part) waits for that part's answer and copies the cache."""
+
+    def __init__(self, job: dict, problem, secret: int, device, caller, channel, lease):
+        self.job, self.problem, self.secret, self.device = job, problem, secret, device
+        self.caller, self.ch, self.lease = caller, channel, lease
+        self.started = 0.0
+        self.pending: list = []  # the parts not yet taken, in the order the GPU runner needs them
+        self.records: dict = {}  # part -> what was taken (for the rung's record)
+
+    def start(self, jail: str) -> None:
+        """jail: how the compile-only runner was jailed (its hello): under Landlock it cannot reach the card, so the
+        lease lets this evaluation's compiling go on while another holds the card."""
+        self.started = time.perf_counter()
+        if jail.startswith("landlock"):
+            self.ch.send({"kind": "lease", "act": "offcard"})
+        try:
+            self.caller.send({"kind": "load", "candidate": self.job["candidate"],
+                              "beside": bool(self.problem.extra.get("beside"))})
+            for sets in shapes_ahead(self.problem, self.secret, self.device).values():
+                self.caller.send({"kind": "precompile", "sets": sets, "launchers": True})
+        except RunnerLost:
+            return
+        self.pending = ["tests", "benchmarks"]
+
+    def take(self, part: str) -> None:
+        """Before the GPU runner first calls the candidate on a part's shapes: wait (up to PRECOMPILE_WAIT_S from the
+        start) for the compile-only runner's answer on that part, and copy what its Triton cache holds into the GPU
+        runner's; after the last part, stop it. Both run the same candidate, and nothing the copy brings decides a
+        verdict (a kernel missing or not matching is compiled by the GPU runner under its own key)."""
+        if part not in self.pending:
+            return
+        waited = time.perf_counter()
+        answer = self._answer()
+        del self.pending[: self.pending.index(part) + 1]
+        if answer is None:
+            self.pending.clear()
+        if not self.pending:
+            self.lease.signal_runners(signal.SIGKILL, names=("compile",))
+        record = {"waited_s": round(time.perf_counter() - waited, 3)}
+        if answer:
+            record.update(seconds=answer["seconds"], sets=answer["sets"], kernels=answer["kernels"],
+                          launchers=answer["launchers"])
+        # what the runner has written so far (a kernel's files appear under their final names complete, the group
+        # file that lists them last), whether or not it answered
+        owner = os.environ.get(UID_ENV)  # the GPU runner runs as this user (harness/privilege.py): its files too
+        record["files"] = compiled.copy_cache(os.path.join(os.getcwd(), "compile", "triton"),
+                                              os.path.join(os.getcwd(), "gpu", "triton"), int(owner) if owner else None)
+        self.records[part] = record
+
+    def _answer(self) -> dict | None:
+        """The compile-only runner's next answer, or None: it failed, died, spoke nonsense or ran past the wait."""
+        try:
+            while True:
+                # past the deadline, an answer already here is still taken (time stopped for other evaluations'
+                # leases runs on this clock)
+                left = max(0.0, PRECOMPILE_WAIT_S - (time.perf_counter() - self.started))
+                if not self.caller.answered(left):
+                    return None
+                message = self.caller.link.recv()
+                if message["kind"] == "precompiled":
+                    return message
+                if message["kind"] == "failed":
+                    return None
+        except Exception:  # noqa: BLE001 - a runner that died or spoke nonsense: no head start
+            return None

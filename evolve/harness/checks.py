@@ -1,0 +1,103 @@
+"""The measurer's checks of a candidate's outputs: the correctness rungs' (fresh inputs, the reference in float64 on a
+pristine CPU copy, every element) and the timed calls' (every output of a window, its errors gathered on the device
+and read once)."""
+from __future__ import annotations
+
+import torch
+
+from . import metrics
+from .exchange import CallSet, Fail
+from .formats.base import dtype_name
+
+
+class Checks:
+    def __init__(self, problem, reference, maker):
+        self.problem, self.reference, self.maker = problem, reference, maker
+
+    def correctness(self, caller, case, seeds, device) -> list[dict]:
+        """Fresh inputs for each seed, the reference on a pristine CPU copy in float64, one call, every element: the
+        worst error metrics of each call, with the reason it fails (None where it passes)."""
+        sets, refs_all, kept = [], [], []
+        for seed in seeds:
+            inputs = self.maker.make(case, seed, device)
+            refs = self.reference.reference(inputs, on_cpu=True)
+            refs_all.append(refs)
+            kept.append(inputs)  # the measurer's own copy: the runner only ever sees the shared one
+            # each output's shape from this input's own reference (it may depend on the seed), dtype from the problem
+            dtypes = [dtype for _, dtype in self.reference.expects(case, inputs)]
+            sets.append(CallSet(inputs.leaves, [(list(r.shape), d) for r, d in zip(refs, dtypes)], inputs.tree))
+        try:
+            outs = caller.call(sets, "check", poison=True)
+        except Fail as exc:
+            raise Fail(f"{case.label}: {exc}") from None
+        return [self._judge(case, out, refs, inputs, s) for out, refs, inputs, s in zip(outs, refs_all, kept, sets)]
+
+    def _judge(self, case, out, refs, inputs, call_set) -> dict:
+        worst, reason = None, None
+        for o, r, (_, dtype) in zip(out, refs, call_set.expects):
+            if not metrics.all_finite(o):
+                bad = int(torch.count_nonzero(torch.logical_not(torch.isfinite(o))))
+                raise Fail(f"{case.label}: output not finite ({bad} NaN/Inf of {o.numel()})")
+            tol = self.problem.tolerance_for(case, dtype)
+            m = metrics.error_metrics(o.to("cpu"), r.to("cpu"), tol.floor, tol.rtol)
+            reason = reason or metrics.judge(m, tol.rtol, tol.min_cosine)
+            worst = metrics.worst_of(worst, m)
+        reason = reason or self.reference.check(inputs, out, refs)
+        worst = worst or metrics.error_metrics(torch.zeros(1), torch.zeros(1), 1.0, 0.0)
+        worst["reason"] = f"{case.label}: {reason}" if reason else None
+        worst["dtype"] = call_set.expects[0][1] if call_set.expects else "output"
+        return worst
+
+    def timed(self, case, outs, sets_inputs) -> None:
+        """Every output of a window against its reference. The float outputs' errors are gathered on the device, one
+        figure per tolerance (harness/compare.py on a GPU), and read once (a window holds up to 256 calls); only a
+        window that fails is gone through output by output, for the message."""
+        from . import compare
+
+        worst: dict = {}  # (floor, rtol) -> the largest relative error of the outputs judged by it, on the device
+        for out, inputs in zip(outs, sets_inputs):
+            refs = self.reference.reference(inputs, on_cpu=False)
+            for o, r in zip(out, refs):
+                if not o.is_floating_point():
+                    if not torch.equal(o, r.to(device=o.device, dtype=o.dtype)):
+                        raise Fail(f"{case.label}: a timed call returned a wrong output (integers differ)")
+                    continue
+                tol = self.problem.tolerance_for(case, dtype_name(o))
+                key = (tol.floor, tol.rtol)
+                if key not in worst:
+                    worst[key] = torch.zeros(1, dtype=torch.float32, device=o.device)
+                if compare.fits(o, r):
+                    compare.worst_into(worst[key], o, r, tol.floor)
+                else:
+                    torch.maximum(worst[key], metrics.max_rel_tensor(o, r, tol.floor).reshape(1), out=worst[key])
+            reason = self.reference.check(inputs, out, refs)
+            del refs
+            if reason:
+                raise Fail(f"{case.label}: a timed call returned a wrong output ({reason})")
+        if not worst:
+            return
+        read = torch.cat(list(worst.values())).tolist()  # one wait for the device
+        excess = max(float(w) - rtol for w, (_, rtol) in zip(read, worst))  # float64: no rounding; NaN stays NaN
+        if any(w != w for w in read):
+            excess = float("nan")
+        if not excess <= 0:
+            self._timed_each(case, outs, sets_inputs)
+            raise Fail(f"{case.label}: a timed call returned a wrong output (an error of {excess:.3g} over "
+                       "its tolerance)")
+
+    def _timed_each(self, case, outs, sets_inputs) -> None:
+        for out, inputs in zip(outs, sets_inputs):
+            refs = self.reference.reference(inputs, on_cpu=False)
+            for o, r in zip(out, refs):
+                tol = self.problem.tolerance_for(case, dtype_name(o))
+                if not o.is_floating_point():  # integers exactly, whatever their size (float32 holds 24 bits)
+                    if not torch.equal(o, r.to(device=o.device, dtype=o.dtype)):
+                        raise Fail(f"{case.label}: a timed call returned a wrong output (integers differ)")
+                    continue
+                worst = metrics.max_rel(o, r, tol.floor)
+                if not worst <= tol.rtol:
+                    raise Fail(f"{case.label}: a timed call returned a wrong output (max_rel={worst:.3g})")
+            reason = self.reference.check(inputs, out, refs)
+            del refs
+            if reason:
+                raise Fail(f"{case.label}: a timed call returned a wrong output ({reason})")

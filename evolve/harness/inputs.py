@@ -1,0 +1,44 @@
+"""Every input of an evaluation, made by the measurer from the problem's seeds mixed with a secret that only it and
+the parent know: a candidate cannot know the values it will be called on, and every timed call sees new ones."""
+from __future__ import annotations
+
+import hashlib
+
+import torch
+
+from .exchange import CallSet
+
+# Seed offsets of the harness's own inputs (mixed with the evaluation's secret): the problem's seeds are small.
+BENCH_SEED = 1 << 40  # + a running count: every timed call of a candidate sees new values
+BASELINE_SEED = 1 << 41  # two fixed sets for timing the library baselines, which are not candidates
+COMPILE_SEED = 1 << 42  # the compile rung's calls
+WARM_SEED = 1 << 43  # the call before a benchmark case's windows
+
+
+def mix(secret: int, seed: int, case_seed: int | None = None) -> int:
+    text = f"{secret}:{seed}" if case_seed is None else f"{secret}:{case_seed}:{seed}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:7], "little")
+
+
+class InputMaker:
+    """The problem's inputs for a case and a seed, on the evaluation's device unless told another."""
+
+    def __init__(self, problem, reference, secret: int, device: torch.device):
+        self.problem, self.reference, self.secret, self.device = problem, reference, secret, device
+
+    def make(self, case, seed: int, device=None):
+        """An Inputs (leaves, and the structure where the format keeps one)."""
+        return self.reference.generate(case, mix(self.secret, seed, case.seed), device or self.device)
+
+    def call_set(self, case, seed: int, device=None):
+        """The inputs and the call the runner gets for them (the outputs it must return: shapes and dtypes)."""
+        inputs = self.make(case, seed, device)
+        return inputs, CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree)
+
+    def compile_sets(self, device) -> list:
+        """The compile rung's calls: the test cases' inputs (made before any other rung's, in this thread)."""
+        sets = []
+        for case in self.problem.tests:
+            inputs = self.make(case, COMPILE_SEED, device)
+            sets.append(CallSet(inputs.leaves, [], inputs.tree))
+        return sets
