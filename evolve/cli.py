@@ -925,7 +925,7 @@ def retime_command(run_id, top, rounds, device, timeout_s, db):
 
     from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .retime import report, retime
-    from .search import score_of
+    from .scoring import score_of
 
     archive = _open_archive(db)
     run = _target_run(archive, run_id)

@@ -12,7 +12,6 @@ best from the same card, close in time (fair promotion: the best is timed again 
 """
 from __future__ import annotations
 
-import math
 import os
 import random
 import shutil
@@ -20,34 +19,27 @@ import statistics
 import tempfile
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import compose, known
+from . import compose
 from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
-from .harness import jail
+from .harness import jail, load_problem
 from .harness.ladder import device_name
-from .harness import Verdict, load_problem
-from .knobs import Tuner, read_knobs
-from .knowledge import ContextIndex, Toolbox, project_context
+from .knobs import Tuner
+from .knowledge import ContextIndex, project_context
 from .lang import get as get_language
 from .pipeline import Retiming
-from .population import NOISE_CEILING, NOISE_FLOOR, Policy, Population
+from .population import NOISE_FLOOR, Policy, Population
+from .promotion import Duels
 from .prompt_context import Contexts
+from .proposer import PromptContext
 from .rounds import Rounds
-from .proposer import PromptContext, Proposal
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A proposal asked for and not yet evaluated: where it goes, what it builds on, the model's answer to come."""
-    island: int
-    parent: Candidate | None
-    future: Future
-    hint_ids: tuple[int, ...] = ()  # the hints its prompt carried
+from .scoring import noise_of, score_of
+from .steps import Pending, Steps, fields_of
 
 
 @dataclass(frozen=True)
@@ -85,25 +77,6 @@ def package_versions() -> dict:
     return out
 
 
-def score_of(verdict: Verdict) -> float | None:
-    """Fitness on a GPU; under the CPU interpreter the geomean of 1 / (interpreter ms) over the CPU shapes, which
-    only ranks kernels by how much work the interpreter does for them and says nothing about GPU speed."""
-    if not verdict.ok:
-        return None
-    if verdict.fitness is not None:
-        return float(verdict.fitness)
-    times = [s["ms"] for s in verdict.shapes if s.get("ms")]
-    return math.exp(-sum(math.log(t) for t in times) / len(times)) if times else None
-
-
-def noise_of(verdict: Verdict) -> float:
-    """Relative noise of a verdict's times: the median spread of its timing windows per shape (interquartile range
-    over median), between NOISE_FLOOR and NOISE_CEILING. Interpreter times carry no spread: the floor. The ceiling
-    keeps a kernel whose own times scatter (by accident or on purpose) from holding off a clearly faster challenger."""
-    spreads = sorted(float(s["spread"]) for s in verdict.shapes if s.get("spread") is not None)
-    return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
-
-
 # candidates waiting for a lane beyond one per lane: none, so a repair follows its
 # failure and a hint reaches the very next prompt (this process archives a verdict in a fraction of a second)
 QUEUE_AHEAD = 0
@@ -136,11 +109,11 @@ class Search:
         self._evaluate, self.clock = evaluate, clock
         self.pipeline = None  # made when the run starts (make_pipeline)
         self._threads = 0  # CPU threads per evaluation process when lanes share the host (make_pipeline)
-        self._waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
+        self.waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
         self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
-        self._measured: dict[int, tuple] = {}  # candidate id -> (clock, card UUID) of its evaluation in this process
-        self._duels: dict[Retiming, tuple] = {}  # Retiming("duel", challenger id) -> (challenger, incumbent, noise)
+        self.duels = Duels(self)  # fair promotion (promotion.py)
+        self.steps = Steps(self)  # the kinds of step (steps.py)
         self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
         self.run_id = 0
         self.evaluated = 0
@@ -174,13 +147,13 @@ class Search:
 
     def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
         """What a prompt built on `parent` is told (prompt_context.py), its digest waited for."""
-        return self.contexts.with_digest(self._context_now(parent, error), parent)
+        return self.contexts.with_digest(self.context_now(parent, error), parent)
 
-    def _context_now(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
+    def context_now(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
         return self.contexts.context_now(parent, self.population.inspirations(parent) if parent else (), self.best,
                                          self.run_id, error)
 
-    def _admit(self, cand: Candidate, noise: float) -> None:
+    def admit(self, cand: Candidate, noise: float) -> None:
         if self.population.admit(cand, noise):
             self.since_improvement = 0
 
@@ -236,14 +209,14 @@ class Search:
         once the pipeline has room again, so with a depth of one the verdict is in when this returns."""
         path = self.work / f"candidate_{cand.id}.py"
         path.write_text(cand.source)
-        self._waiting[cand.id] = (cand, then)
+        self.waiting[cand.id] = (cand, then)
         try:
             self.pipeline.submit(cand.id, path)
         except RuntimeError as exc:  # every lane retired meanwhile: it stays pending for --resume
-            self._waiting.pop(cand.id)
+            self.waiting.pop(cand.id)
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": str(exc)})
             return
-        while self._waiting and not self.pipeline.room():  # full (with one lane and no compile pool: at once)
+        while self.waiting and not self.pipeline.room():  # full (with one lane and no compile pool: at once)
             self._collect()
 
     def _collect(self, timeout: float | None = None) -> bool:
@@ -252,9 +225,9 @@ class Search:
         if done is None:
             return False
         if isinstance(done.cand_id, Retiming):  # a duel: an incumbent re-timed beside its challenger
-            self._settle(done)
+            self.duels.settle(done)
             return True
-        cand, then = self._waiting.pop(done.cand_id)
+        cand, then = self.waiting.pop(done.cand_id)
         if done.verdict is None:  # no lane could evaluate it: it stays pending in the archive for --resume
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": done.error})
             self.unevaluated_run += 1
@@ -273,12 +246,12 @@ class Search:
         evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
         self.evaluated += 1
         self.since_improvement += 1
-        incumbent = self._unfair_win(evaluated, verdict)
+        incumbent = self.duels.unfair_win(evaluated, verdict)
         if incumbent is not None:
-            self._duel(evaluated, incumbent, verdict, done.lane)
+            self.duels.start(evaluated, incumbent, verdict, done.lane)
         else:
-            self._admit(evaluated, noise_of(verdict))
-        self._measured[evaluated.id] = (self.clock(), verdict.gpu)
+            self.admit(evaluated, noise_of(verdict))
+        self.duels.measured_now(evaluated, verdict)
         if self.proposer is not None and evaluated.score is not None:  # a possible parent: its digest begins now
             self.contexts.start_digest(evaluated, verdict.kernels)
         self.emit({"kind": "candidate", "candidate": evaluated, "seconds": done.seconds, "best": self.best,
@@ -287,57 +260,9 @@ class Search:
             then(evaluated)
         return True
 
-    # -- fair promotion ---------------------------------------------------------------------------------------------
-    def _unfair_win(self, cand: Candidate, verdict: Verdict) -> Candidate | None:
-        """The incumbent a GPU candidate beats by more than the noise when the two were not timed on the same card
-        close in time (within --fair-window): that win counts only once the incumbent is timed again beside it."""
-        incumbent = self.best
-        window = self.config.fair_window_s
-        if not window or verdict.mode != "gpu" or cand.score is None or incumbent is None \
-                or incumbent.score is None or not self.population.better(cand, incumbent):
-            return None
-        seen = self._measured.get(incumbent.id)
-        if seen is not None and seen[1] == verdict.gpu and self.clock() - seen[0] <= window:
-            return None
-        return incumbent
-
-    def _duel(self, cand: Candidate, incumbent: Candidate, verdict: Verdict, lane: str) -> None:
-        """Time the incumbent again on the lane that just measured the challenger, next on that card; the
-        challenger joins the population when the figure is in (_settle)."""
-        key = Retiming("duel", cand.id)
-        path = self.work / f"duel_{cand.id}_{incumbent.id}.py"
-        path.write_text(incumbent.source)
-        self._duels[key] = (cand, incumbent, noise_of(verdict))
-        self.emit({"kind": "duel", "candidate": cand, "incumbent": incumbent, "lane": lane})
-        try:
-            self.pipeline.submit(key, path, lane=lane, beyond_depth=True)
-        except RuntimeError:  # no lane left: the win stands unconfirmed, as a member only
-            self._duels.pop(key)
-            self.population.admit(cand, noise_of(verdict), contend=False)
-            return
-        self._waiting[key] = (None, None)
-
-    def _settle(self, done) -> None:
-        self._waiting.pop(done.cand_id, None)
-        cand, incumbent, noise = self._duels.pop(done.cand_id)
-        verdict = done.verdict
-        figure = score_of(verdict) if verdict is not None and verdict.ok else None
-        (self.work / f"duel_{cand.id}_{incumbent.id}.py").unlink(missing_ok=True)
-        if verdict is not None:
-            self.archive.store_retime(self.run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
-        # the challenger's figure is one evaluation old, from this card: the win holds against the incumbent's new one
-        judged = max(noise, self.population.noise.get(incumbent.id, NOISE_FLOOR))
-        holds = figure is None or cand.score > figure * (1 + judged)
-        if holds:
-            self._admit(cand, noise)
-        else:
-            self.population.admit(cand, noise, contend=False)
-        self.emit({"kind": "duel_result", "candidate": cand, "incumbent": incumbent, "figure": figure,
-                   "holds": holds, "best": self.best})
-
     def drain(self) -> None:
         """Wait for every evaluation in the pipeline (before work that needs the cards to itself)."""
-        while self._waiting:
+        while self.waiting:
             self._collect()
 
     def submit(self, then=None, **fields) -> Candidate | None:
@@ -386,141 +311,6 @@ class Search:
 
     def audit_step(self) -> None:
         self.rounds.audit(self.device, lambda: self.reported()[0], self._first_gpu())
-
-    def _ask(self, island: int) -> None:
-        """Start one proposal in the background: parent and template are chosen now, the model answers later."""
-        parent = self.population.pick_parent(island)
-        template = "diff_edit" if parent and self.rng.random() < self.config.search.diff_share else "full_rewrite"
-        context = self._context_now(parent)
-        toolbox = Toolbox(self.index, self.contexts.parent_reader(parent) if parent else None) if self.index else None
-
-        def propose() -> Proposal:  # in the proposal's thread: the parent's digest may still be disassembling
-            return self.proposer.propose(template, self.contexts.with_digest(context, parent),
-                                         parent.source if parent else None, toolbox)
-        future = self.pool.submit(propose)
-        self.inflight.append(Pending(island, parent, future, tuple(h["id"] for h in context.hints)))
-
-    def llm_step(self, island: int) -> None:
-        """Submit the oldest proposal in flight, keeping up to --concurrency model calls running meanwhile."""
-        while len(self.inflight) < self.concurrency:
-            self._ask(island)
-            island = (island + 1) % len(self.population.islands)
-        pending = self.inflight.popleft()
-        proposal = pending.future.result()  # a broken user template raises here, on the main thread
-        parent, island = pending.parent, pending.island
-        self.submit(then=self._repairer(island, self.config.search.repairs),
-                    **self._fields(proposal, (parent.id,) if parent else (), island, parent, pending.hint_ids))
-
-    def _repairer(self, island: int, left: int):
-        """What follows a model's candidate: a load or compile failure goes back to the model (up to `left` times),
-        as the loop's next step once its verdict is in."""
-        def then(cand: Candidate | None) -> None:
-            if left > 0 and cand is not None and cand.status == "evaluated" and cand.failed_rung in ("load", "compile"):
-                self.followups.append(lambda: self._repair(cand, island, left))
-        return then
-
-    def _repair(self, cand: Candidate, island: int, left: int) -> None:
-        error = cand.reason or ""
-        verdict = self.archive.verdict(cand.id)
-        failure = verdict and verdict.failure
-        log = failure.metrics.get("log") if failure else None
-        context = self.context(cand, error=log or error)
-        toolbox = Toolbox(self.index, self.contexts.parent_reader(cand)) if self.index else None
-        proposal = self.proposer.propose("repair", context, cand.source, toolbox)
-        self.submit(then=self._repairer(island, left - 1),
-                    **self._fields(proposal, (cand.id,), island, cand, tuple(h["id"] for h in context.hints)))
-
-    def _fields(self, proposal, parent_ids, island, parent, hint_ids=()) -> dict:
-        source = proposal.source
-        knobs = read_knobs(source)[0] if source else None
-        return {"source": source, "parent_ids": parent_ids, "island": island,
-                "generation": (parent.generation + 1) if parent else 0, "proposer": "llm", "model": proposal.model,
-                "template": proposal.template, "prompt": proposal.prompt, "reply": proposal.reply,
-                "tokens_in": proposal.tokens_in, "tokens_out": proposal.tokens_out, "cost": proposal.cost,
-                "latency_s": proposal.latency_s, "knobs": knobs, "error": proposal.error, "hint_ids": hint_ids,
-                "tool_log": proposal.tool_log}
-
-    def tune_step(self, island: int) -> bool:
-        """One knob setting for the best structure that still has untried settings; False when none has."""
-        for base in self.population.ranked(self.population.islands[island]) + self.population.ranked():
-            if read_knobs(base.source)[0] is None or self.tuner.exhausted(base.source):
-                continue
-            suggestion = self.tuner.suggest(base.source)
-            if suggestion is None:
-                continue
-            source, values, trial = suggestion
-            self.submit(then=lambda cand, base=base, trial=trial: self.tuner.tell(
-                            base.source, trial, cand.score if cand is not None else None),
-                        source=source, parent_ids=(base.id,), island=island, generation=base.generation + 1,
-                        proposer="tuner", knobs=values)
-            return True
-        return False
-
-    def material_step(self, island: int) -> bool:
-        """Evaluate the next of the problem's own kernels (seeds, then solutions/correct); False when none is left.
-        One this machine has evaluated before, alike in every way that shapes a verdict, takes its kept verdict
-        (evolve/known.py) rather than the minutes of another evaluation."""
-        while self.material:
-            path, proposer = self.material.popleft()
-            source = path.read_text()
-            knobs = read_knobs(source)[0]
-            entry = known.key(source, self.problem, self.device, self.versions, self.config.eval)
-
-            def then(done, source=source, knobs=knobs, entry=entry):
-                if knobs and done is not None:
-                    self.tuner.remember(source, knobs, done.score)
-                verdict = self.archive.verdict(done.id) if done is not None and done.status == "evaluated" else None
-                if verdict is not None and verdict.ok and self.known_material:  # a failure: evaluated anew next time
-                    artifacts = self.archive.artifact_files(done.id) if self.config.artifacts else None
-                    known.keep(self.config.eval.cache_dir, entry, verdict, artifacts)
-
-            fields = {"source": source, "island": island, "proposer": proposer, "knobs": knobs,
-                      "template": path.name}
-            kept = known.recall(self.config.eval.cache_dir, entry, with_artifacts=self.config.artifacts,
-                                limit=self.archive.ARTIFACT_TOTAL_LIMIT) if self.known_material else None
-            cand = self._record_known(kept, then, fields) if kept is not None else self.submit(then=then, **fields)
-            if cand is not None:
-                return True
-        return False
-
-    def _record_known(self, kept: known.Kept, then, fields) -> Candidate | None:
-        """Archive the problem's own kernel with the verdict (and compiler output) this machine kept for it
-        (evolve/known.py)."""
-        cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
-        if cand is None or cand.status == "invalid":
-            return cand
-        verdict = kept.verdict
-        if self.config.artifacts and kept.artifacts:
-            self.archive.store_artifact_files(cand.id, kept.artifacts)
-        evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
-        self.evaluated += 1
-        self._admit(evaluated, noise_of(verdict))
-        self.emit({"kind": "candidate", "candidate": evaluated, "seconds": 0.0, "best": self.best, "known": True,
-                   "lane": None})
-        if fields.get("knobs"):
-            self.tuner.remember(fields["source"], fields["knobs"], evaluated.score)
-        return evaluated
-
-    def composition(self) -> compose.Plan | None:
-        """The shape-dispatch composite worth evaluating now, or None (compose.Planner says when one is)."""
-        return self.planner.next(self.best, self.population.ranked(),
-                                 lambda i: self.population.noise.get(i, NOISE_FLOOR), source_hash)
-
-    def compose_step(self, island: int) -> bool:
-        """Propose and evaluate a composite when one is worth it; False when none is. Planned from settled verdicts
-        only: with candidates still in the pipeline the plan could be one verdict stale, so none is made."""
-        if any(isinstance(key, int) for key in self._waiting):
-            return False
-        found = self.composition()
-        if found is None:
-            return False
-        self.planner.composed.add(source_hash(found.source))
-        parents = [self.archive.get(pid) for pid in found.parts]
-        self.emit({"kind": "compose", "plan": found, "incumbent": self.best})
-        self.submit(source=found.source, parent_ids=found.parts, island=island,
-                    generation=max(p.generation for p in parents) + 1, proposer=compose.COMPOSER,
-                    template="shape-dispatch")
-        return True
 
     # -- the loop ---------------------------------------------------------------------------------------------------
     def stop_reason(self, ahead: int = 0) -> str | None:
@@ -581,7 +371,7 @@ class Search:
             if cand.status == "evaluated" and cand.id not in failed:
                 # the noise measured then, so near-ties are judged as before a crash
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None
-                self._admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
+                self.admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
                 if cand.knobs and cand.source:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
         if self.proposer is not None:
@@ -627,9 +417,9 @@ class Search:
                 if self.pipeline.dead:
                     stop = f"no evaluation lane is left ({self.pipeline.dead}); check the GPUs, then --resume"
                     break
-                reason = self.stop_reason(ahead=len(self._waiting))
+                reason = self.stop_reason(ahead=len(self.waiting))
                 if reason is not None or not self.pipeline.room():
-                    if self._waiting:  # a limit is near, or the pipeline is full: let a verdict in first
+                    if self.waiting:  # a limit is near, or the pipeline is full: let a verdict in first
                         self._collect()
                         continue
                     if (stop := self.stop_reason()) is not None:
@@ -640,22 +430,22 @@ class Search:
                     continue
                 island = step % len(self.population.islands)
                 step += 1
-                if self.material_step(island):
+                if self.steps.material(island):
                     pass
                 elif self.proposer is None:
-                    if not self.compose_step(island) and not self.tune_step(island) \
-                            and not any(self.tune_step(i) for i in range(len(self.population.islands))):
-                        if self._waiting:  # their verdicts may open new settings to try
+                    if not self.steps.compose(island) and not self.steps.tune(island) \
+                            and not any(self.steps.tune(i) for i in range(len(self.population.islands))):
+                        if self.waiting:  # their verdicts may open new settings to try
                             self._collect()
                             continue
                         stop = "every knob setting the tuner would try has been evaluated"
                         break
-                elif self.rng.random() < self.config.search.compose_share and self.compose_step(island):
+                elif self.rng.random() < self.config.search.compose_share and self.steps.compose(island):
                     pass
-                elif self.rng.random() < self.config.search.tune_share and self.tune_step(island):
+                elif self.rng.random() < self.config.search.tune_share and self.steps.tune(island):
                     pass
                 else:
-                    self.llm_step(island)
+                    self.steps.model(island)
                 if step % self.config.search.migrate_every == 0:
                     self.emit({"kind": "migrate", "islands": self.population.migrate()})
                 if self.evaluated - self.profiled_at >= self.config.profile.every:
@@ -695,9 +485,9 @@ class Search:
         for pending in self.inflight:
             if pending.future.done() and pending.future.exception() is None:
                 parent = pending.parent
-                self.archive.add_candidate(self.run_id, **self._fields(pending.future.result(),
-                                                                        (parent.id,) if parent else (),
-                                                                        pending.island, parent, pending.hint_ids),
+                self.archive.add_candidate(self.run_id, **fields_of(pending.future.result(),
+                                                                   (parent.id,) if parent else (),
+                                                                   pending.island, parent, pending.hint_ids),
                                            within_run=self.config.isolated)
             else:
                 pending.future.cancel()

@@ -26,7 +26,7 @@ def test_an_evaluated_candidate_keeps_its_compiler_output(tmp_path):
     db = tmp_path / "a.db"
     search = Search(RunConfig(problem_dir=str(MINI), db=str(db), eval=EvalOptions(device="cpu")), Archive(db))
     search.start()
-    assert search.material_step(0)  # the seed, through the real ladder under the interpreter
+    assert search.steps.material(0)  # the seed, through the real ladder under the interpreter
     search.drain()  # a step hands its candidate to the pipeline; its verdict comes in here
     seed = search.archive.candidates(search.run_id)[0]
     assert seed.ok

@@ -15,7 +15,8 @@ from evolve import compose
 from evolve.archive import Archive
 from evolve.config import RunConfig
 from evolve.harness import EvalOptions
-from evolve.search import Search, device_name, noise_of, score_of
+from evolve.scoring import noise_of, score_of
+from evolve.search import Search, device_name
 from verdicts import ladder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -296,10 +297,10 @@ def test_compose_step_evaluates_a_real_composite_and_records_its_lineage(tmp_pat
             cand = search.archive.add_candidate(search.run_id, source=path.read_text(), proposer="seed")
             verdict = ladder(fitness=None, shapes=cpu_rows(small, large), mode="cpu")
             done = search.archive.record_verdict(cand.id, verdict, score_of(verdict))
-            search._admit(done, noise_of(verdict))
+            search.admit(done, noise_of(verdict))
             ids.append(done.id)
 
-        assert search.compose_step(0) is True
+        assert search.steps.compose(0) is True
         search.drain()
         composites = [c for c in search.archive.candidates(search.run_id) if c.proposer == compose.COMPOSER]
         assert len(composites) == 1
@@ -315,7 +316,7 @@ def test_compose_step_evaluates_a_real_composite_and_records_its_lineage(tmp_pat
         assert verdict.shapes[0]["inputs"] == [{"shape": [4, 32], "dtype": "float32"}]
         assert verdict.shapes[1]["inputs"] == [{"shape": [2, 512], "dtype": "float32"}]
 
-        assert search.compose_step(0) is False  # the same composite is not proposed twice
+        assert search.steps.compose(0) is False  # the same composite is not proposed twice
         assert sum(c.proposer == compose.COMPOSER for c in search.archive.candidates(search.run_id)) == 1
 
         env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -416,7 +417,7 @@ def test_kernels_archived_on_another_device_are_not_material_nor_duplicates(tmp_
         assert gpu.hash in archive.known_hashes("two_regimes", "NVIDIA H200")
         assert gpu.hash not in archive.known_hashes("two_regimes", search.device)
 
-        assert search.material_step(0) is True
+        assert search.steps.material(0) is True
         search.drain()
         cpu = archive.candidates(search.run_id)
         assert len(cpu) == 1 and cpu[0].proposer == "seed" and cpu[0].hash == gpu.hash

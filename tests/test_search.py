@@ -7,7 +7,9 @@ from evolve.config import RunConfig
 from evolve.harness import EvalOptions, RungResult, Verdict
 from verdicts import ladder
 from evolve.harness.ladder import _roofline
-from evolve.search import NOISE_CEILING, NOISE_FLOOR, Search, noise_of
+from evolve.population import NOISE_CEILING, NOISE_FLOOR
+from evolve.scoring import noise_of
+from evolve.search import Search
 
 MINI = Path(__file__).resolve().parent / "data" / "mini_softmax"
 
@@ -22,7 +24,7 @@ def admit(search: Search, fitness: float, n: int, noise: float = NOISE_FLOOR) ->
     cand = search.archive.add_candidate(search.run_id, source=f"def custom_kernel(x):\n    return x * {n}\n",
                                        proposer="tuner")
     done = search.archive.record_verdict(cand.id, verdict(fitness, noise), fitness)
-    search._admit(done, noise_of(search.archive.verdict(done.id)))
+    search.admit(done, noise_of(search.archive.verdict(done.id)))
     return done.id
 
 

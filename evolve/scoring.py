@@ -1,0 +1,26 @@
+"""What a verdict is worth to the search: its score, and how far its timing noise lets another beat it."""
+from __future__ import annotations
+
+import math
+
+from .harness import Verdict
+from .population import NOISE_CEILING, NOISE_FLOOR
+
+
+def score_of(verdict: Verdict) -> float | None:
+    """Fitness on a GPU; under the CPU interpreter the geomean of 1 / (interpreter ms) over the CPU shapes, which
+    only ranks kernels by how much work the interpreter does for them and says nothing about GPU speed."""
+    if not verdict.ok:
+        return None
+    if verdict.fitness is not None:
+        return float(verdict.fitness)
+    times = [s["ms"] for s in verdict.shapes if s.get("ms")]
+    return math.exp(-sum(math.log(t) for t in times) / len(times)) if times else None
+
+
+def noise_of(verdict: Verdict) -> float:
+    """Relative noise of a verdict's times: the median spread of its timing windows per shape (interquartile range
+    over median), between NOISE_FLOOR and NOISE_CEILING. Interpreter times carry no spread: the floor. The ceiling
+    keeps a kernel whose own times scatter (by accident or on purpose) from holding off a clearly faster challenger."""
+    spreads = sorted(float(s["spread"]) for s in verdict.shapes if s.get("spread") is not None)
+    return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
