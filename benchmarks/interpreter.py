@@ -1,4 +1,4 @@
-"""Triton's CPU interpreter with and without evolve's one-time module listing (evolve/harness/interpreter.py).
+"""Triton's CPU interpreter with and without evolve's one-time module listing (evolve/lang/triton/interpreter.py).
 
 For each problem's seed, the seconds that one call of custom_kernel on every test case of the problem takes under
 TRITON_INTERPRET=1 (what the CPU mode's run rung calls; its correctness rung calls each case once per seed), in a
@@ -23,7 +23,7 @@ from evolve.harness import load_problem
 from evolve.harness.formats import reference_for
 
 if sys.argv[1] == "fast":
-    from evolve.harness.interpreter import speed_up
+    from evolve.lang.triton.interpreter import speed_up
     assert speed_up()
 path, repeat = sys.argv[2], int(sys.argv[3])
 problem = load_problem(sys.argv[4])

@@ -134,7 +134,7 @@ import threading
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypedDict
 
 import sqlite_utils
 
@@ -144,6 +144,29 @@ from .redact import strip_secret_keys
 
 class ArchiveError(Exception):
     """An archive problem the user can act on; the message says what to do."""
+
+
+class RunRow(TypedDict, total=False):
+    """One run as the archive returns it (run, last_run, runs)."""
+    id: int
+    problem: str
+    problem_path: str
+    options: dict  # the run's options, secrets stripped
+    device: str  # where it evaluated: the card's name, or the interpreter's
+    versions: dict  # package -> version
+    started: str
+    ended: str | None  # None while it runs (or after a crash)
+    stop_reason: str | None
+    paused: int  # 1 while `evolve pause` holds it
+    gaps: list  # [stopped, resumed] instants: time it was not running
+    candidates: int  # runs() only, from here on
+    evaluated: int
+    correct: int
+    best_score: float | None
+    best_fitness: float | None
+    cost: float
+    tokens: int
+    pending: int
 
 
 @dataclass(frozen=True)
@@ -569,20 +592,20 @@ class Archive:
             row).lastrowid)
 
     @staticmethod
-    def _run_dict(row: dict) -> dict:
+    def _run_dict(row: dict) -> RunRow:
         for key in ("options", "versions"):
             row[key] = json.loads(row[key]) if row[key] else {}
         if "gaps" in row:
             row["gaps"] = json.loads(row["gaps"]) if row["gaps"] else []
         return row
 
-    def run(self, run_id: int) -> dict:
+    def run(self, run_id: int) -> RunRow:
         rows = self._dicts("SELECT * FROM runs WHERE id = ?", [run_id])
         if not rows:
             raise ArchiveError(f"no run {run_id} in {self.path}")
         return self._run_dict(rows[0])
 
-    def last_run(self, problem: str) -> dict | None:
+    def last_run(self, problem: str) -> RunRow | None:
         rows = self._dicts("SELECT * FROM runs WHERE problem = ? ORDER BY id DESC LIMIT 1", [problem])
         return self._run_dict(rows[0]) if rows else None
 
@@ -609,7 +632,8 @@ class Archive:
         self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ?, paused = 0 WHERE id = ?",
                                         [_now(), stop_reason, run_id]))
 
-    def runs(self) -> list[dict]:
+    def runs(self) -> list[RunRow]:
+        """Every run, with its candidates counted (the fields RunRow marks as runs() only)."""
         return [self._run_dict(r) for r in self._dicts(f"""
             SELECT r.*, count(c.id) AS candidates,
                    coalesce(sum(c.status = 'evaluated'), 0) AS evaluated, coalesce(sum(c.ok = 1), 0) AS correct,

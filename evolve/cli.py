@@ -1015,7 +1015,7 @@ def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
         click.echo(f"// {about.get(stem, stem)}")
         data = archive.artifact(c.id, name) or b""
         if name.endswith(".cubin"):
-            from .harness.launches import disassemble
+            from .harness.sass import disassemble
 
             click.echo(disassemble(data) or "(no cuobjdump here to read the cubin with)")
         else:

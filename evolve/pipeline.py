@@ -310,7 +310,7 @@ def visible_gpus() -> list[str]:
 AUTO_MAX_PER_GPU = 8
 CORES_PER_LANE = 2  # a lane's evaluation keeps a GPU runner and a compile runner busy
 HOST_GIB_PER_LANE = 4.0  # an idle crew holds about 1.9 GiB resident on the H200 machine; inputs and references twice that
-CARD_GIB_PER_LANE = 16.0  # each lane's window inputs get a share of the card's memory (harness/measurer.py)
+CARD_GIB_PER_LANE = 16.0  # each lane's window inputs get a share of the card's memory (harness/calibration.py)
 
 
 def _card_gib() -> float | None:

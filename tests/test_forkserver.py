@@ -149,7 +149,7 @@ def test_a_forked_runner_gets_the_priority_and_limits_asked(tmp_path):
     server = forkserver.SERVERS.get(env, lambda: _server_env(env))
     assert server is not None
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        keeper = server.spawn("runner", [to_runner_r, from_runner_w, "compile", folder, tmp_path],
+        keeper = server.spawn("runner", [to_runner_r, from_runner_w, "compile", folder, tmp_path, "triton"],
                               env, folder, (to_runner_r, from_runner_w), out, err, RUNNER_FILE_BYTES, 19)
     os.close(to_runner_r)
     os.close(from_runner_w)

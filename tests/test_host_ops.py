@@ -3,7 +3,8 @@ own autotuner makes them (restore_value), and a GPU MODE task's names stand only
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from evolve.harness.runner import COPY_OPS, _autotuner_restores
+from evolve.harness.runner import COPY_OPS
+from evolve.lang.triton.runner_side import RunnerSide
 from evolve.harness.static_check import check_source
 
 
@@ -20,7 +21,7 @@ def logged(fn) -> list[str]:
     class OpLog(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func._overloadpacket.__name__
-            if name not in COPY_OPS or not _autotuner_restores():
+            if name not in COPY_OPS or not RunnerSide.copy_is_its_own():
                 ops.append(name)
             return func(*args, **(kwargs or {}))
 

@@ -1,4 +1,4 @@
-"""The CPU mode's interpreter, its module listing taken once (harness/interpreter.py), computes what Triton's own does:
+"""The CPU mode's interpreter, its module listing taken once (lang/triton/interpreter.py), computes what Triton's own does:
 it wraps the same members at every call, and every problem's seeds and correct solutions give the same outputs, bit
 for bit. Each side runs in a process of its own (the speed-up changes Triton's interpreter module for the process)."""
 import json
@@ -18,7 +18,7 @@ import triton.language as tl
 from triton.runtime import interpreter as I
 
 original = I._patch_builtin
-from evolve.harness.interpreter import speed_up
+from evolve.lang.triton.interpreter import speed_up
 assert speed_up() and I._patch_builtin is not original
 
 def wrapped(fn, pkg):
@@ -80,10 +80,10 @@ import sys, torch
 from pathlib import Path
 from evolve.harness import load_problem
 from evolve.harness.formats import reference_for
-from evolve.harness.launches import LaunchLog
+from evolve.lang.triton.launches import LaunchLog
 
 if sys.argv[1] == "fast":
-    from evolve.harness.interpreter import speed_up
+    from evolve.lang.triton.interpreter import speed_up
     assert speed_up()
 import importlib.util
 out = {}
@@ -130,6 +130,6 @@ def test_every_seed_and_correct_solution_gives_the_same_bits(tmp_path):
 def test_the_interpreters_runner_installs_it(tmp_path):
     code = ("import sys; from pathlib import Path; from triton.runtime import interpreter as I; "
             "original = I._patch_builtin; from evolve.harness.runner import Runner; "
-            "Runner(None, 'interpret', Path(sys.argv[1])); print(I._patch_builtin is not original, "
+            "Runner(None, 'interpret', Path(sys.argv[1]), 'triton'); print(I._patch_builtin is not original, "
             "I._patch_builtin.original is original)")
     assert _python(code, str(tmp_path)).split() == ["True", "True"]

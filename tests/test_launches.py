@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNEL = textwrap.dedent('''
     import json, sys, torch
     sys.path.insert(0, sys.argv[1])
-    from evolve.harness.launches import LaunchLog
+    from evolve.lang.triton.launches import LaunchLog
     log = LaunchLog()
     log.install(sys.argv[2])
     import triton

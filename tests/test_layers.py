@@ -60,3 +60,13 @@ def test_a_language_is_reached_only_through_the_interface():
             continue
         languages = {m for m in _imports(path) if m.startswith("evolve.lang.")}
         assert not languages, f"{path.relative_to(PACKAGE)} imports {languages}: use evolve.lang.get(name)"
+
+
+def test_the_runner_knows_its_candidates_language_only_through_the_interface():
+    """The runner (the process that imports the candidate) sees launches, compiled kernels and the language's own
+    copies through the runner side evolve.lang hands it (lang/triton/runner_side.py): it imports no language itself."""
+    tree = ast.parse((PACKAGE / "harness" / "runner.py").read_text())
+    imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in imported if name.split(".")[0] in ("triton", "cutlass", "tilelang")}, imported
+    assert "lang" in imported  # `from ..lang import get`: the one way in

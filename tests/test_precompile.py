@@ -26,7 +26,8 @@ def _runner(work: Path):
            "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
     env.pop("TRITON_INTERPRET", None)
     proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner", str(to_r), str(from_w), "compile", str(work),
-                             str(work / "tmp")], pass_fds=(to_r, from_w), env=env, cwd=work, start_new_session=True)
+                             str(work / "tmp"), "triton"],
+                            pass_fds=(to_r, from_w), env=env, cwd=work, start_new_session=True)
     os.close(to_r)
     os.close(from_w)
     return proc, Link(from_r, to_w, RUNNER)

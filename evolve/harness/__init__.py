@@ -3,6 +3,7 @@ and, of evolve, only the candidate language's rules (evolve/lang) and what count
 from .formats import load_problem
 from .ladder import RUNGS, EvalOptions, evaluate
 from .problem import Problem, ProblemError
-from .verdict import RungResult, Verdict
+from .verdict import BenchmarkRow, RungResult, Verdict
 
-__all__ = ["RUNGS", "EvalOptions", "evaluate", "Problem", "ProblemError", "load_problem", "RungResult", "Verdict"]
+__all__ = ["RUNGS", "EvalOptions", "evaluate", "Problem", "ProblemError", "load_problem", "BenchmarkRow", "RungResult",
+           "Verdict"]

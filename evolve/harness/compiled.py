@@ -2,7 +2,7 @@
 
 A Triton cache is written by the process that runs the candidate, so what it holds is the candidate's: it may be
 handed only to processes that run the same candidate. Within an evaluation the compile-only runner's cache goes to the
-GPU runner (harness/measurer.py). Across evaluations the parent keeps a runner's cache under a key made of the
+GPU runner (harness/ahead.py). Across evaluations the parent keeps a runner's cache under a key made of the
 candidate's exact bytes (and the files beside it), the evaluation mode and the torch and Triton versions, and hands it
 to the runners of a later evaluation with the same key only: a resumed run, a re-timing or a re-verification of the
 same source compiles nothing again, and no other candidate ever reads it. What such a file could do in that later

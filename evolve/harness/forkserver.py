@@ -48,16 +48,15 @@ def _import_everything() -> None:
     import importlib
 
     import torch
-    import triton  # noqa: F401
-    import triton.language  # noqa: F401
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils import _pytree  # noqa: F401
 
+    from ..lang import BUILT_IN, get
     from . import (ahead, calibration, checks, compare, compiled, cpu_mode, cuda_ipc, exchange,  # noqa: F401
-                   gpu_mode, interpreter, keeper, launches, measurer, metrics, peaks, runner, timing, verdict, wire)
+                   gpu_mode, keeper, measurer, metrics, peaks, runner, timing, verdict, wire)
 
-    for name in ("torch._higher_order_ops.triton_kernel_wrap",  # a launch under the runner's op log (dynamo, sympy)
-                 "triton.compiler.compiler", "triton.backends.nvidia.compiler", "triton.backends.nvidia.driver"):
+    # each built-in language's runner side and what its first launch imports
+    for name in [module for language in BUILT_IN for module in get(language).warm_modules]:
         try:
             importlib.import_module(name)
         except ImportError:

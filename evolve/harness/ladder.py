@@ -22,7 +22,7 @@ from .lease import FIRST_CALIBRATION, Evicted
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew
 from .static_check import screen, summary
-from .verdict import RUNGS, RungResult, Verdict
+from .verdict import RUNGS, BenchmarkRow, RungResult, Verdict
 from .wire import Malformed, check
 
 ROOFLINE_CEILING = 1.05
@@ -106,6 +106,7 @@ class _Evaluation:
     def __init__(self, candidate: Path, problem, options: EvalOptions, on_rung=None):
         self.candidate, self.problem, self.options, self.on_rung = candidate, problem, options, on_rung
         self.mode = "gpu" if options.device == "cuda" or (options.device == "auto" and gpu_available()) else "cpu"
+        self.language = options.language or problem.languages[0]
         self.secret = secrets.randbits(62)
         self.cache = Path(options.cache_dir)
         self.trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
@@ -183,7 +184,7 @@ class _Evaluation:
         problem, options = self.problem, self.options
         started = time.perf_counter()
         try:
-            language = options.language or problem.languages[0]
+            language = self.language
             problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"] \
                 if language not in problem.languages else \
                 screen(self.candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
@@ -200,9 +201,10 @@ class _Evaluation:
         options = self.options
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
-        crew = self.crew = (SPARES.take(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server)
-                            if options.prewarm else
-                            Crew(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server))
+        crew = self.crew = (SPARES.take(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server,
+                                        self.language) if options.prewarm else
+                            Crew(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server,
+                                 self.language))
         try:
             result = self._run_crew(crew)
         finally:
@@ -238,13 +240,13 @@ class _Evaluation:
                 os.chmod(crew.candidate_path().parent / name, 0o644)
         driver = cache / "triton-driver"
         if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
-            compiled.copy_cache(str(driver), str(crew.triton_cache()), crew.runner_uid)
+            compiled.copy_cache(str(driver), str(crew.compiled_cache()), crew.runner_uid)
         kept, restored = None, 0
         if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
             beside = [problem.folder / name for name in problem.extra.get("beside", ())
                       if (problem.folder / name).is_file()]
             kept = compiled.source_key(self.candidate, beside, mode, _versions())
-            restored = compiled.restore(cache, kept, crew.triton_caches(), crew.runner_uid)
+            restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid)
         if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
             self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
         job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
@@ -255,7 +257,8 @@ class _Evaluation:
                "plans": _load(cache, trusted, "plans.json")}
         self.spawned = time.time()
         if options.prewarm:  # the next evaluation's processes start up while this one runs
-            SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server)
+            SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server,
+                           self.language)
         result = crew.run(job, options.timeout_s, options.max_rss_gb, self.on_message)
         self.ran = time.time()
         setup = self.said.setup
@@ -265,7 +268,7 @@ class _Evaluation:
         if kept:
             if setup:
                 setup[-1]["compiled_restored"] = restored
-            compiled.keep(cache, kept, crew.triton_cache())
+            compiled.keep(cache, kept, crew.compiled_cache())
         if crew.party is not None and crew.party.evicted:
             raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
                           "queued before the stop kept the card busy)")
@@ -329,7 +332,7 @@ def _fastest_plan(entry: dict, message: dict) -> dict:
     if message["case"] is None:
         seen = entry.get("hops_ms")
         entry["hops_ms"] = message["hops_ms"] if not isinstance(seen, float) else min(seen, message["hops_ms"])
-        entry["hops_checked"] = time.time()  # when it was last measured (harness/measurer.py re-checks old ones)
+        entry["hops_checked"] = time.time()  # when it was last measured (harness/calibration.py re-checks old ones)
         return entry
     old = entry.get(message["case"])
     new = {"k": message["k"], "one_ms": message["one_ms"], "many_ms": message["many_ms"], "checked": time.time()}
@@ -430,8 +433,8 @@ def _input_record(value) -> bool:
     return True
 
 
-def _shape_row(row: dict, peaks: dict | None) -> dict:
-    out = {"case": row["case"], "shape": row["shape"], "dtype": row["dtype"], "ms": row["ms"],
+def _shape_row(row: dict, peaks: dict | None) -> BenchmarkRow:
+    out: BenchmarkRow = {"case": row["case"], "shape": row["shape"], "dtype": row["dtype"], "ms": row["ms"],
            "speedup_vs_torch": row["torch_ms"] / row["ms"] if row.get("torch_ms") and row["ms"] else None,
            "speedup_vs_compile": row["compile_ms"] / row["ms"] if row.get("compile_ms") and row["ms"] else None,
            "roofline_fraction": None, "bytes_per_s": row["bytes"] / (row["ms"] * 1e-3) if row["ms"] else None,

@@ -8,7 +8,7 @@ only the parent writes; the parent grants it in the order asked and, for as long
 process of every other evaluation on the card: each process group of its crew, and any process still carrying its
 evaluation's token (one that left the group), as the kill at the end of an evaluation finds them. A stopped process
 queues no more GPU work; what it had queued before may still run, so the measurer holding the lease waits until the
-card is quiet before it times anything (harness/measurer.py) and, if it does not become quiet, asks for the stopped
+card is quiet before it times anything (harness/timing_lease.py) and, if it does not become quiet, asks for the stopped
 evaluations to be evicted: they are killed and their candidates evaluated again later (`Evicted`). Time spent stopped
 does not count against an evaluation's wall-clock limit.
 

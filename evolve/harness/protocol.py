@@ -15,7 +15,7 @@ KERNEL = {"name": str, "num_warps": OPT_INT, "num_stages": OPT_INT, "smem": OPT_
 OUTPUT = {"handle": str, "offset": int, "nbytes": int, "shape": [int], "dtype": str}
 
 RUNNER = {
-    "ready": {"kind": str, "jail": str, "torch": str, "triton": str, "device": str, "warm_s": float},
+    "ready": {"kind": str, "jail": str, "torch": str, "language": str, "version": str, "device": str, "warm_s": float},
     "ack": {"kind": str},
     "loaded": {"kind": str, "seconds": float},
     "compiled": {"kind": str, "seconds": float, "compile_seconds": float, "cache_hits": int, "fresh": int,

@@ -1,4 +1,5 @@
-"""The runner: the one process that imports the candidate. `python -m evolve.harness.runner IN OUT MODE WORK SHM`.
+"""The runner: the one process that imports the candidate.
+`python -m evolve.harness.runner IN OUT MODE WORK SHM LANGUAGE`.
 
 It jails itself (harness/jail.py) before anything else of its own runs (forked from the fork server, torch and
 Triton are imported already; started on its own, it imports them after), tells the measurer how it was set up, and
@@ -6,7 +7,8 @@ then only answers the measurer: load the candidate, call custom_kernel on inputs
 hand back where the outputs are. Everything it says after the candidate is imported is treated as the candidate's
 word: the measurer reads the outputs' bytes itself and times the calls from outside, so a lie here can make a verdict
 worse, never better. What it checks itself (host torch ops, a kernel launched, the outputs' types) is a first line
-that gives a model early, clear reasons.
+that gives a model early, clear reasons. What it knows of the candidate's language (how launches are seen, what a
+compiled kernel is) it asks of the language's runner side (evolve.lang).
 """
 from __future__ import annotations
 
@@ -32,58 +34,32 @@ ALLOWED_OPS = frozenset({
 COPY_OPS = frozenset({"clone", "copy_", "_to_copy", "contiguous", "to", "_copy_from", "_copy_from_and_resize"})
 
 
-def _autotuner_restores() -> bool:
-    """Whether the copy being logged is Triton's autotuner saving or restoring arguments between configs
-    (`restore_value`): code in triton/runtime/autotuner.py itself, which a candidate cannot write to."""
-    import torch
-
-    torch_dir = str(Path(torch.__file__).parent)
-    caller = sys._getframe(2)  # past this function and the op log's dispatch: torch's own wrappers, then the caller
-    while caller is not None and caller.f_code.co_filename.startswith(torch_dir):
-        caller = caller.f_back
-    return caller is not None and caller.f_code.co_filename.replace("\\", "/").endswith("triton/runtime/autotuner.py")
-
-
 class Refused(Exception):
     """The candidate did something the first line refuses; str() is the reason."""
 
 
 class Runner:
-    def __init__(self, link, mode: str, work: Path):
+    def __init__(self, link, mode: str, work: Path, language: str):
         import torch
-
-        from .launches import LaunchLog
-
         from torch.utils import _pytree
+
+        from ..lang import get
 
         self.torch, self.pytree = torch, _pytree
         self.link, self.mode, self.work = link, mode, work
-        self.log = LaunchLog()
-        self.log.install(mode)
-        if mode == "interpret":  # the same interpreter, its module listing taken once (harness/interpreter.py)
-            from .interpreter import speed_up
-
-            speed_up()
+        self.side = get(language).runner_side(mode)  # sees launches from before the candidate is imported
         self.module = None
         self.mapped = None
         self.gate_addr = self.done_addr = 0
         self.kept: list = []  # the last call's outputs, alive until the measurer has read them
         self._files: dict = {}
-        self.launched_ahead: set = set()  # kernels whose launcher _build_launchers has built
 
     # -- set-up, before the candidate exists -------------------------------------------------------------------------
     def hello(self, jail_status: str, started: float) -> None:
-        import triton
-
         torch = self.torch
-        try:
-            # torch routes a Triton launch made under a dispatch mode (the runner's op log) through this module, whose
-            # first import pulls in dynamo and sympy (3.5 s on the H200): take it here, while the runner is a spare
-            import torch._higher_order_ops.triton_kernel_wrap  # noqa: F401
-        except ImportError:
-            pass
-        info = {"kind": "ready", "jail": jail_status, "torch": torch.__version__, "triton": triton.__version__,
-                "device": "cpu"}
+        version = self.side.warm_up()  # taken here, while the runner is a spare
+        info = {"kind": "ready", "jail": jail_status, "torch": torch.__version__, "language": self.side.display,
+                "version": version, "device": "cpu"}
         if self.mode == "gpu":
             from . import cuda_ipc
 
@@ -185,14 +161,16 @@ class Runner:
             return self.fail("the candidate is not loaded")
         ops: set = set()
 
+        side = self.side
+
         class OpLog(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 name = func._overloadpacket.__name__
-                if name not in COPY_OPS or not _autotuner_restores():
+                if name not in COPY_OPS or not side.copy_is_its_own():
                     ops.add(name)
                 return func(*args, **(kwargs or {}))
 
-        launches = self.log.launches
+        launches = self.side.launches
         started = time.perf_counter()
         sets, purpose = message["sets"], message["purpose"]
         gpu = self.mode == "gpu"
@@ -224,7 +202,7 @@ class Runner:
         copies = "; copies and conversions (a non-contiguous input's .contiguous(), .to(dtype), .clone(), .copy_()) " \
                  "are work for a kernel: read the strides instead" if extra & COPY_OPS else ""
         ops_reason = (f"custom_kernel ran torch ops {', '.join(sorted(extra)[:4])}: host code may only allocate and "
-                      f"launch Triton kernels{copies}") if extra else None
+                      f"launch {side.display} kernels{copies}") if extra else None
         if purpose == "compile":
             if gpu and error is None:
                 try:
@@ -248,9 +226,8 @@ class Runner:
         # After the outputs are out (a timed call's window is closing): the first line's own findings.
         if ops_reason:
             return self.fail(ops_reason, started)
-        if self.log.launches == launches and sets:
-            return self.fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit "
-                             "kernels", started)
+        if self.side.launches == launches and sets:
+            return self.fail(self.side.nothing_launched, started)
         self.link.send({"kind": "checked", "call": message["call"]})
 
     def _export(self, outs: tuple, files) -> list:
@@ -275,31 +252,26 @@ class Runner:
     def compiled(self, started: float, error, dump) -> None:
         """dump: False, True (every compiler artifact and the SASS) or "files" (the artifacts without the SASS,
         which takes cuobjdump about 0.3 s a kernel: evolve run leaves it to whoever reads it later)."""
-        from .launches import describe_all
-        from .launches import dump as dump_files
-
-        if not self.log.kernels:
+        side = self.side
+        if not side.kernels:
             if error is not None:
                 reason = f"custom_kernel raised before any kernel compiled: {short_error(error)}"
                 if "compil" in f"{type(error).__name__} {str(error)[:200]}".lower():
                     reason = f"CompilationError: {short_error(error)}"
                 return self.fail(reason, started, log="".join(traceback.format_exception(error))[-20000:])
-            return self.fail("no Triton kernel launched by custom_kernel: the computation must run in @triton.jit "
-                             "kernels", started)
-        if error is not None and type(error).__name__ == "CompilationError":
+            return self.fail(side.nothing_launched, started)
+        if error is not None and side.is_compile_error(error):
             return self.fail(f"CompilationError: {str(error).strip().splitlines()[-1][:300]}", started,
                              log=str(error)[-20000:])
-        kernels = list(self.log.kernels.values())
         folder = self.work / "dump"
         calls_done = time.perf_counter()
-        infos = describe_all(kernels, self.work, sass=dump is True)
-        for index, (kernel, info) in enumerate(zip(kernels, infos)):
-            info["files"] = dump_files(kernel, info, folder, index) if dump in (True, "files") else []
+        infos = side.describe(self.work, sass=dump is True)
+        for index, info in enumerate(infos):
+            info["files"] = side.dump(info, folder, index) if dump in (True, "files") else []
             info.pop("_sass", None)
         now = time.perf_counter()
         self.link.send({"kind": "compiled", "seconds": round(now - started, 4),
-                        "compile_seconds": round(self.log.compile_seconds, 3), "cache_hits": self.log.cache_hits,
-                        "fresh": self.log.fresh,
+                        **side.compile_figures(),
                         "calls_seconds": round(calls_done - started, 4), "describe_seconds": round(now - calls_done, 4),
                         "inputs_seconds": round(self.inputs_seconds, 4),
                         "kernels": infos, "error": short_error(error) if error is not None else ""})
@@ -327,29 +299,9 @@ class Runner:
                 done += 1
             except BaseException as exc:  # noqa: BLE001 - host code that reads its data, say: the GPU runner compiles
                 errors.append(short_error(exc))
-        launchers = self._build_launchers() if message.get("launchers") else 0
+        launchers = self.side.build_launchers() if message.get("launchers") else 0
         self.link.send({"kind": "precompiled", "seconds": round(time.perf_counter() - started, 4), "sets": done,
-                        "kernels": len(self.log.kernels), "launchers": launchers, "error": errors[0] if errors else ""})
-
-    def _build_launchers(self) -> int:
-        """Where Triton builds a C launcher per kernel signature on a kernel's first launch (with gcc, against
-        libcuda: Triton 3.6 does, 3.9 launches every kernel through one), build each here, into this runner's cache,
-        which needs no device. Elsewhere nothing is built. Returns how many were."""
-        try:
-            from triton.backends.nvidia.driver import CudaLauncher
-        except Exception:  # noqa: BLE001 - another backend, or none
-            return 0
-        built = 0
-        for key, kernel in list(self.log.kernels.items()):
-            if key in self.launched_ahead:  # an earlier part built it
-                continue
-            self.launched_ahead.add(key)
-            try:
-                CudaLauncher(kernel.src, kernel.metadata)
-                built += 1
-            except BaseException:  # noqa: BLE001 - a Triton that launches otherwise (it asks the stand-in driver)
-                pass
-        return built
+                        "kernels": len(self.side.kernels), "launchers": launchers, "error": errors[0] if errors else ""})
 
     def fail(self, reason: str, started: float | None = None, log: str = "") -> None:
         seconds = round(time.perf_counter() - started, 4) if started else 0.0
@@ -375,6 +327,7 @@ class Runner:
 def main(argv) -> int:
     started = time.time()
     in_fd, out_fd, mode, work, shm = int(argv[1]), int(argv[2]), argv[3], Path(argv[4]), argv[5]
+    language = argv[6]  # a name evolve.lang knows
     from . import jail
 
     # The compile-only runner gets no GPU device files: it never needs a card, so it cannot reach one.
@@ -389,7 +342,7 @@ def main(argv) -> int:
 
     link = Link(in_fd, out_fd)
     sys.setrecursionlimit(10000)
-    runner = Runner(link, mode, work)
+    runner = Runner(link, mode, work, language)
     runner.hello(status, started)
     runner.serve()
     return 0

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..lang import DEFAULT as DEFAULT_LANGUAGE
+from ..lang import get as get_language
 from . import forkserver, jail, privilege, processes
 from .lease import card_name
 from ..redact import is_secret_name
@@ -37,7 +39,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 KEEPER = str(Path(__file__).with_name("keeper.py"))
 # Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
 # another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
-# With one, the compile-only runner compiles ahead, off the card, what the GPU runner will call (harness/measurer.py).
+# With one, the compile-only runner compiles ahead, off the card, what the GPU runner will call (harness/ahead.py).
 RUNNERS = {"gpu": ("gpu", "compile"), "cpu": ("compile", "interpret")}
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # The compile-only runner beside a GPU runner goes on while other evaluations are timed: at the lowest priority, so
@@ -136,8 +138,9 @@ class Crew:
     """One evaluation's processes, started ahead of the job: imports, CUDA contexts and the runner's jail are paid
     while the evaluation before runs. The wall-clock limit counts from the moment the job is sent."""
 
-    def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0, fork: bool = True):
-        self.mode, self.gpu, self.fork = mode, gpu, fork
+    def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0, fork: bool = True,
+                 language: str = DEFAULT_LANGUAGE):
+        self.mode, self.gpu, self.fork, self.language = mode, gpu, fork, get_language(language)
         self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
         self.shm = _shm_folder()
         self.key = secrets.token_bytes(32)
@@ -165,19 +168,18 @@ class Crew:
                     os.chown(path, self.runner_uid, self.runner_uid)
             to_runner_r, to_runner_w = os.pipe()
             from_runner_r, from_runner_w = os.pipe()
-            extra = {"TRITON_CACHE_DIR": str(folder / "triton"), "TRITON_HOME": str(folder),
+            extra = {**self.language.runner_env(name, folder),
                      "TMPDIR": str(folder / "tmp"), "XDG_CACHE_HOME": str(folder / "cache"),
                      "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **common}
             if name == "compile":
                 extra["CUDA_VISIBLE_DEVICES"] = ""  # it compiles for a card it never sees (its jail holds the files)
             if name == "interpret":
-                extra["TRITON_INTERPRET"] = "1"
                 # the interpreter's tl.dot is numpy's matmul: BLAS threads spinning against the measurer's and the
                 # other runner's work on a small machine made it several times slower
                 extra["OPENBLAS_NUM_THREADS"] = extra["OMP_NUM_THREADS"] = "1"
             nice = COMPILE_AHEAD_NICE if mode == "gpu" and name == "compile" else 0
             self.procs[name] = self._start(  # under its keeper: everything it starts stays beneath that
-                name, "runner", [to_runner_r, from_runner_w, name, folder, self.shm],
+                name, "runner", [to_runner_r, from_runner_w, name, folder, self.shm, self.language.name],
                 (to_runner_r, from_runner_w, life_r), folder, _env(self.token, folder, extra, self.gpu),
                 RUNNER_FILE_BYTES, nice)
             os.close(to_runner_r)
@@ -255,13 +257,13 @@ class Crew:
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.procs.values())
 
-    def triton_cache(self) -> Path:
-        """The runner's own Triton cache (private to this evaluation)."""
-        return self.work / RUNNERS[self.mode][0] / "triton"
+    def compiled_cache(self) -> Path:
+        """The first runner's own cache of compiled kernels (private to this evaluation)."""
+        return self.work / RUNNERS[self.mode][0] / self.language.cache_folder
 
-    def triton_caches(self) -> list:
-        """The Triton caches of the runners that compile (not the interpreter's)."""
-        return [self.work / name / "triton" for name in RUNNERS[self.mode] if name != "interpret"]
+    def compiled_caches(self) -> list:
+        """The compiled-kernel caches of the runners that compile (not the interpreter's)."""
+        return [self.work / name / self.language.cache_folder for name in RUNNERS[self.mode] if name != "interpret"]
 
     def candidate_path(self) -> Path:
         """Where the candidate file goes: inside the first runner's folder (the measurer never reads it)."""
@@ -384,8 +386,8 @@ class Crew:
 
 
 class Spares:
-    """Crews started ahead of need, up to a number per (mode, trusted cache folder, GPU); all killed at interpreter
-    exit. Lanes on several GPUs, and evaluations sharing a card, take and prepare their own from threads of their own."""
+    """Crews started ahead of need, up to a number per (mode, trusted cache folder, GPU, language); all killed at
+    interpreter exit. Lanes on several GPUs, and evaluations sharing a card, take and prepare their own from threads of their own."""
 
     def __init__(self):
         self._ready: dict[tuple, list] = {}  # key -> crews ready, and None for each being started
@@ -393,8 +395,8 @@ class Spares:
         atexit.register(self.clear)
 
     def take(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0,
-             fork: bool = True) -> Crew:
-        key = (mode, trusted_cache, gpu, threads, fork)
+             fork: bool = True, language: str = DEFAULT_LANGUAGE) -> Crew:
+        key = (mode, trusted_cache, gpu, threads, fork, language)
         with self._lock:
             ready = self._ready.get(key, [])
             crew = next((c for c in ready if c is not None), None)
@@ -404,19 +406,19 @@ class Spares:
             return crew
         if crew is not None:
             crew.discard()
-        return Crew(mode, trusted_cache, gpu, threads, fork)
+        return Crew(mode, trusted_cache, gpu, threads, fork, language)
 
     def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None, count: int = 1,
-                threads: int = 0, fork: bool = True) -> None:
+                threads: int = 0, fork: bool = True, language: str = DEFAULT_LANGUAGE) -> None:
         """Start crews until `count` are ready or starting for this key."""
-        key = (mode, trusted_cache, gpu, threads, fork)
+        key = (mode, trusted_cache, gpu, threads, fork, language)
         while True:
             with self._lock:
                 ready = self._ready.setdefault(key, [])
                 if len(ready) >= count:
                     return
                 ready.append(None)  # claimed: start it outside the lock
-            crew = Crew(mode, trusted_cache, gpu, threads, fork)
+            crew = Crew(mode, trusted_cache, gpu, threads, fork, language)
             with self._lock:
                 ready = self._ready.setdefault(key, [])
                 if None in ready:

@@ -8,10 +8,37 @@ back, archives written by earlier versions included.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 RUNGS = ("load", "compile", "run", "correctness", "benchmark", "roofline")
 STATUSES = ("ok", "failed", "skipped")
+
+
+class BenchmarkRow(TypedDict, total=False):
+    """One benchmark case of a verdict (Verdict.shapes), as the parent writes it from the measurer's figures
+    (harness/ladder.py) and compose, the search, profiling and the leaderboard read it."""
+    case: str  # the case's label
+    shape: dict  # its dimensions by name
+    dtype: str
+    params: dict  # a format's extra arguments of the case, where it has any
+    ms: float  # per call: the median of the windows' figures
+    speedup_vs_torch: float | None  # the library baseline's time over ms (GPU)
+    speedup_vs_compile: float | None  # torch.compile's time over ms (GPU)
+    roofline_fraction: float | None  # the case's roofline bound over ms (GPU)
+    bound_ms: float  # that bound
+    bytes_per_s: float | None
+    clock: str  # "cuda-window" or "cpu-interpreter"
+    windows: int
+    calls_per_window: int
+    spread: float | None  # the windows' interquartile range over their median
+    spin_retries: int | None  # windows run again because the runner had not queued its calls in time
+    quiet_s: float | None  # the wait for a quiet card before the first case's windows
+    window_ms: float  # the window's parts, for the record
+    fixed_ms: float
+    calibrated_ms: float
+    hops_ms: float
+    parts_ms: dict
+    inputs: list  # what the calls' inputs looked like (shape, dtype, strides): composites dispatch on it
 
 
 @dataclass(frozen=True)
@@ -55,7 +82,7 @@ class Verdict:
     device: str  # the measurer's device name, or the mode's when no measurer reported one
     rungs: tuple[RungResult, ...]  # every rung of RUNGS, in order, once each
     fitness: float | None = None  # geomean fraction of roofline; GPU only
-    shapes: tuple[Mapping[str, Any], ...] = ()  # per benchmark case: time, rate, roofline fraction, spread
+    shapes: tuple[BenchmarkRow, ...] = ()  # per benchmark case: time, rate, roofline fraction, spread
     secret: int | None = None  # the seed the inputs were mixed from, for the record
     versions: Mapping[str, str] = field(default_factory=dict)
     setup: tuple[Mapping[str, Any], ...] = ()  # how the processes were started and waited for

@@ -38,6 +38,14 @@ class Language:
     readme_table: Callable[[], str]  # the rule table README carries
     without_gpu: str  # what it can do on a machine without a GPU: "interpret" (run and compile), "compile" or "none"
     artifact_kinds: tuple[str, ...]  # the compiler artifacts `evolve show --asm` can print
+    # The runner's half (harness/runner.py), made in the runner before the candidate is imported: (mode) -> an object
+    # with display, nothing_launched, warm_up(), launches, kernels, compile_figures(), copy_is_its_own(),
+    # is_compile_error(error), describe(work, sass), dump(info, folder, index), build_launchers()
+    # (lang/triton/runner_side.py is Triton's).
+    runner_side: Callable[[str], object]
+    runner_env: Callable[..., dict]  # (runner name, its folder) -> what its environment adds (caches, interpreter)
+    cache_folder: str  # the compiled-kernel cache under a runner's folder, handed between runners (harness/compiled.py)
+    warm_modules: tuple[str, ...] = ()  # what the fork server imports ahead for its runners (harness/forkserver.py)
 
 
 class UnknownLanguage(ValueError):

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
-import triton
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
+
+from ...harness.sass import tool
 
 _AUTOTUNER_RUN = Autotuner.run
 
@@ -246,14 +246,6 @@ def _compile_every_autotune_config() -> None:
     Autotuner.run = run
 
 
-def tool(name: str) -> str | None:
-    """cuobjdump/nvdisasm: Triton's bundled copy first, then PATH."""
-    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
-    if bundled.exists():
-        return str(bundled)
-    return shutil.which(name)
-
-
 _RESOURCE = re.compile(r"Function (\S+):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 _ARCH = re.compile(r"\.(sm_\w+)\.cubin|code for (sm_\w+)")
 
@@ -341,21 +333,3 @@ def dump(kernel, info: dict, folder: Path, index: int) -> list[str]:
         (folder / f"{stem}.sass").write_text(info["_sass"])
         written.append(f"{stem}.sass")
     return written
-
-
-def disassemble(cubin: bytes) -> str | None:
-    """SASS of a stored cubin (cuobjdump --dump-sass), or None without cuobjdump. The cubin was written by a runner,
-    so cuobjdump reads it jailed (harness/jail.jailed), after the evaluation, outside any timing."""
-    import tempfile
-
-    from .jail import jailed
-
-    cuobjdump = tool("cuobjdump")
-    if not cuobjdump:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        dumped = subprocess.run(jailed([cuobjdump, "--dump-sass", str(path)], tmp), capture_output=True, text=True,
-                                timeout=60).stdout
-    return dumped[dumped.find("code for"):] if "code for" in dumped else dumped
