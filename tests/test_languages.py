@@ -79,3 +79,57 @@ def test_evolve_eval_and_run_say_which_languages_there_are(folder):
     assert result.exit_code == 2 and "--language: no candidate language 'cobol'" in result.output
     result = runner.invoke(cli, ["run", str(folder), "--language", "cobol", "--device", "cpu"])
     assert result.exit_code == 2 and "no candidate language 'cobol'" in result.output
+
+
+INSTALLED = '''from dataclasses import replace
+
+from evolve.lang import get
+
+# Triton's own parts under other names, as a language that has no CPU interpreter, and one that has nothing without
+# a GPU, would declare them
+COMPILE_ONLY = replace(get("triton"), name="triton-sm90", without_gpu="compile")
+GPU_ONLY = replace(get("triton"), name="triton-gpu-only", without_gpu="none")
+'''
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """A package installed the way pip lays one out (a module and its dist-info with entry points), on the path of
+    this process and of every process an evaluation starts."""
+    site = tmp_path / "site"
+    (site / "evolve_test_languages").mkdir(parents=True)
+    (site / "evolve_test_languages" / "__init__.py").write_text(INSTALLED)
+    info = site / "evolve_test_languages-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evolve-test-languages\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[evolve.languages]\ntriton-sm90 = evolve_test_languages:COMPILE_ONLY\n"
+                                           "triton-gpu-only = evolve_test_languages:GPU_ONLY\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    return site
+
+
+def test_a_language_without_an_interpreter_gets_the_compile_rung_only_on_a_cpu(folder, installed, tmp_path):
+    """Which rungs run without a GPU is the language's to say (Language.without_gpu): one that can only compile
+    loads and compiles for sm_90 in the compile-only runner, and the rungs that need its kernels to run are skipped
+    with the reason; nothing can pass that way."""
+    _languages(folder, 'languages = ["triton", "triton-sm90", "triton-gpu-only"]')
+    assert {"triton-sm90", "triton-gpu-only"} <= set(lang.names())
+    options = EvalOptions(device="cpu", language="triton-sm90", fork_server=False, cache_dir=str(tmp_path / "cache"))
+    verdict = evaluate(SEED, folder, options)
+    status = {r.name: r.status for r in verdict.rungs}
+    assert status == {"load": "ok", "compile": "ok", "run": "skipped", "correctness": "skipped",
+                      "benchmark": "skipped", "roofline": "skipped"}, [(r.name, r.reason) for r in verdict.rungs]
+    assert verdict.rung("compile").metrics["kernels"]  # really compiled, in the runner the language named
+    assert all("triton-sm90 has no CPU interpreter" in verdict.rung(name).reason
+               for name in ("run", "correctness", "benchmark", "roofline"))
+    assert not verdict.ok and verdict.failure is None and verdict.device == "cpu (compile only)"
+
+
+def test_a_language_with_nothing_to_do_without_a_gpu_starts_no_process_on_a_cpu(folder, installed, tmp_path):
+    _languages(folder, 'languages = ["triton", "triton-gpu-only"]')
+    options = EvalOptions(device="cpu", language="triton-gpu-only", cache_dir=str(tmp_path / "cache"))
+    verdict = evaluate(SEED, folder, options)
+    assert [r.status for r in verdict.rungs] == ["skipped"] * 6
+    assert "triton-gpu-only kernels can be neither run nor compiled without one" in verdict.rung("load").reason
+    assert not verdict.ok and verdict.failure is None and verdict.setup == ()

@@ -25,6 +25,10 @@ class Channel:
         self.send({"kind": "rung", "name": name, "ok": bool(ok), "reason": reason, "seconds": round(seconds, 4),
                    "metrics": figures})
 
+    def skip(self, name, reason):
+        """A rung this mode cannot run (never a pass: a verdict passes only once the benchmark has)."""
+        self.send({"kind": "skip", "name": name, "reason": reason})
+
 
 class Held(Channel):
     """Messages kept back, to go to the parent later in order (or never)."""

@@ -1,5 +1,6 @@
 """The measurer without a GPU: the interpreter runner runs, checks and times the candidate on the host clock, while
-the compile-only runner compiles it for sm_90 beside it."""
+the compile-only runner compiles it for sm_90 beside it. A language without an interpreter (Language.without_gpu
+"compile") gets the compile rung only."""
 from __future__ import annotations
 
 import statistics
@@ -27,9 +28,23 @@ class CpuMeasurer(Measurer):
         return Pool("cpu", self.job["shm"]) if name == "compile" else self.pool
 
     def device_name(self) -> str:
-        return "cpu (Triton interpreter)"
+        return "cpu (Triton interpreter)" if "interpret" in self.callers else "cpu (compile only)"
 
     def ladder(self) -> None:
+        if "interpret" not in self.callers:
+            return self._compile_only()
+        self._beside()
+
+    def _compile_only(self) -> None:
+        """Load and compile for sm_90; the rungs that need the kernels to run are skipped, with the reason."""
+        if self.step(self.ch, "load", lambda: self.load("compile", "load")) \
+                and self.step(self.ch, "compile", lambda: self.compile("compile")):
+            reason = (f"no GPU: {self.job['language']} has no CPU interpreter, so its kernels were compiled for sm_90 "
+                      "and not run; evaluate on a GPU (--device cuda) to check and time them")
+            for name in ("run", "correctness", "benchmark"):
+                self.ch.skip(name, reason)
+
+    def _beside(self) -> None:
         """Two runners share no work: the sm_90 compile (the compile-only runner, in a thread of this process) goes on
         while the interpreter runs the run and correctness rungs. Their rungs are held until the compile rung is
         decided, and reported after it only when it passed: the parent sees the rungs in order."""

@@ -15,12 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..lang import get as get_language
 from . import compiled, jail
 from . import peaks as peak_cache
 from .formats import load_problem
 from .lease import FIRST_CALIBRATION, Evicted
 from .protocol import SHAPE_ROW
-from .sandbox import SPARES, Crew
+from .sandbox import SPARES, Crew, runners
 from .static_check import screen, summary
 from .verdict import RUNGS, BenchmarkRow, RungResult, Verdict
 from .wire import Malformed, check
@@ -127,8 +128,8 @@ class _Evaluation:
 
     # -- what the measurer says, as it says it ----------------------------------------------------------------------
     def on_message(self, message: dict) -> None:
-        handle = {"rung": self._rung, "device": self._device, "setup": self._setup, "peaks": self._peaks,
-                  "baseline": self._baseline, "plan": self._plan}.get(message["kind"])
+        handle = {"rung": self._rung, "skip": self._skip, "device": self._device, "setup": self._setup,
+                  "peaks": self._peaks, "baseline": self._baseline, "plan": self._plan}.get(message["kind"])
         if handle is not None:
             handle(message)
         elif message["kind"] == "runner_lost":
@@ -144,6 +145,9 @@ class _Evaluation:
                 figures["stopped_s"] = round(stopped, 3)
         self.decide(RungResult(message["name"], "ok" if message["ok"] else "failed", message["reason"],
                                message["seconds"], figures))
+
+    def _skip(self, message: dict) -> None:
+        self.decide(RungResult(message["name"], "skipped", message["reason"]))
 
     def _device(self, message: dict) -> None:
         self.said.device = message["device"]
@@ -199,6 +203,11 @@ class _Evaluation:
     def run(self) -> None:
         """The rest of the ladder in the crew's processes; a rung they left undecided is failed with the reason."""
         options = self.options
+        if not runners(self.mode, get_language(self.language).without_gpu):
+            for name in RUNGS[:-1]:  # nothing of this language runs on a CPU: no process is started
+                self.decide(RungResult(name, "skipped", f"no GPU: {self.language} kernels can be neither run nor "
+                                                        "compiled without one; evaluate on a GPU (--device cuda)"))
+            return
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
         crew = self.crew = (SPARES.take(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server,
@@ -249,7 +258,8 @@ class _Evaluation:
             restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid)
         if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
             self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
-        job = {"mode": mode, "problem": str(problem.path), "candidate": str(crew.candidate_path()),
+        job = {"mode": mode, "language": self.language, "problem": str(problem.path),
+               "candidate": str(crew.candidate_path()),
                "secret": self.secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                "dump": (True if options.sass else "files") if options.dump_dir else False,
                "peaks": _load(cache, trusted, "peaks.json"),
@@ -285,8 +295,9 @@ class _Evaluation:
             self.decide(roofline)
         failed, ladder = False, []
         for name in RUNGS:
-            rung = rungs.get(name) or RungResult(name, "skipped", "skipped: an earlier rung failed" if failed or rungs
-                                                 else "skipped")
+            carried = not failed and ladder and ladder[-1].status == "skipped" and ladder[-1].reason  # a mode's skip
+            why = carried or ("skipped: an earlier rung failed" if failed or rungs else "skipped")
+            rung = rungs.get(name) or RungResult(name, "skipped", why)
             ladder.append(rung)
             failed = failed or rung.failed
         return Verdict(problem=self.problem.name, candidate=str(self.candidate), mode=mode,

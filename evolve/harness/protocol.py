@@ -41,6 +41,7 @@ MEASURER = {
     "plan": {"kind": str, "key": str, "case": OPT_STR, "k": OPT_INT, "one_ms": OPT_FLOAT, "many_ms": OPT_FLOAT,
              "hops_ms": OPT_FLOAT},  # a window calibration, kept per card model (case None: the switches)
     "rung": {"kind": str, "name": str, "ok": bool, "reason": OPT_STR, "seconds": float, "metrics": "any"},
+    "skip": {"kind": str, "name": str, "reason": str},  # a rung the mode cannot run (a language without interpreter)
     "runner_lost": {"kind": str, "rung": str, "runner": str, "detail": str},
     "lease": {"kind": str, "act": str},  # take | give | evict (harness/lease.py)
     "done": {"kind": str},

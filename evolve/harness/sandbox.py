@@ -37,10 +37,18 @@ from .wire import Malformed, parse
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 KEEPER = str(Path(__file__).with_name("keeper.py"))
-# Runner names per evaluation mode; each runner's name is its mode. Without a GPU one runner compiles for sm_90 and
-# another runs the kernels under Triton's interpreter, which must be switched on before Triton is first imported.
-# With one, the compile-only runner compiles ahead, off the card, what the GPU runner will call (harness/ahead.py).
+# Runner names per evaluation mode; each runner's name is its mode. With a GPU, the compile-only runner compiles
+# ahead, off the card, what the GPU runner will call (harness/ahead.py). Without one, what runs depends on the
+# language (Language.without_gpu): one runner compiles for sm_90, and where the language has an interpreter another
+# runs the kernels under it (Triton's must be switched on before Triton is first imported).
 RUNNERS = {"gpu": ("gpu", "compile"), "cpu": ("compile", "interpret")}
+
+
+def runners(mode: str, without_gpu: str = "interpret") -> tuple[str, ...]:
+    """The runners an evaluation in this mode starts, for a language that can do `without_gpu` on a CPU."""
+    if mode == "gpu" or without_gpu == "interpret":
+        return RUNNERS[mode]
+    return ("compile",) if without_gpu == "compile" else ()
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # The compile-only runner beside a GPU runner goes on while other evaluations are timed: at the lowest priority, so
 # its candidate's host code cannot take the CPU from a measurer queueing a window (it would only make that window late).
@@ -141,6 +149,7 @@ class Crew:
     def __init__(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0, fork: bool = True,
                  language: str = DEFAULT_LANGUAGE):
         self.mode, self.gpu, self.fork, self.language = mode, gpu, fork, get_language(language)
+        self.runners = runners(mode, self.language.without_gpu)
         self.work = Path(tempfile.mkdtemp(prefix="evolve-eval-"))
         self.shm = _shm_folder()
         self.key = secrets.token_bytes(32)
@@ -160,7 +169,7 @@ class Crew:
         if self.runner_uid is not None:  # the keepers drop to it; the measurer gives it the shared buffers
             common[privilege.UID_ENV] = str(self.runner_uid)
         measurer_fds, links, close_after = [], [], []
-        for name in RUNNERS[mode]:
+        for name in self.runners:
             folder = self.work / name
             (folder / "tmp").mkdir(parents=True)
             if self.runner_uid is not None:
@@ -247,7 +256,7 @@ class Crew:
     def _over_memory(self, runners: list, max_rss_gb: float, result: CrewResult) -> bool:
         """Whether the runners' trees hold more than the limit: resident memory, nameless open files, and the bytes
         in their folders and the shared buffers' folder (RAM where it is /dev/shm)."""
-        folders = [self.work / name for name in RUNNERS[self.mode]] + [Path(self.shm)]
+        folders = [self.work / name for name in self.runners] + [Path(self.shm)]
         try:
             return processes.evaluation_bytes(runners, folders) > max_rss_gb * 2**30
         except processes.Uninspectable as exc:
@@ -259,15 +268,15 @@ class Crew:
 
     def compiled_cache(self) -> Path:
         """The first runner's own cache of compiled kernels (private to this evaluation)."""
-        return self.work / RUNNERS[self.mode][0] / self.language.cache_folder
+        return self.work / self.runners[0] / self.language.cache_folder
 
     def compiled_caches(self) -> list:
         """The compiled-kernel caches of the runners that compile (not the interpreter's)."""
-        return [self.work / name / self.language.cache_folder for name in RUNNERS[self.mode] if name != "interpret"]
+        return [self.work / name / self.language.cache_folder for name in self.runners if name != "interpret"]
 
     def candidate_path(self) -> Path:
         """Where the candidate file goes: inside the first runner's folder (the measurer never reads it)."""
-        return self.work / RUNNERS[self.mode][0] / "candidate.py"
+        return self.work / self.runners[0] / "candidate.py"
 
     def kill(self) -> None:
         """Every process of the evaluation: the keepers' trees first (whatever session or environment a process has),
