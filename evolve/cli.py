@@ -332,7 +332,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     if specs and not any(m.weight > 0 for m in specs):
         _fail("every model has weight 0; give at least one a positive weight")
     # the models' keys before torch and litellm are imported (seconds each): a missing key is said at once
-    from .proposer import LLMProposer, check_models, default_prompts
+    from .proposer import LLMProposer, check_models
 
     problems = check_models(list(specs), api_base) if specs else []
     if problems:
@@ -401,7 +401,11 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                    "then the knob tuner over them and the archive's kernels, and shape-dispatch composites of the "
                    "fastest per shape; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
                    "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
-    proposer = LLMProposer(list(config.models), default_prompts(), api_base=config.api_base,
+    from .lang import get as get_language
+    from .proposer import prompt_folders
+
+    prompts = prompt_folders(get_language(config.eval.language or loaded.languages[0]))
+    proposer = LLMProposer(list(config.models), prompts, api_base=config.api_base,
                            timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
                            concurrency=config.llm.concurrency, rng=random.Random(config.seed),
                            tools=config.llm.tools, tool_rounds=config.llm.tool_rounds) if specs else None
@@ -530,8 +534,9 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
     from .config import LLMConfig, RunConfig, SearchConfig
     from .harness import EvalOptions, ProblemError, load_problem
+    from .lang import get as get_language
     from .progress import Progress
-    from .proposer import LLMProposer, check_models, default_prompts
+    from .proposer import LLMProposer, check_models, prompt_folders
     from .search import Search
 
     try:
@@ -574,7 +579,8 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
                              spent_seconds(archive, run["id"]) if run else 0.0)
         click.echo(f"{label}: {'resuming run ' + str(run['id']) if run else 'starting'}, budget {per_cell.text}",
                    err=True)
-        proposer = LLMProposer([cell.model], default_prompts(), api_base=api_base, timeout_s=llm_timeout,
+        language = get_language(config.eval.language or load_problem(cell.problem).languages[0])
+        proposer = LLMProposer([cell.model], prompt_folders(language), api_base=api_base, timeout_s=llm_timeout,
                                max_retries=llm_retries, concurrency=concurrency, rng=random.Random(seed))
         try:
             with Progress(config, archive) as progress:

@@ -253,6 +253,13 @@ def default_prompts() -> Path:
     return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "prompts"
 
 
+def prompt_folders(language, root: Path | None = None) -> list[Path]:
+    """Where a run's templates are looked up, first to last: the language's own folder of them (Language.prompt_folder),
+    then the shared ones."""
+    root = Path(root) if root is not None else default_prompts()
+    return [root / language.prompt_folder, root] if language.prompt_folder else [root]
+
+
 def _shown(context: dict) -> dict:
     """The context with each program's source as a model is to read it: without the test header a problem's solution
     files start with (`# expect: ok`)."""
@@ -270,7 +277,7 @@ def _shown(context: dict) -> dict:
 
 
 class LLMProposer:
-    def __init__(self, models: list[ModelSpec], prompts_dir: Path, api_base: str | None = None,
+    def __init__(self, models: list[ModelSpec], prompts_dir: Path | list[Path], api_base: str | None = None,
                  timeout_s: float = 180.0, max_retries: int = 4, backoff_s: float = 2.0,
                  concurrency: int = 4, rng: random.Random | None = None, temperature: float = 0.8,
                  tools: str = "auto", tool_rounds: int = 4):
@@ -279,7 +286,9 @@ class LLMProposer:
         import jinja2
 
         self.models = list(models)
-        self.prompts_dir = Path(prompts_dir)
+        # one folder, or several searched in order (prompt_folders: a language's own templates first)
+        several = isinstance(prompts_dir, (list, tuple))
+        self.prompt_dirs = [Path(p) for p in prompts_dir] if several else [Path(prompts_dir)]
         self.api_base = api_base
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -294,7 +303,7 @@ class LLMProposer:
         self.concurrency = max(1, concurrency)
         self._slots = threading.Semaphore(self.concurrency)
         self._env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(str(self.prompts_dir)),
+            loader=jinja2.FileSystemLoader([str(p) for p in self.prompt_dirs]),
             undefined=jinja2.StrictUndefined,  # a typo in a user's template fails loudly, once, at the first render
             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False, autoescape=False,
         )

@@ -376,7 +376,8 @@ class Search:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
         if self.proposer is not None:
             began = time.monotonic()
-            folders = [project_context(), self.problem.folder / "context", *map(Path, c.context_dirs)]
+            notes = project_context() / self.contexts.language.context_folder  # the run's language's notes
+            folders = [notes, self.problem.folder / "context", *map(Path, c.context_dirs)]
             try:
                 self.contexts.index = ContextIndex(folders)
             except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without

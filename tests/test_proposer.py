@@ -1,5 +1,6 @@
 """The LLM seam, through litellm over real HTTP to a scripted local server (tests/llm_server.py)."""
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -338,3 +339,22 @@ def test_the_typed_prompt_context_renders_as_its_dict(tmp_path):
     for template in ("full_rewrite", "diff_edit", "repair"):
         assert proposer.render(template, typed) == proposer.render(template, as_dict)
     assert "It FAILED at the run rung: boom" in proposer.render("diff_edit", typed)[1]["content"]
+
+
+def test_a_languages_own_templates_come_before_the_shared_ones(tmp_path):
+    """Language.prompt_folder: a folder in the prompt templates whose files a run in that language reads first; a
+    template it does not have is the shared one."""
+    from dataclasses import replace
+
+    from evolve.lang import get
+    from evolve.proposer import default_prompts, prompt_folders
+
+    root = tmp_path / "prompts"
+    shutil.copytree(default_prompts(), root)
+    (root / "mylang").mkdir()
+    (root / "mylang" / "system.j2").write_text("You write MyLang kernels for {{ problem.name }}.\n")
+    mine = replace(get("triton"), name="mylang", prompt_folder="mylang")
+    assert prompt_folders(get("triton"), root) == [root]
+    messages = LLMProposer([ModelSpec("openai/x")], prompt_folders(mine, root)).render("full_rewrite", CONTEXT)
+    assert messages[0]["content"].startswith("You write MyLang kernels for ")
+    assert "```python" in messages[1]["content"]  # full_rewrite.j2: the shared one

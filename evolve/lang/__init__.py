@@ -46,6 +46,8 @@ class Language:
     runner_env: Callable[..., dict]  # (runner name, its folder) -> what its environment adds (caches, interpreter)
     cache_folder: str  # the compiled-kernel cache under a runner's folder, handed between runners (harness/compiled.py)
     warm_modules: tuple[str, ...] = ()  # what the fork server imports ahead for its runners (harness/forkserver.py)
+    prompt_folder: str = ""  # a folder in the prompt templates whose templates come before the shared (Triton's) ones
+    context_folder: str = ""  # the folder of evolve's context notes its prompts search ("": the notes' root)
 
 
 class UnknownLanguage(ValueError):
