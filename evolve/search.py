@@ -345,63 +345,85 @@ class Search:
         return None
 
     def start(self) -> None:
+        """The run's row (new, or the one resumed), what the archive already holds for this problem and device, the
+        context index (with a model), and the problem's own kernels not yet evaluated here."""
         c = self.config
         self.archive.claim_for_run()
-        if c.resume:
-            last = self.archive.run(c.run_id) if c.run_id is not None else self.archive.last_run(self.problem.name)
-            if last is None or last["problem"] != self.problem.name:
-                raise LookupError(f"no earlier run of {self.problem.name} in {c.db} to resume")
-            self.run_id = last["id"]
-            self.archive.reopen_run(self.run_id)
-        else:
-            if c.cluster:  # the driver may have no GPU: the run's device is its lanes'
-                self.pipeline = self.make_pipeline()
-                device = self.pipeline.lanes[0].device(c.eval.device)
-            else:
-                device = device_name(c.eval.device)
-            self.run_id = self.archive.start_run(self.problem.name, str(self.problem.path), c.public(), device,
-                                                 package_versions())
+        self.run_id = self._resumed_run() if c.resume else self._new_run()
         self.device = self.archive.run(self.run_id)["device"]
         self.versions = package_versions()
+        self._admit_archived()
+        if self.proposer is not None:
+            self._open_context()
+        self.since_improvement = 0
+        self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
+        self.evaluated_before = self.evaluated
+        self.profiled_at = self.evaluated  # a resumed run profiles after --profile-every new evaluations
+        self.material.extend(self._material_left())
+        self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
+        if self.pipeline is None:
+            self.pipeline = self.make_pipeline()
+
+    def _resumed_run(self) -> int:
+        c = self.config
+        last = self.archive.run(c.run_id) if c.run_id is not None else self.archive.last_run(self.problem.name)
+        if last is None or last["problem"] != self.problem.name:
+            raise LookupError(f"no earlier run of {self.problem.name} in {c.db} to resume")
+        self.archive.reopen_run(last["id"])
+        return last["id"]
+
+    def _new_run(self) -> int:
+        c = self.config
+        if c.cluster:  # the driver may have no GPU: the run's device is its lanes'
+            self.pipeline = self.make_pipeline()
+            device = self.pipeline.lanes[0].device(c.eval.device)
+        else:
+            device = device_name(c.eval.device)
+        return self.archive.start_run(self.problem.name, str(self.problem.path), c.public(), device,
+                                      package_versions())
+
+    def _admit_archived(self) -> None:
+        """Every correct kernel archived for the problem on this device (or, isolated, in this run) joins the
+        population, with the noise measured then, so near-ties are judged as before a crash."""
+        c = self.config
         scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device}
         failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
         for cand in self.archive.candidates(**scope):
             if cand.proposer == compose.COMPOSER:
                 self.planner.composed.add(cand.hash)
             if cand.status == "evaluated" and cand.id not in failed:
-                # the noise measured then, so near-ties are judged as before a crash
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None
                 self.admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
                 if cand.knobs and cand.source:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
-        if self.proposer is not None:
-            began = time.monotonic()
-            notes = project_context() / self.contexts.language.context_folder  # the run's language's notes
-            folders = [notes, self.problem.folder / "context", *map(Path, c.context_dirs)]
-            try:
-                self.contexts.index = ContextIndex(folders)
-            except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without
-                self.emit({"kind": "context_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
-            else:
-                self.emit({"kind": "context", "chunks": len(self.index), "files": len(self.index.files),
-                           "folders": [str(f) for f in self.index.folders], "skipped": self.index.skipped,
-                           "seconds": time.monotonic() - began})
-        self.since_improvement = 0
-        self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
-        self.evaluated_before = self.evaluated
-        self.profiled_at = self.evaluated  # a resumed run profiles after --profile-every new evaluations
-        known = {cand.hash for cand in self.archive.candidates(self.run_id)} if c.isolated \
+
+    def _open_context(self) -> None:
+        """The full-text index of the notes a model may search: the run's language's, the problem's, --context's."""
+        began = time.monotonic()
+        notes = project_context() / self.contexts.language.context_folder
+        folders = [notes, self.problem.folder / "context", *map(Path, self.config.context_dirs)]
+        try:
+            self.contexts.index = ContextIndex(folders)
+        except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without
+            self.emit({"kind": "context_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+        else:
+            self.emit({"kind": "context", "chunks": len(self.index), "files": len(self.index.files),
+                       "folders": [str(f) for f in self.index.folders], "skipped": self.index.skipped,
+                       "seconds": time.monotonic() - began})
+
+    def _material_left(self) -> list[tuple[Path, str]]:
+        """The problem's seeds and correct solutions not yet archived for this problem and device."""
+        known = {cand.hash for cand in self.archive.candidates(self.run_id)} if self.config.isolated \
             else self.archive.known_hashes(self.problem.name, self.device)
+        left = []
         for path, proposer in [(p, "seed") for p in self.problem.seed_files()] + \
                 [(p, "solution") for p in self.problem.solution_files("correct")]:
             try:
                 if source_hash(path.read_text()) not in known:
-                    self.material.append((path, proposer))
+                    left.append((path, proposer))
             except (OSError, UnicodeDecodeError):
                 continue  # an unreadable file is skipped here and reported by `evolve check-problem`
-        self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
-        if self.pipeline is None:
-            self.pipeline = self.make_pipeline()
+        return left
 
     def run(self) -> Summary:
         self.start()
@@ -410,49 +432,7 @@ class Search:
             for cand in self.archive.pending(self.run_id):  # what a crash left in flight
                 self.emit({"kind": "resume", "candidate": cand})
                 self._launch(cand)
-            step = 0
-            while True:
-                if self.archive.paused(self.run_id):
-                    self.hold()
-                    continue  # the limits are looked at again before the next step
-                if self.pipeline.dead:
-                    stop = f"no evaluation lane is left ({self.pipeline.dead}); check the GPUs, then --resume"
-                    break
-                reason = self.stop_reason(ahead=len(self.waiting))
-                if reason is not None or not self.pipeline.room():
-                    if self.waiting:  # a limit is near, or the pipeline is full: let a verdict in first
-                        self._collect()
-                        continue
-                    if (stop := self.stop_reason()) is not None:
-                        break
-                    continue
-                if self.followups:  # a repair asked for by a verdict that came in
-                    self.followups.popleft()()
-                    continue
-                island = step % len(self.population.islands)
-                step += 1
-                if self.steps.material(island):
-                    pass
-                elif self.proposer is None:
-                    if not self.steps.compose(island) and not self.steps.tune(island) \
-                            and not any(self.steps.tune(i) for i in range(len(self.population.islands))):
-                        if self.waiting:  # their verdicts may open new settings to try
-                            self._collect()
-                            continue
-                        stop = "every knob setting the tuner would try has been evaluated"
-                        break
-                elif self.rng.random() < self.config.search.compose_share and self.steps.compose(island):
-                    pass
-                elif self.rng.random() < self.config.search.tune_share and self.steps.tune(island):
-                    pass
-                else:
-                    self.steps.model(island)
-                if step % self.config.search.migrate_every == 0:
-                    self.emit({"kind": "migrate", "islands": self.population.migrate()})
-                if self.evaluated - self.profiled_at >= self.config.profile.every:
-                    self.profiled_at = self.evaluated
-                    self.drain()  # the profiler needs the card to itself
-                    self.profile_step()
+            stop = self._loop()
             spent = stop.startswith(("--budget", "--max-cost", "the default budget"))  # nothing left for advice
             if self.evaluated > self.evaluated_before and not spent:
                 self.drain()
@@ -469,6 +449,57 @@ class Search:
         shutil.rmtree(self.work, ignore_errors=True)
         return replace(self.summary(stop), interrupted=interrupted,
                        session_evaluated=self.evaluated - self.evaluated_before if self.config.resume else None)
+
+    def _loop(self) -> str:
+        """Steps until a limit is reached; why the search stopped."""
+        step = 0
+        while True:
+            if self.archive.paused(self.run_id):
+                self.hold()
+                continue  # the limits are looked at again before the next step
+            if self.pipeline.dead:
+                return f"no evaluation lane is left ({self.pipeline.dead}); check the GPUs, then --resume"
+            reason = self.stop_reason(ahead=len(self.waiting))
+            if reason is not None or not self.pipeline.room():
+                if self.waiting:  # a limit is near, or the pipeline is full: let a verdict in first
+                    self._collect()
+                    continue
+                if (stop := self.stop_reason()) is not None:
+                    return stop
+                continue
+            if self.followups:  # a repair asked for by a verdict that came in
+                self.followups.popleft()()
+                continue
+            island = step % len(self.population.islands)
+            step += 1
+            if not self._take_step(island):
+                if self.waiting:  # their verdicts may open new settings to try
+                    self._collect()
+                    continue
+                return "every knob setting the tuner would try has been evaluated"
+            if step % self.config.search.migrate_every == 0:
+                self.emit({"kind": "migrate", "islands": self.population.migrate()})
+            if self.evaluated - self.profiled_at >= self.config.profile.every:
+                self.profiled_at = self.evaluated
+                self.drain()  # the profiler needs the card to itself
+                self.profile_step()
+
+    def _take_step(self, island: int) -> bool:
+        """One step of the kind this turn calls for (steps.py): the problem's own kernels first; then, without a
+        model, a composite or a knob setting; with one, a composite, a knob setting or a proposal by their shares.
+        False when the embedded search has nothing left to try."""
+        steps, search = self.steps, self.config.search
+        if steps.material(island):
+            return True
+        if self.proposer is None:
+            return steps.compose(island) or steps.tune(island) \
+                or any(steps.tune(i) for i in range(len(self.population.islands)))
+        if self.rng.random() < search.compose_share and steps.compose(island):
+            return True
+        if self.rng.random() < search.tune_share and steps.tune(island):
+            return True
+        steps.model(island)
+        return True
 
     def hold(self, poll_s: float = 0.5) -> None:
         """`evolve pause`: start nothing new until `evolve resume`; model calls already in flight finish and wait
