@@ -85,6 +85,7 @@ def _is_main_guard(node) -> bool:
 class _Checker(ast.NodeVisitor):
     def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=(), *, flow: Flow, library: _Library):
         self.flow, self.lib, self.rules = flow, library, library.rules
+        self.kernel_word = self.rules.kernel_word  # what the messages call a kernel function (@triton.jit)
         self.allow_modules = set(allow_modules)
         self.type_names: set[str] = set()  # names imported from an allowed problem module: annotations only
         self.annotations: set[int] = set()  # ids of the bare-name annotations where such a name may stand
@@ -326,17 +327,19 @@ class _Checker(ast.NodeVisitor):
             return
         if self.in_jit:
             if any(p == "torch" or p.startswith("torch.") for p in names):
-                self.fail(node, f"uses {name} inside a @triton.jit function: kernels use triton.language")
+                self.fail(node, f"uses {name} inside a {self.kernel_word} function: kernels use "
+                                f"{self.rules.kernel_module}")
             elif not all(self.lib.kernel_path_allowed(p) for p in names):
-                self.fail(node, f"uses {name} inside a @triton.jit function: kernels may use only the public names "
-                                f"of triton.language (and math)")
+                self.fail(node, f"uses {name} inside a {self.kernel_word} function: kernels may use only the "
+                                f"public names of {self.rules.kernel_names}")
             return
         if any(part.startswith("_") for p in names for part in p.split(".")[1:]):
             self.fail(node, f"uses {name} in host code: library internals (private names) are library calls by "
                             f"another name")
         elif not imported and any(self.lib.host_compute(p) for p in names):
             self.fail(node, f"uses {name} in host code: host code may only allocate tensors, read their metadata "
-                            f"and launch Triton kernels (the computation belongs in @triton.jit code)")
+                            f"and launch {self.rules.launches} (the computation belongs in {self.kernel_word} "
+                            f"code)")
 
     def visit_Attribute(self, node):
         if node.attr in INTROSPECTION or node.attr.startswith("co_"):
@@ -356,13 +359,14 @@ class _Checker(ast.NodeVisitor):
             self._check_object_attribute(node)
         if self.in_jit:
             if node.attr.startswith("_"):
-                self.fail(node, f"touches the private attribute {node.attr} inside a @triton.jit function: kernels "
-                                f"may use only public names")
+                self.fail(node, f"touches the private attribute {node.attr} inside a {self.kernel_word} function: "
+                                f"kernels may use only public names")
             elif node.attr in self.rules.kernel_introspection_attributes:
-                self.fail(node, f"uses .{node.attr} inside a @triton.jit function: kernels may not inspect what "
-                                f"they run on (the interpreter and the compiler hand them different objects)")
+                self.fail(node, f"uses .{node.attr} inside a {self.kernel_word} function: kernels may not inspect "
+                                f"what they run on (the interpreter and the compiler hand them different objects)")
             elif node.attr in self.rules.kernel_tensor_escapes:
-                self.fail(node, f"uses .{node.attr} inside a @triton.jit function: kernels use triton.language")
+                self.fail(node, f"uses .{node.attr} inside a {self.kernel_word} function: kernels use "
+                                f"{self.rules.kernel_module}")
         elif node.attr in self.rules.host_data_escapes:
             self.fail(node, f"uses .{node.attr} in host code: it hands a tensor's data to plain Python, where the "
                             f"work would not be a kernel")
@@ -404,8 +408,8 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"uses the name {node.id}, which the file never defines or imports (names injected at "
                             f"run time are not the candidate's)")
         elif self.in_jit and node.id in self.rules.kernel_introspection_builtins and node.id not in self.jit_locals:
-            self.fail(node, f"uses the builtin {node.id} inside a @triton.jit function: kernels may not inspect what "
-                            f"they run on (the interpreter and the compiler hand them different objects)")
+            self.fail(node, f"uses the builtin {node.id} inside a {self.kernel_word} function: kernels may not "
+                            f"inspect what they run on (the interpreter and the compiler hand them different objects)")
         elif node.id in self.bound:
             self._check_object_name(node)
 
@@ -421,8 +425,9 @@ class _Checker(ast.NodeVisitor):
                 self.visit_Attribute(ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load(),
                                                    lineno=node.lineno))
         if self.in_jit and isinstance(func, ast.Name) and func.id in self.jit_params:
-            self.fail(node, f"calls its parameter {func.id} inside a @triton.jit function: a function passed as a "
-                            f"constexpr runs as plain Python at compile time; call @triton.jit helpers by name")
+            self.fail(node, f"calls its parameter {func.id} inside a {self.kernel_word} function: a function "
+                            f"passed as a constexpr runs as plain Python at compile time; call {self.kernel_word} "
+                            f"helpers by name")
         self.generic_visit(node)
 
     # -- writes through modules ---------------------------------------------------------------------------------
@@ -497,15 +502,15 @@ class _Checker(ast.NodeVisitor):
 
     def visit_FormattedValue(self, node):
         if self.in_jit and not isinstance(node.value, ast.Constant):
-            self.fail(node, "formats a value in an f-string inside a @triton.jit function: kernels may not inspect "
-                            "what they run on")
+            self.fail(node, f"formats a value in an f-string inside a {self.kernel_word} function: kernels may not "
+                            f"inspect what they run on")
         self.generic_visit(node)
 
     # -- functions ----------------------------------------------------------------------------------------------------
     def _is_jit(self, node) -> bool:
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if self._dotted(target) in ("triton.jit", "triton.language.jit"):
+            if self._dotted(target) in self.rules.kernel_markers:
                 return True
         return False
 
@@ -516,7 +521,8 @@ class _Checker(ast.NodeVisitor):
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
                 if self._dotted(target) not in self.rules.kernel_decorators:
-                    self.fail(decorator, f"decorates the @triton.jit function {node.name} with something other "
+                    self.fail(decorator, f"decorates the {self.kernel_word} function {node.name} with something "
+                                         f"other "
                                          f"than {', '.join(sorted(self.rules.kernel_decorators))}")
         # Decorators, defaults and annotations run on the host when the file is imported, whatever the decorator.
         args = node.args

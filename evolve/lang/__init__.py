@@ -27,6 +27,11 @@ class StaticRules:
     kernel_modules: tuple[str, ...]  # what a kernel body may name: these modules and their public members
     kernel_helpers: frozenset  # and these dotted names of the language (its decorators and helpers)
     rules: dict  # key -> Rule: every rule the load rung enforces, with what it protects
+    kernel_markers: frozenset = frozenset({"triton.jit", "triton.language.jit"})  # decorators that make a kernel body
+    kernel_word: str = "@triton.jit"  # what the check's messages call a kernel function
+    kernel_module: str = "triton.language"  # what a kernel computes with, as the messages say it
+    kernel_names: str = "triton.language (and math)"  # what a kernel may name, as the messages say it
+    launches: str = "Triton kernels"  # what host code may launch, as the messages say it
 
 
 @dataclass(frozen=True)
