@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import Language, StaticRules
+from .. import Language, StaticRules, host
 from . import rules
 
 
@@ -26,10 +26,11 @@ def _runner_env(name: str, folder: Path) -> dict:
 LANGUAGE = Language(
     name="triton",
     rules=StaticRules(
-        allowed_modules=rules.ALLOWED_MODULES, host_torch_compute=rules.HOST_TORCH_COMPUTE,
-        host_torch_allocation=rules.HOST_TORCH_ALLOCATION, host_data_escapes=rules.HOST_DATA_ESCAPES,
-        kernel_tensor_escapes=rules.JIT_TENSOR_ESCAPES, kernel_introspection_builtins=rules.JIT_INTROSPECTION_BUILTINS,
-        kernel_introspection_attributes=rules.JIT_INTROSPECTION_ATTRIBUTES, kernel_decorators=rules.JIT_DECORATORS,
+        allowed_modules=rules.ALLOWED_MODULES, host_torch_compute=host.HOST_TORCH_COMPUTE,
+        host_torch_allocation=host.HOST_TORCH_ALLOCATION, host_data_escapes=host.HOST_DATA_ESCAPES,
+        kernel_tensor_escapes=host.KERNEL_TENSOR_ESCAPES,
+        kernel_introspection_builtins=host.KERNEL_INTROSPECTION_BUILTINS,
+        kernel_introspection_attributes=host.KERNEL_INTROSPECTION_ATTRIBUTES, kernel_decorators=rules.JIT_DECORATORS,
         kernel_modules=rules.JIT_MODULES, kernel_helpers=rules.JIT_HELPERS, rules=rules.RULES),
     prompt_contract=rules.prompt_contract,
     readme_table=rules.readme_table,

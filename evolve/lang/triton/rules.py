@@ -9,14 +9,8 @@ The package's LANGUAGE (evolve/lang/triton/__init__.py) hands these to the rest 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Rule:
-    says: str  # what a candidate may not do (markdown: `code` in backticks)
-    protects: str  # what the rule is for, now that the runner is jailed and observed from outside
-
+from .. import host
+from ..host import STANDARD_MODULES, Rule
 
 MUST = (
     "Define `custom_kernel(*inputs)` returning the output tensor(s), computed by `@triton.jit` kernels that it "
@@ -73,51 +67,17 @@ RULES = {
 }
 
 # -- the tables the static check reads -----------------------------------------------------------------------------
-ALLOWED_MODULES = ("torch", "triton", "math", "typing", "typing_extensions", "__future__", "functools", "itertools",
-                   "operator", "dataclasses", "enum", "collections", "abc", "numbers", "warnings", "logging",
-                   "contextlib")
-# Host torch: anything under these computes (or hides computation from the op log).
-HOST_TORCH_COMPUTE = ("torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.", "torch.ops.",
-                      "torch.sparse.", "torch.nested.", "torch.func.", "torch.jit.", "torch.utils.", "torch.compile",
-                      "torch.vmap", "torch.nn.modules.", "torch.autograd.grad")
-# torch functions that are dispatcher ops but only allocate or describe memory.
-HOST_TORCH_ALLOCATION = frozenset({
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-    "arange", "tensor", "as_tensor", "as_strided", "is_tensor", "is_floating_point", "numel", "result_type",
-    "can_cast", "promote_types", "is_complex", "is_nonzero", "get_default_dtype",
-})
-HOST_DATA_ESCAPES = frozenset({"numpy", "tolist"})  # hand a tensor's data to plain Python or numpy
-JIT_TENSOR_ESCAPES = frozenset({
-    "numpy", "tolist", "item", "data_ptr", "cpu", "cuda", "storage", "untyped_storage", "detach", "clone", "copy_",
-    "fill_", "zero_", "data", "grad", "backward", "tobytes",
-})
-JIT_INTROSPECTION_BUILTINS = frozenset({"isinstance", "issubclass", "callable", "dir", "hasattr", "getattr", "type",
-                                        "id"})
-JIT_INTROSPECTION_ATTRIBUTES = frozenset({"handle", "signature", "builder", "semantic", "arg_names", "params",
-                                          "constexprs", "kernel", "data", "interpreter_builder"})
+ALLOWED_MODULES = ("torch", "triton", "math", "typing", *STANDARD_MODULES)
 JIT_DECORATORS = frozenset({"triton.jit", "triton.language.jit", "triton.autotune", "triton.heuristics"})
 JIT_MODULES = ("triton.language", "math")  # what a @triton.jit body may name, with these of triton's own:
 JIT_HELPERS = frozenset({"triton.cdiv", "triton.next_power_of_2", "triton.jit", "triton.constexpr"})
 
 
-def _forbidden(forbid_calls) -> str:
-    calls = [f"`{c}`" for c in forbid_calls]
-    return "here: " + ", ".join(calls) if calls else "each problem names its own, e.g. `torch.softmax` for a softmax"
-
-
 def prompt_contract(forbid_calls=()) -> str:
-    """The contract as the model reads it in every prompt: what to define, what host code may do, and every rule
-    the load rung enforces, with the problem's forbidden calls named."""
-    lines = list(MUST) + list(MAY)
-    lines.append("The load rung refuses a file that does any of the following, naming the line:")
-    lines += [f"- {rule.says.format(forbidden=_forbidden(forbid_calls))}" for key, rule in RULES.items()
-              if forbid_calls or key != "forbidden-call"]  # a problem that names no library op has no such rule
-    return "\n".join(lines)
+    """The contract as the model reads it in every prompt (lang/host.py), with the problem's forbidden calls named."""
+    return host.prompt_contract(MUST, MAY, RULES, forbid_calls)
 
 
 def readme_table() -> str:
     """README's rule table (the section 'The candidate contract')."""
-    rows = ["| rule | a candidate may not | what it protects |", "| --- | --- | --- |"]
-    rows += [f"| {key} | {rule.says.format(forbidden=_forbidden(()))} | {rule.protects} |"
-             for key, rule in RULES.items()]
-    return "\n".join(rows)
+    return host.readme_table(RULES)
