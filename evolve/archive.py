@@ -159,6 +159,7 @@ class RunRow(TypedDict, total=False):
     stop_reason: str | None
     paused: int  # 1 while `evolve pause` holds it
     gaps: list  # [stopped, resumed] instants: time it was not running
+    language: str  # the candidate language it asked for (evolve/lang)
     candidates: int  # runs() only, from here on
     evaluated: int
     correct: int
@@ -321,6 +322,13 @@ def m010_launch_audits(db: sqlite_utils.Database) -> None:
         candidates(id), device TEXT NOT NULL, status TEXT NOT NULL, reason TEXT, kernels TEXT NOT NULL DEFAULT '[]',
         allowed TEXT NOT NULL DEFAULT '[]', seconds REAL NOT NULL DEFAULT 0, report BLOB, created TEXT NOT NULL)""")
     db.execute("CREATE INDEX idx_launch_audits_candidate_id ON launch_audits (candidate_id)")
+
+
+@migration
+def m011_run_language(db: sqlite_utils.Database) -> None:
+    """The candidate language a run asked for (evolve/lang): its kernels are parents only to runs in the same one.
+    Runs from before languages were Triton's."""
+    db["runs"].add_column("language", str, not_null_default="triton")
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -584,12 +592,13 @@ class Archive:
 
     # runs --------------------------------------------------------------------------------------------------------
 
-    def start_run(self, problem: str, problem_path: str, options: dict, device: str, versions: dict) -> int:
+    def start_run(self, problem: str, problem_path: str, options: dict, device: str, versions: dict,
+                  language: str = "triton") -> int:
         row = [problem, str(problem_path), json.dumps(strip_secret_keys(options or {}), default=str), device,
-               json.dumps(versions or {}, default=str), _now()]
+               json.dumps(versions or {}, default=str), _now(), language]
         return self._write(lambda c: c.execute(
-            "INSERT INTO runs (problem, problem_path, options, device, versions, started) VALUES (?,?,?,?,?,?)",
-            row).lastrowid)
+            "INSERT INTO runs (problem, problem_path, options, device, versions, started, language) "
+            "VALUES (?,?,?,?,?,?,?)", row).lastrowid)
 
     @staticmethod
     def _run_dict(row: dict) -> RunRow:
@@ -738,9 +747,13 @@ class Archive:
         return _candidate(rows[0])
 
     def candidates(self, run_id: int | None = None, problem: str | None = None,
-                   device: str | None = None) -> list[Candidate]:
-        """Candidates oldest first, of one run, of one problem and of runs on one device (each filter optional)."""
+                   device: str | None = None, language: str | None = None) -> list[Candidate]:
+        """Candidates oldest first, of one run, of one problem, of runs on one device and of runs in one language
+        (each filter optional)."""
         where, params = [], []
+        if language is not None:
+            where.append("r.language = ?")
+            params.append(language)
         if device is not None:
             where.append("r.device = ?")
             params.append(device)
@@ -753,11 +766,14 @@ class Archive:
         sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY c.id"
         return [_candidate(r) for r in self._query(sql, params)]
 
-    def best(self, problem: str, run_id: int | None = None) -> Candidate | None:
-        """The ok candidate with the highest score (ties: the oldest), in one run or across the problem; never one
-        that failed a launch audit."""
+    def best(self, problem: str, run_id: int | None = None, language: str | None = None) -> Candidate | None:
+        """The ok candidate with the highest score (ties: the oldest), in one run or across the problem (in one
+        language, if given); never one that failed a launch audit."""
         sql = _SELECT + " WHERE r.problem = ? AND c.ok = 1 AND " + _NOT_FAILED
         params: list = [problem]
+        if language is not None:
+            sql += " AND r.language = ?"
+            params.append(language)
         if run_id is not None:
             sql += " AND c.run_id = ?"
             params.append(run_id)

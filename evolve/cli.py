@@ -411,7 +411,9 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                            tools=config.llm.tools, tool_rounds=config.llm.tool_rounds) if specs else None
     archive = _open_archive(db, must_exist=resume)
     if not specs:
-        if not loaded.seed_files() and not loaded.solution_files("correct") and archive.best(loaded.name) is None:
+        language = config.eval.language or loaded.languages[0]
+        if not loaded.seed_files(language) and not loaded.solution_files("correct", language) \
+                and archive.best(loaded.name, language=language) is None:
             _fail(f"{problem} has no seed kernels (seeds/*.py), no correct solutions (solutions/correct/*.py) and the "
                   f"archive no correct kernel for it, so the "
                   f"embedded default has nothing to tune: give a model (--model ...), which writes the first "

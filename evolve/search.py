@@ -369,6 +369,9 @@ class Search:
         last = self.archive.run(c.run_id) if c.run_id is not None else self.archive.last_run(self.problem.name)
         if last is None or last["problem"] != self.problem.name:
             raise LookupError(f"no earlier run of {self.problem.name} in {c.db} to resume")
+        if last["language"] != self.contexts.language.name:
+            raise LookupError(f"run {last['id']} writes {last['language']} kernels: resume it with --language "
+                              f"{last['language']}")
         self.archive.reopen_run(last["id"])
         return last["id"]
 
@@ -380,13 +383,14 @@ class Search:
         else:
             device = device_name(c.eval.device)
         return self.archive.start_run(self.problem.name, str(self.problem.path), c.public(), device,
-                                      package_versions())
+                                      package_versions(), self.contexts.language.name)
 
     def _admit_archived(self) -> None:
         """Every correct kernel archived for the problem on this device (or, isolated, in this run) joins the
         population, with the noise measured then, so near-ties are judged as before a crash."""
         c = self.config
-        scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device}
+        scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device,
+                                                            "language": self.contexts.language.name}
         failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
         for cand in self.archive.candidates(**scope):
             if cand.proposer == compose.COMPOSER:
@@ -416,8 +420,9 @@ class Search:
         known = {cand.hash for cand in self.archive.candidates(self.run_id)} if self.config.isolated \
             else self.archive.known_hashes(self.problem.name, self.device)
         left = []
-        for path, proposer in [(p, "seed") for p in self.problem.seed_files()] + \
-                [(p, "solution") for p in self.problem.solution_files("correct")]:
+        language = self.contexts.language.name  # the run's language's kernels only
+        for path, proposer in [(p, "seed") for p in self.problem.seed_files(language)] + \
+                [(p, "solution") for p in self.problem.solution_files("correct", language)]:
             try:
                 if source_hash(path.read_text()) not in known:
                     left.append((path, proposer))

@@ -51,12 +51,13 @@ def _import_everything() -> None:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils import _pytree  # noqa: F401
 
-    from ..lang import BUILT_IN, get
+    from ..lang import DEFAULT, get
     from . import (ahead, calibration, checks, compare, compiled, cpu_mode, cuda_ipc, exchange,  # noqa: F401
                    gpu_mode, keeper, measurer, metrics, peaks, runner, timing, verdict, wire)
 
-    # each built-in language's runner side and what its first launch imports
-    for name in [module for language in BUILT_IN for module in get(language).warm_modules]:
+    # the default language's runner side and what its first launch imports (another language's are imported by its
+    # runners: whether a package's import leaves CUDA untouched, which every fork needs, is known for this one)
+    for name in get(DEFAULT).warm_modules:
         try:
             importlib.import_module(name)
         except ImportError:

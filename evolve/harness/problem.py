@@ -101,12 +101,18 @@ class Problem:
         notes = self.folder / "notes.md"
         return notes.read_text() if self.path.is_dir() and notes.exists() else ""
 
-    def seed_files(self) -> list[Path]:
-        return sorted((self.path / "seeds").glob("*.py")) if self.path.is_dir() else []
+    def seed_files(self, language: str | None = None) -> list[Path]:
+        """seeds/: the problem's first language's at its top, another language's in a folder of its name."""
+        return sorted(self._in_language(self.path / "seeds", language).glob("*.py")) if self.path.is_dir() else []
 
-    def solution_files(self, kind: str) -> list[Path]:
-        """solutions/correct or solutions/wrong kernels (each says on its first line the verdict it must get)."""
-        return sorted((self.path / "solutions" / kind).glob("*.py")) if self.path.is_dir() else []
+    def solution_files(self, kind: str, language: str | None = None) -> list[Path]:
+        """solutions/correct or solutions/wrong kernels (each says on its first line the verdict it must get), laid
+        out by language as seeds/ is."""
+        folder = self._in_language(self.path / "solutions" / kind, language)
+        return sorted(folder.glob("*.py")) if self.path.is_dir() else []
+
+    def _in_language(self, folder: Path, language: str | None) -> Path:
+        return folder if language is None or language == self.languages[0] else folder / language
 
     def output_dtype(self, index: int, case: Case, produced: str) -> str:
         """The dtype output `index` must have: the problem's declaration, else what the reference produced (foreign

@@ -8,15 +8,13 @@ reports an sm_90 target, so each launch compiles real Hopper code through Triton
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import time
 from pathlib import Path
 
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
-from ...harness.sass import tool
+from ...harness.sass import read_cubin
 
 _AUTOTUNER_RUN = Autotuner.run
 
@@ -246,10 +244,6 @@ def _compile_every_autotune_config() -> None:
     Autotuner.run = run
 
 
-_RESOURCE = re.compile(r"Function (\S+):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
-_ARCH = re.compile(r"\.(sm_\w+)\.cubin|code for (sm_\w+)")
-
-
 def describe_all(kernels: list, work_dir: Path, sass: bool = False) -> list[dict]:
     """describe() of each kernel, the cuobjdump calls side by side."""
     from concurrent.futures import ThreadPoolExecutor
@@ -273,26 +267,17 @@ def describe(kernel, work_dir: Path, index: int = 0, sass: bool = False) -> dict
         "local_bytes": None,
     }
     cubin = kernel.asm.get("cubin") if hasattr(kernel, "asm") else None
-    cuobjdump = tool("cuobjdump")
-    if cubin and cuobjdump:
-        path = work_dir / f"{index:02d}_{name}.cubin"
-        path.write_bytes(cubin)
-
-        def run(*flags):
-            return subprocess.run([cuobjdump, *flags, str(path)], capture_output=True, text=True, timeout=60).stdout
-
-        match = _RESOURCE.search(run("--dump-resource-usage"))
-        if match:
-            info["regs"] = int(match.group(2))
-            info["local_bytes"] = int(match.group(5))
-            info["smem"] = int(match.group(4)) if info["smem"] is None else info["smem"]
+    if cubin:
+        read = read_cubin(cubin, work_dir / f"{index:02d}_{name}.cubin", sass)
+        if read.get("regs") is not None:
+            info["regs"] = read["regs"]
+            info["local_bytes"] = read["local_bytes"]
+            info["smem"] = read["smem"] if info["smem"] is None else info["smem"]
             if info["spills"] is None:
-                info["spills"] = int(match.group(5))
-        arch = _ARCH.search(run("--list-elf"))
-        info["arch"] = (arch.group(1) or arch.group(2)) if arch else None
-        if sass:
-            dumped = run("--dump-sass")
-            info["_sass"] = dumped[dumped.find("code for"):] if "code for" in dumped else dumped
+                info["spills"] = read["local_bytes"]
+        info["arch"] = read.get("arch")
+        if "sass" in read:
+            info["_sass"] = read["sass"]
     return info
 
 

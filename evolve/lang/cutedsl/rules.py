@@ -1,0 +1,88 @@
+"""The CuTeDSL candidate language (NVIDIA's nvidia-cutlass-dsl: `import cutlass.cute as cute`): its contract, in one
+place, as lang/triton/rules.py holds Triton's. A kernel is a `@cute.kernel` function launched from a `@cute.jit`
+one; both are traced by the DSL at compile time, so what they may name is the DSL's own modules, as a Triton
+kernel's is triton.language. `python -m evolve.lang.cutedsl` prints the rule table.
+"""
+from __future__ import annotations
+
+from .. import host
+from ..host import STANDARD_MODULES, Rule
+
+MUST = (
+    "Define `custom_kernel(*inputs)` returning the output tensor(s), computed by CuTeDSL kernels: `@cute.kernel` "
+    "functions launched from a `@cute.jit` function, compiled with `cute.compile` on tensors wrapped by "
+    "`cutlass.cute.runtime.from_dlpack`, and called.",
+    "Return new, contiguous memory (never an input) with the shape and dtype the problem states; accumulate "
+    "reductions in float32 whatever the input dtype.",
+)
+
+MAY = (
+    "Host code (outside `@cute.jit` and `@cute.kernel` functions) allocates, reads metadata, wraps tensors with "
+    "`from_dlpack`, compiles with `cute.compile` and calls the compiled function, and may keep compiled functions in "
+    "a module-level dict keyed by shape and dtype (compiling once per specialization), with helpers, classes, "
+    "`functools.lru_cache`, dataclasses and enums, and a self-test under `if __name__ == \"__main__\":` (never run on "
+    "import).",
+    "A module-level dict `KNOBS` (and optionally `KNOB_SPACE`) names launch parameters the tuner may vary.",
+)
+
+RULES = {
+    "forbidden-call": Rule("call the library op the problem forbids ({forbidden})",
+                           "the search's purpose: a library call is not a kernel (timed, it earns only the "
+                           "library's speed)"),
+    "import": Rule("import anything but `torch`, `cutlass` (the DSL), `math`, `typing` and pure standard modules "
+                   "(`functools`, `itertools`, `operator`, `dataclasses`, `enum`, `collections`, `abc`, `numbers`, "
+                   "`warnings`, `logging`, `contextlib`), or the problem's reference",
+                   "host computation outside torch's op log (numpy); a kernel file needs no processes, files or the "
+                   "machine"),
+    "dynamic-code": Rule("run code built from strings or reach names computed at run time (`eval`, `exec`, `compile`, "
+                         "`__import__`, `globals`, `vars`, `open`, `getattr` with a computed name, "
+                         "`operator.attrgetter`)",
+                         "this check's own reading: every name it judges is spelt out in the file"),
+    "internals": Rule("touch dunder attributes (but `__name__`, `__qualname__`, `__doc__`, `__init__`), frames, "
+                      "code objects or tracebacks",
+                      "this check's own reading: internals lead to every module in the process"),
+    "undefined-name": Rule("use a name the file never defines, imports or gets from builtins",
+                           "names injected at run time"),
+    "module-write": Rule("assign into an imported module (`torch.exp = ...`, `cute.exp = ...`)",
+                         "the runner's own first-line checks and the meaning of the kernel language"),
+    "host-compute": Rule("compute with torch on the host (`torch.exp`, `F.*`, `torch.compile`, private `torch._*` "
+                         "paths, `x.numpy()`, `x.tolist()`): host code allocates, reads metadata and launches kernels",
+                         "the search's purpose; the runner's op log repeats it at run time"),
+    "kernel-language": Rule("name anything but the DSL's `cutlass.cute`, `cutlass.utils`, `cutlass.pipeline` and its "
+                            "numeric types and control flow (`cutlass.Float32`, `cutlass.range`, `cutlass.const_expr`, "
+                            "...), `math` and `operator` inside a `@cute.jit` or `@cute.kernel` function, or decorate "
+                            "one with anything but those two",
+                            "the DSL traces the Python a kernel names, at compile time, on the host"),
+    "kernel-introspection": Rule("inside a `@cute.jit` or `@cute.kernel` function, inspect what it runs on "
+                                 "(`isinstance`, `hasattr`, `getattr`, `type`, `callable`, `id`, calling a function "
+                                 "passed as an argument) or format a value in an f-string",
+                                 "this check's reading of a kernel: what it names is what it runs"),
+    "typing-eval": Rule("use typing's evaluators (`get_type_hints`, `ForwardRef`, `Protocol`)",
+                        "the dynamic-code rule: they evaluate strings"),
+    "rebind": Rule("rebind an imported name", "this check's own reading: every use of an import means the import"),
+    "entry": Rule("lack a function `custom_kernel(*inputs)`", "the contract itself"),
+}
+
+# -- the tables the static check reads -----------------------------------------------------------------------------
+ALLOWED_MODULES = ("torch", "cutlass", "math", "typing", *STANDARD_MODULES)
+KERNEL_MARKERS = frozenset({"cutlass.cute.kernel", "cutlass.cute.jit"})  # what makes a function a kernel body
+KERNEL_DECORATORS = KERNEL_MARKERS
+# what a kernel body may name: these modules and their public members, and the DSL's top-level names below
+KERNEL_MODULES = ("cutlass.cute", "cutlass.utils", "cutlass.pipeline", "math", "operator")
+KERNEL_HELPERS = frozenset(f"cutlass.{name}" for name in (
+    "Float16", "BFloat16", "Float32", "Float64", "TFloat32", "Float8E4M3FN", "Float8E5M2", "Int8", "Int16", "Int32",
+    "Int64", "Uint8", "Uint16", "Uint32", "Uint64", "Boolean", "Numeric", "Integer", "Float", "Constexpr",
+    "const_expr", "dynamic_expr", "range", "range_constexpr", "range_dynamic", "min", "max", "and_", "or_", "not_",
+    "all_", "any_", "select_", "as_numeric", "full", "full_like", "Tensor", "Layout", "Shape", "Stride", "Coord",
+    "IntTuple", "Tile", "Tiler", "Pointer", "AddressSpace", "LoopUnroll", "if_generate", "for_generate",
+    "while_generate", "yield_out", "align",
+))
+
+
+def prompt_contract(forbid_calls=()) -> str:
+    """The contract as the model reads it in every prompt (lang/host.py), with the problem's forbidden calls named."""
+    return host.prompt_contract(MUST, MAY, RULES, forbid_calls)
+
+
+def readme_table() -> str:
+    return host.readme_table(RULES)

@@ -1,0 +1,124 @@
+"""CuTeDSL's half of the runner (harness/runner.py asks for it through evolve.lang), installed before the candidate is
+imported: every `cute.compile` is timed and its compiled function kept (its PTX and cubin, kept by the DSL because
+the runner's environment asks for them: lang/cutedsl/__init__.py), and every run of a compiled program is counted.
+In the compile-only runner (no GPU: the DSL targets sm_90a) a compiled program is counted and not run.
+
+It runs in the runner, beside candidate code: what it says is a first line that gives a model early, clear reasons.
+No verdict depends on it."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ...harness.sass import read_cubin
+
+
+class RunnerSide:
+    display = "CuTeDSL"
+    nothing_launched = ("no CuTeDSL kernel ran in custom_kernel: the computation must run in @cute.kernel functions, "
+                        "launched from a @cute.jit function that cute.compile compiled and custom_kernel called")
+
+    def __init__(self, mode: str):
+        """mode: 'gpu' (run and count), 'compile' (compile for sm_90a, count, run nothing)."""
+        from cutlass.base_dsl.compiler import CompileCallable
+        from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
+
+        self.launches = 0
+        self.kernels: dict[str, object] = {}  # "function name/id" -> the compiled function
+        self.compile_seconds = 0.0
+        side = self
+        compile_original = CompileCallable._compile
+
+        def compile_recorded(self, func, *args, **kwargs):
+            began = time.perf_counter()
+            compiled = compile_original(self, func, *args, **kwargs)
+            side.compile_seconds += time.perf_counter() - began
+            name = getattr(compiled, "function_name", None) or getattr(func, "__name__", "kernel")
+            side.kernels.setdefault(f"{name}/{id(compiled)}", compiled)
+            return compiled
+
+        CompileCallable._compile = compile_recorded
+        if mode == "compile":
+            def counted_only(self, exe_args):  # no device to run on: the compile rung needs the compile alone
+                side.launches += 1
+                return 0
+
+            JitCompiledFunction.run_compiled_program = counted_only
+            return
+        run_original = JitExecutor.run_compiled_program
+
+        def counted(self, exe_args):
+            side.launches += 1
+            return run_original(self, exe_args)
+
+        JitExecutor.run_compiled_program = counted
+
+    def warm_up(self) -> str:
+        import cutlass
+        import cutlass.cute  # noqa: F401
+        import cutlass.cute.runtime  # noqa: F401
+
+        return cutlass.__version__
+
+    def compile_figures(self) -> dict:
+        return {"compile_seconds": round(self.compile_seconds, 3), "cache_hits": 0, "fresh": len(self.kernels)}
+
+    @staticmethod
+    def copy_is_its_own() -> bool:
+        return False  # the DSL copies nothing on a candidate's behalf
+
+    @staticmethod
+    def is_compile_error(error: BaseException) -> bool:
+        return type(error).__module__.startswith("cutlass") and "DSL" in type(error).__name__
+
+    def _artifacts(self, compiled) -> dict:
+        """The compiled function's PTX (text) and cubin (bytes), where the DSL kept them."""
+        kept = getattr(getattr(compiled, "artifacts", None), "__dict__", {}) or {}
+        out = {}
+        for kind, key in (("ptx", "PTX"), ("cubin", "CUBIN")):
+            value = kept.get(key)
+            if isinstance(value, str) and kind == "cubin" and Path(value).is_file():
+                value = Path(value).read_bytes()
+            elif isinstance(value, str) and kind == "ptx" and not value.lstrip().startswith("//") \
+                    and Path(value).is_file():
+                value = Path(value).read_text()
+            if value:
+                out[kind] = value
+        return out
+
+    def describe(self, work: Path, sass: bool) -> list[dict]:
+        infos = []
+        for index, (key, compiled) in enumerate(self.kernels.items()):
+            name = key.split("/", 1)[0]
+            info = {"name": name, "num_warps": None, "num_stages": None, "smem": None, "regs": None,
+                    "spills": None, "arch": None, "local_bytes": None}
+            cubin = self._artifacts(compiled).get("cubin")
+            if isinstance(cubin, bytes):
+                read = read_cubin(cubin, work / f"{index:02d}_{name[:80]}.cubin", sass)
+                info.update({k: read[k] for k in ("regs", "smem", "local_bytes") if k in read})
+                info["spills"] = read.get("local_bytes")
+                info["arch"] = read.get("arch")
+                if "sass" in read:
+                    info["_sass"] = read["sass"]
+            infos.append(info)
+        return infos
+
+    def dump(self, info: dict, folder: Path, index: int) -> list[str]:
+        """The index-th compiled function's PTX, cubin and (where read) SASS under folder; the file names."""
+        folder.mkdir(parents=True, exist_ok=True)
+        compiled = list(self.kernels.values())[index]
+        stem = f"{index:02d}_{info['name'][:80]}"
+        with open(folder / "index.txt", "a") as index_file:
+            index_file.write(f"{stem}  {info.get('arch') or '?'}\n")
+        written = []
+        for kind, content in self._artifacts(compiled).items():
+            path = folder / f"{stem}.{kind}"
+            path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+            written.append(path.name)
+        if info.get("_sass"):
+            (folder / f"{stem}.sass").write_text(info["_sass"])
+            written.append(f"{stem}.sass")
+        return written
+
+    def build_launchers(self) -> int:
+        return 0  # the DSL builds its host launcher inside cute.compile
