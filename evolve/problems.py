@@ -23,7 +23,7 @@ HEADER = re.compile(r"#\s*expect\s*:")
 # loader would pass over: `call = [...]` under [forbid] would forbid nothing.
 TOML_KEYS = {
     "": ("name", "description", "dtypes", "seeds", "output_dtypes", "tolerance", "test", "benchmark",
-         "cpu_benchmark", "forbid"),
+         "cpu_benchmark", "forbid", "languages"),
     "forbid": ("calls", "modules"),
     "tolerance.<dtype>": ("rtol", "floor", "min_cosine"),
 }

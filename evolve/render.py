@@ -76,7 +76,8 @@ def rung_line(rung: RungResult, shapes=()) -> str:
     """One rung as a line; `shapes` (the verdict's per-shape rows) feed the benchmark rung's summary."""
     status = {"ok": "ok", "failed": "FAILED", "skipped": "skipped"}[rung.status]
     seconds = f"  ({rung.seconds:.1f} s)" if rung.seconds else ""
-    detail = _detail(rung, shapes) if rung.status != "skipped" or rung.name == "roofline" else ""
+    generic = rung.reason in (None, "skipped") or rung.reason.startswith("skipped: an earlier rung failed")
+    detail = _detail(rung, shapes) if rung.status != "skipped" or rung.name == "roofline" or not generic else ""
     if rung.status == "skipped" and detail.startswith("skipped"):
         detail = detail[len("skipped"):].lstrip(": ")
     return f"{'[' + rung.name + ']':<14}{status:<8}{detail}{seconds}".rstrip()

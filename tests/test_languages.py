@@ -121,8 +121,9 @@ def test_a_language_without_an_interpreter_gets_the_compile_rung_only_on_a_cpu(f
     assert status == {"load": "ok", "compile": "ok", "run": "skipped", "correctness": "skipped",
                       "benchmark": "skipped", "roofline": "skipped"}, [(r.name, r.reason) for r in verdict.rungs]
     assert verdict.rung("compile").metrics["kernels"]  # really compiled, in the runner the language named
-    assert all("triton-sm90 has no CPU interpreter" in verdict.rung(name).reason
-               for name in ("run", "correctness", "benchmark", "roofline"))
+    assert "triton-sm90 has no CPU interpreter" in verdict.rung("run").reason
+    assert all(verdict.rung(name).reason == "no GPU: not run (the run rung says why)"
+               for name in ("correctness", "benchmark", "roofline"))
     assert not verdict.ok and verdict.failure is None and verdict.device == "cpu (compile only)"
 
 
@@ -132,4 +133,13 @@ def test_a_language_with_nothing_to_do_without_a_gpu_starts_no_process_on_a_cpu(
     verdict = evaluate(SEED, folder, options)
     assert [r.status for r in verdict.rungs] == ["skipped"] * 6
     assert "triton-gpu-only kernels can be neither run nor compiled without one" in verdict.rung("load").reason
+    assert verdict.rung("roofline").reason == "no GPU: not run (the load rung says why)"
     assert not verdict.ok and verdict.failure is None and verdict.setup == ()
+
+
+def test_a_problem_that_names_its_languages_has_no_unknown_key(folder):
+    """`languages` is a key of problem.toml: the commands' check of misspelt keys knows it."""
+    from evolve.problems import toml_key_faults
+
+    assert toml_key_faults(_languages(folder, 'languages = ["triton"]')) == []
+    assert toml_key_faults(_languages(folder, 'language = ["triton"]'))  # the misspelling is still caught

@@ -36,13 +36,14 @@ class CpuMeasurer(Measurer):
         self._beside()
 
     def _compile_only(self) -> None:
-        """Load and compile for sm_90; the rungs that need the kernels to run are skipped, with the reason."""
+        """Load and compile for sm_90a; the rungs that need the kernels to run are skipped, with the reason."""
         if self.step(self.ch, "load", lambda: self.load("compile", "load")) \
                 and self.step(self.ch, "compile", lambda: self.compile("compile")):
-            reason = (f"no GPU: {self.job['language']} has no CPU interpreter, so its kernels were compiled for sm_90 "
+            reason = (f"no GPU: {self.job['language']} has no CPU interpreter, so its kernels were compiled for sm_90a "
                       "and not run; evaluate on a GPU (--device cuda) to check and time them")
-            for name in ("run", "correctness", "benchmark"):
-                self.ch.skip(name, reason)
+            self.ch.skip("run", reason)
+            for name in ("correctness", "benchmark"):
+                self.ch.skip(name, "no GPU: not run (the run rung says why)")
 
     def _beside(self) -> None:
         """Two runners share no work: the sm_90 compile (the compile-only runner, in a thread of this process) goes on

@@ -204,9 +204,10 @@ class _Evaluation:
         """The rest of the ladder in the crew's processes; a rung they left undecided is failed with the reason."""
         options = self.options
         if not runners(self.mode, get_language(self.language).without_gpu):
-            for name in RUNGS[:-1]:  # nothing of this language runs on a CPU: no process is started
-                self.decide(RungResult(name, "skipped", f"no GPU: {self.language} kernels can be neither run nor "
-                                                        "compiled without one; evaluate on a GPU (--device cuda)"))
+            self.decide(RungResult("load", "skipped", f"no GPU: {self.language} kernels can be neither run nor "
+                                                      "compiled without one; evaluate on a GPU (--device cuda)"))
+            for name in RUNGS[1:-1]:  # nothing of this language runs on a CPU: no process is started
+                self.decide(RungResult(name, "skipped", "no GPU: not run (the load rung says why)"))
             return
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.

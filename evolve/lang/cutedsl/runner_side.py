@@ -7,6 +7,7 @@ It runs in the runner, beside candidate code: what it says is a first line that 
 No verdict depends on it."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -23,24 +24,34 @@ class RunnerSide:
         from cutlass.base_dsl.compiler import CompileCallable
         from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
 
+        kept = os.environ.get("CUTE_DSL_DUMP_DIR")  # where the DSL writes the PTX and cubin it is asked to keep
+        if kept:
+            Path(kept).mkdir(parents=True, exist_ok=True)
         self.launches = 0
         self.kernels: dict[str, object] = {}  # "function name/id" -> the compiled function
         self.compile_seconds = 0.0
         side = self
         compile_original = CompileCallable._compile
 
+        names: dict[int, str] = {}  # id of a compiled function -> its key in kernels
+
         def compile_recorded(self, func, *args, **kwargs):
             began = time.perf_counter()
             compiled = compile_original(self, func, *args, **kwargs)
             side.compile_seconds += time.perf_counter() - began
-            name = getattr(compiled, "function_name", None) or getattr(func, "__name__", "kernel")
-            side.kernels.setdefault(f"{name}/{id(compiled)}", compiled)
+            name = getattr(func, "__name__", None) or getattr(compiled, "function_name", None) or "kernel"
+            names[id(compiled)] = f"{name}/{id(compiled)}"
+            if mode != "compile":
+                side.kernels.setdefault(names[id(compiled)], compiled)
             return compiled
 
         CompileCallable._compile = compile_recorded
         if mode == "compile":
-            def counted_only(self, exe_args):  # no device to run on: the compile rung needs the compile alone
+            def counted_only(self, exe_args):
+                # No device to run on. The compile rung is all a CPU sees of this language, so a kernel counts once
+                # custom_kernel has called it, not when it was merely compiled.
                 side.launches += 1
+                side.kernels.setdefault(names.get(id(self), f"kernel/{id(self)}"), self)
                 return 0
 
             JitCompiledFunction.run_compiled_program = counted_only

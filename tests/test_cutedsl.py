@@ -1,0 +1,67 @@
+"""CuTeDSL, the second candidate language (evolve/lang/cutedsl), on a machine without a GPU: its static rules, and the
+compile rung, which builds real sm_90a code through the DSL's own compiler while nothing runs."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evolve import lang
+from evolve.harness import EvalOptions, evaluate
+from evolve.harness.static_check import check_source
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "cutedsl"
+
+
+@pytest.fixture
+def problem(tmp_path):
+    """The mini softmax problem, accepting CuTeDSL candidates too."""
+    target = tmp_path / "mini"
+    shutil.copytree(ROOT / "tests" / "data" / "mini_softmax", target, symlinks=False)
+    toml = target / "problem.toml"
+    toml.write_text('languages = ["triton", "cutedsl"]\n' + toml.read_text())
+    return target
+
+
+def test_cutedsl_is_built_in_and_compiles_without_a_gpu():
+    cutedsl = lang.get("cutedsl")
+    assert "cutedsl" in lang.names() and cutedsl.without_gpu == "compile"
+    assert "cute.compile" in cutedsl.prompt_contract(("torch.softmax",)) and "`torch.softmax`" in \
+        cutedsl.prompt_contract(("torch.softmax",))
+    assert set(cutedsl.artifact_kinds) == {"sass", "ptx"}
+
+
+def test_the_static_rules_are_the_dsls():
+    source = (DATA / "copy_rows.py").read_text()
+    assert check_source(source, "copy_rows.py", ("torch.softmax",), language="cutedsl") == []
+    assert any("imports cutlass" in p for p in check_source(source, "copy_rows.py", language="triton"))
+    torch_in_kernel = source.replace("gy[i // n, i % n] = gx[i // n, i % n]", "gy[0, 0] = torch.exp(gx[0, 0])")
+    problems = check_source(torch_in_kernel, "k.py", language="cutedsl")
+    assert any("inside a @cute.jit or @cute.kernel function: kernels use cutlass.cute" in p for p in problems)
+    host = source.replace("    y = torch.empty_like(x)\n", "    y = torch.softmax(x, -1)\n")
+    assert any("torch.softmax" in p for p in check_source(host, "k.py", ("torch.softmax",), language="cutedsl"))
+    numpy = "import numpy\n" + source
+    assert any("imports numpy" in p for p in check_source(numpy, "k.py", language="cutedsl"))
+
+
+def test_a_candidate_compiles_for_sm_90a_and_its_other_rungs_are_skipped(problem, tmp_path):
+    options = EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path / "cache"),
+                          dump_dir=str(tmp_path / "dump"))
+    verdict = evaluate(DATA / "copy_rows.py", problem, options)
+    status = {r.name: r.status for r in verdict.rungs}
+    assert status == {"load": "ok", "compile": "ok", "run": "skipped", "correctness": "skipped",
+                      "benchmark": "skipped", "roofline": "skipped"}, [(r.name, r.reason) for r in verdict.rungs]
+    kernels = verdict.kernels
+    assert len(kernels) == 2 and all(k["arch"] == "sm_90a" and k["regs"] for k in kernels)  # a shape each
+    assert "cutedsl has no CPU interpreter" in verdict.rung("run").reason
+    assert not verdict.ok and verdict.failure is None
+    dumped = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    assert {"00_copy.ptx", "00_copy.cubin", "00_copy.sass"} <= set(dumped)
+    assert (tmp_path / "dump" / "00_copy.sass").read_text().startswith("code for sm_90a")
+
+
+def test_a_candidate_that_runs_no_kernel_is_told_so(problem, tmp_path):
+    options = EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path / "cache"))
+    verdict = evaluate(DATA / "launches_nothing.py", problem, options)
+    assert verdict.failure is not None and verdict.failure.name == "compile", verdict.rungs
+    assert "no CuTeDSL kernel ran in custom_kernel" in verdict.failure.reason
