@@ -65,3 +65,25 @@ def test_a_candidate_that_runs_no_kernel_is_told_so(problem, tmp_path):
     verdict = evaluate(DATA / "launches_nothing.py", problem, options)
     assert verdict.failure is not None and verdict.failure.name == "compile", verdict.rungs
     assert "no CuTeDSL kernel ran in custom_kernel" in verdict.failure.reason
+
+
+def test_a_cutedsl_run_reads_its_own_templates_and_the_shared_rest():
+    from evolve.proposer import LLMProposer, ModelSpec, prompt_folders
+
+    folders = prompt_folders(lang.get("cutedsl"))
+    assert folders[0].name == "cutedsl" and (folders[0] / "system.j2").is_file()
+    context = {"problem": {"name": "softmax", "description": "Softmax.", "contract": lang.get("cutedsl")
+                           .prompt_contract(("torch.softmax",)), "notes": ""},
+               "device": "NVIDIA H200", "knobs_doc": "", "parent": None, "inspirations": [], "hints": [],
+               "error": None, "digest": None, "profile": None}
+    messages = LLMProposer([ModelSpec("openai/x")], folders).render("full_rewrite", context)
+    assert "You write CuTeDSL kernels" in messages[0]["content"] and "cute.compile" in messages[0]["content"]
+    assert "```python" in messages[1]["content"]  # the shared full_rewrite.j2
+
+
+def test_docs_carry_the_cutedsl_rule_table():
+    from evolve.lang.cutedsl.rules import readme_table
+
+    text = (ROOT / "docs" / "languages.md").read_text()
+    block = text.split("<!-- cutedsl contract table -->")[1].split("<!-- end of cutedsl contract table -->")[0]
+    assert block.strip() == readme_table(), "docs/languages.md's table is stale: paste `python -m evolve.lang.cutedsl`"
