@@ -87,3 +87,17 @@ def test_docs_carry_the_cutedsl_rule_table():
     text = (ROOT / "docs" / "languages.md").read_text()
     block = text.split("<!-- cutedsl contract table -->")[1].split("<!-- end of cutedsl contract table -->")[0]
     assert block.strip() == readme_table(), "docs/languages.md's table is stale: paste `python -m evolve.lang.cutedsl`"
+
+
+def test_torch_hidden_in_a_launcher_is_refused_statically_and_seen_at_run_time(problem, tmp_path):
+    """The DSL runs a @cute.jit function's Python on the host while it compiles: torch work there is host work."""
+    from dataclasses import replace
+
+    source = (DATA / "torch_in_launcher.py").read_text()
+    problems = check_source(source, "torch_in_launcher.py", ("torch.softmax",), language="cutedsl")
+    assert problems and all(p.startswith("line 24:") for p in problems), problems  # the launcher's torch line
+    options = EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path / "cache"))
+    assert evaluate(DATA / "torch_in_launcher.py", problem, options).failure.name == "load"
+    verdict = evaluate(DATA / "torch_in_launcher.py", problem, replace(options, static_check=False))
+    assert verdict.failure is not None and verdict.failure.name == "compile", verdict.rungs
+    assert "custom_kernel ran torch ops" in verdict.failure.reason and "_softmax" in verdict.failure.reason
