@@ -101,3 +101,46 @@ def test_torch_hidden_in_a_launcher_is_refused_statically_and_seen_at_run_time(p
     verdict = evaluate(DATA / "torch_in_launcher.py", problem, replace(options, static_check=False))
     assert verdict.failure is not None and verdict.failure.name == "compile", verdict.rungs
     assert "custom_kernel ran torch ops" in verdict.failure.reason and "_softmax" in verdict.failure.reason
+
+
+SMEM = '''import cutlass
+import cutlass.cute as cute
+from cutlass import Float32
+from cutlass.memory import SmemAllocator
+
+
+@cute.kernel
+def k(g: cute.Tensor):
+    buf = SmemAllocator().allocate_tensor(Float32, cute.make_layout((4,)), byte_alignment=16)
+    buf[0] = Float32(0.0)
+    WRITE
+
+
+def custom_kernel(x):
+    return x
+'''
+
+
+def test_a_buffer_made_from_a_dsl_type_may_be_written_the_type_may_not():
+    """A library call's result may be any of its arguments, so a shared-memory buffer allocated for Float32 may be the
+    class Float32 as far as the check can tell: an item written into it cannot change a class whose metaclass has no
+    __setitem__ (it would raise), while an attribute written is a write into the library."""
+    assert check_source(SMEM.replace("    WRITE\n", ""), "k.py", language="cutedsl") == []
+    problems = check_source(SMEM.replace("WRITE", "buf.reduce = None"), "k.py", language="cutedsl")
+    assert any("assigns into cutlass.Float32" in p for p in problems), problems
+
+
+def test_the_softmax_kernel_compiles_for_every_test_case(tmp_path):
+    """A row softmax in CuTeDSL (tests/data/cutedsl/softmax_rows.py) against problems/softmax's test cases, every
+    shape and dtype compiled for sm_90a (14 specializations)."""
+    target = tmp_path / "softmax"
+    shutil.copytree(ROOT / "problems" / "softmax", target)
+    toml = target / "problem.toml"
+    toml.write_text('languages = ["triton", "cutedsl"]\n' + toml.read_text())
+    verdict = evaluate(DATA / "softmax_rows.py", target,
+                       EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path / "cache")))
+    assert verdict.rung("compile").ok, [(r.name, r.reason) for r in verdict.rungs]
+    from evolve.harness import load_problem
+
+    assert len(verdict.kernels) == len(load_problem(target).tests)
+    assert all(k["arch"] == "sm_90a" and k["spills"] == 0 for k in verdict.kernels)

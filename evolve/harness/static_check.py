@@ -439,7 +439,8 @@ class _Checker(ast.NodeVisitor):
             if isinstance(root, ast.Name) and root.id in self.aliases:
                 self.fail(target, f"assigns into {self.aliases[root.id]}: candidates may not modify modules")
             else:
-                owner = sorted(a[1] for a in self.flow.value(target.value) if a[0] == "lib")
+                owner = sorted(a[1] for a in self.flow.value(target.value) if a[0] == "lib"
+                               and not (isinstance(target, ast.Subscript) and self.lib.unsubscriptable(a[1])))
                 if owner:
                     self.fail(target, f"assigns into {owner[0]}: candidates may not modify modules or the "
                                       f"library's objects")
@@ -664,6 +665,21 @@ class _Library:
         return [v.__name__ for v in values if isinstance(v, types.ModuleType)
                 and v.__name__.split(".")[0] not in self.safe]
 
+
+    def unsubscriptable(self, path: str) -> bool:
+        """Whether `path[key] = value` cannot change what path names: a module, or a class whose metaclass has no
+        __setitem__ (the assignment raises). A flow value that may be such an object (a library call's result may be
+        any of its arguments: `smem.allocate_tensor(Float32, ...)`) is then no write into the library."""
+        import inspect
+        import types
+
+        chain = self.resolve(path)
+        if len(chain) != len(path.split(".")):
+            return False  # not resolved to its end: judged as a library object
+        obj = chain[-1]
+        if isinstance(obj, types.ModuleType):
+            return True
+        return isinstance(obj, type) and inspect.getattr_static(type(obj), "__setitem__", None) is None
 
     def is_module(self, path: str) -> bool:
         import types

@@ -37,8 +37,8 @@ LANGUAGE = Language(
         kernel_introspection_attributes=frozenset(), kernel_decorators=rules.KERNEL_DECORATORS,
         kernel_modules=rules.KERNEL_MODULES, kernel_helpers=rules.KERNEL_HELPERS, rules=rules.RULES,
         kernel_markers=rules.KERNEL_MARKERS, kernel_word="@cute.jit or @cute.kernel", kernel_module="cutlass.cute",
-        kernel_names="cutlass.cute, cutlass.utils, cutlass.pipeline, the DSL's numeric types and control flow, "
-                     "math and operator",
+        kernel_names="cutlass.cute, cutlass.utils, cutlass.pipeline, cutlass.memory, the DSL's numeric types and "
+                     "control flow, math and operator",
         launches="CuTeDSL kernels"),
     prompt_contract=rules.prompt_contract,
     readme_table=rules.readme_table,

@@ -48,7 +48,8 @@ RULES = {
     "host-compute": Rule("compute with torch on the host (`torch.exp`, `F.*`, `torch.compile`, private `torch._*` "
                          "paths, `x.numpy()`, `x.tolist()`): host code allocates, reads metadata and launches kernels",
                          "the search's purpose; the runner's op log repeats it at run time"),
-    "kernel-language": Rule("name anything but the DSL's `cutlass.cute`, `cutlass.utils`, `cutlass.pipeline` and its "
+    "kernel-language": Rule("name anything but the DSL's `cutlass.cute`, `cutlass.utils`, `cutlass.pipeline`, "
+                            "`cutlass.memory` and its "
                             "numeric types and control flow (`cutlass.Float32`, `cutlass.range`, `cutlass.const_expr`, "
                             "...), `math` and `operator` inside a `@cute.jit` or `@cute.kernel` function, or decorate "
                             "one with anything but those two",
@@ -67,15 +68,18 @@ RULES = {
 ALLOWED_MODULES = ("torch", "cutlass", "math", "typing", *STANDARD_MODULES)
 KERNEL_MARKERS = frozenset({"cutlass.cute.kernel", "cutlass.cute.jit"})  # what makes a function a kernel body
 KERNEL_DECORATORS = KERNEL_MARKERS
-# what a kernel body may name: these modules and their public members, and the DSL's top-level names below
-KERNEL_MODULES = ("cutlass.cute", "cutlass.utils", "cutlass.pipeline", "math", "operator")
+# What a kernel body may name: these modules and their public members (the DSL's types count as modules here: a
+# value of theirs has their methods), and the DSL's top-level helpers below.
+_TYPES = ("Float16", "BFloat16", "Float32", "Float64", "TFloat32", "Float8E4M3FN", "Float8E5M2", "Int8", "Int16",
+          "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64", "Boolean", "Numeric", "Integer", "Float",
+          "Constexpr", "Tensor", "Layout", "Shape", "Stride", "Coord", "IntTuple", "Tile", "Tiler", "Pointer",
+          "AddressSpace", "LoopUnroll")
+KERNEL_MODULES = ("cutlass.cute", "cutlass.utils", "cutlass.pipeline", "cutlass.memory", "math", "operator",
+                  *(f"cutlass.{name}" for name in _TYPES))
 KERNEL_HELPERS = frozenset(f"cutlass.{name}" for name in (
-    "Float16", "BFloat16", "Float32", "Float64", "TFloat32", "Float8E4M3FN", "Float8E5M2", "Int8", "Int16", "Int32",
-    "Int64", "Uint8", "Uint16", "Uint32", "Uint64", "Boolean", "Numeric", "Integer", "Float", "Constexpr",
     "const_expr", "dynamic_expr", "range", "range_constexpr", "range_dynamic", "min", "max", "and_", "or_", "not_",
-    "all_", "any_", "select_", "as_numeric", "full", "full_like", "Tensor", "Layout", "Shape", "Stride", "Coord",
-    "IntTuple", "Tile", "Tiler", "Pointer", "AddressSpace", "LoopUnroll", "if_generate", "for_generate",
-    "while_generate", "yield_out", "align",
+    "all_", "any_", "select_", "as_numeric", "full", "full_like", "if_generate", "for_generate", "while_generate",
+    "yield_out", "align",
 ))
 
 
