@@ -32,6 +32,7 @@ from .harness.ladder import device_name
 from .knobs import Tuner
 from .knowledge import ContextIndex, project_context
 from .lang import get as get_language
+from .lang import source_folders
 from .pipeline import Retiming
 from .population import NOISE_FLOOR, Policy, Population
 from .promotion import Duels
@@ -402,10 +403,13 @@ class Search:
                     self.tuner.remember(cand.source, cand.knobs, cand.score)
 
     def _open_context(self) -> None:
-        """The full-text index of the notes a model may search: the run's language's, the problem's, --context's."""
+        """The full-text index of what a model may search: the run's language's notes and installed sources, the
+        problem's notes, --context's folders."""
         began = time.monotonic()
-        notes = project_context() / self.contexts.language.context_folder
-        folders = [notes, self.problem.folder / "context", *map(Path, self.config.context_dirs)]
+        language = self.contexts.language
+        notes = project_context() / language.context_folder
+        folders = [notes, *source_folders(language), self.problem.folder / "context",
+                   *map(Path, self.config.context_dirs)]
         try:
             self.contexts.index = ContextIndex(folders)
         except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without

@@ -146,3 +146,14 @@ def test_the_kernels_compile_for_every_test_case(kernel, problem_name, tmp_path)
     assert verdict.rung("compile").ok, [(r.name, r.reason) for r in verdict.rungs]
     assert verdict.kernels and len(verdict.kernels) <= len(load_problem(target).tests)
     assert all(k["arch"] == "sm_90a" and k["spills"] == 0 for k in verdict.kernels)
+
+
+def test_a_cutedsl_runs_models_search_the_dsls_installed_sources():
+    from evolve.knowledge import ContextIndex
+
+    folders = lang.source_folders(lang.get("cutedsl"))
+    assert [f.name for f in folders] == ["cute", "utils", "pipeline", "memory"]
+    assert lang.source_folders(lang.get("triton")) == []
+    index = ContextIndex(folders)
+    hits = index.search("warp_reduction", 5)
+    assert any(h.path.startswith("cute/arch/") for h in hits), [h.path for h in hits]

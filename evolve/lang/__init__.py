@@ -53,6 +53,26 @@ class Language:
     warm_modules: tuple[str, ...] = ()  # what the fork server imports ahead for its runners (harness/forkserver.py)
     prompt_folder: str = ""  # a folder in the prompt templates whose templates come before the shared (Triton's) ones
     context_folder: str = ""  # the folder of evolve's context notes its prompts search ("": the notes' root)
+    context_sources: tuple[str, ...] = ()  # folders of installed packages its models search: "package/sub/folder"
+
+
+def source_folders(language: Language) -> list:
+    """The installed folders of Language.context_sources that exist here, found without importing the packages."""
+    import importlib.util
+    from pathlib import Path
+
+    folders = []
+    for source in language.context_sources:
+        package, _, rest = source.partition("/")
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            spec = None
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            if (Path(root) / rest).is_dir():
+                folders.append(Path(root) / rest)
+                break
+    return folders
 
 
 class UnknownLanguage(ValueError):

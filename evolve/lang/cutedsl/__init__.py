@@ -50,4 +50,6 @@ LANGUAGE = Language(
     warm_modules=("cutlass", "cutlass.cute", "cutlass.cute.runtime", "evolve.lang.cutedsl.runner_side"),
     prompt_folder="cutedsl",
     context_folder="",
+    # the DSL's own API, as installed: its models search the docstrings and code of what they call
+    context_sources=("cutlass/cute", "cutlass/utils", "cutlass/pipeline", "cutlass/memory"),
 )
