@@ -1,8 +1,9 @@
 """The leaderboard: models compared per problem and device, from one or more archives, as plain numbers.
 
 Everything here is read from archives (`Archive.runs`, `Archive.timeline`, the best kernels' verdicts); nothing is
-measured again. The rows group runs by (problem, model, device), where a run's model is its one `--model` (as
-`evolve bench` runs it), the models of an ensemble joined with "+", or "embedded default". Figures from different
+measured again. The rows group runs by (problem, model, language, device), where a run's model is its one `--model`
+(as `evolve bench` runs it), the models of an ensemble joined with "+", or "embedded default", and its language the
+candidate language it ran in. Figures from different
 devices are never combined: every mean and every fast_p is taken within one device.
 
 Definitions (docs/compare.md says the same):
@@ -81,6 +82,7 @@ class Run:
     stop_reason: str | None
     bench: dict | None
     candidates: list[dict] = field(default_factory=list)  # Archive.timeline
+    language: str = "triton"  # the candidate language the run asked for
     tag: str = ""  # the archive's short name (archive_tags)
     gaps: list = field(default_factory=list)  # [from, to] times the run was stopped before a resume
 
@@ -149,7 +151,7 @@ def load_runs(paths, problems=None, devices=None) -> list[Run]:
                 run = Run(db=str(path), id=r["id"], problem=r["problem"], model=model_label(options),
                           device=r["device"] or "unknown", versions=r.get("versions") or {}, started=r["started"],
                           ended=r.get("ended"), stop_reason=r.get("stop_reason"), bench=options.get("bench"),
-                          tag=tags[str(path)], gaps=r.get("gaps") or [])
+                          tag=tags[str(path)], gaps=r.get("gaps") or [], language=r.get("language") or "triton")
                 run.candidates = archive.timeline(r["id"])
                 runs.append(run)
         finally:
@@ -166,12 +168,13 @@ class Spend:
 
 @dataclass
 class Row:
-    """One (problem, model, device)."""
+    """One (problem, model, language, device)."""
 
     problem: str
     model: str
     device: str
     runs: list[str]
+    language: str = "triton"
     best: float | None = None  # fraction of roofline (GPU)
     cpu_score: float | None = None  # the interpreter's ranking score, where there is no roofline
     best_candidate: dict | None = None  # {"db", "run", "id", "proposer"}
@@ -205,8 +208,8 @@ def _own(run: Run, c: dict) -> bool:
     return c["proposer"] == "llm" if run.model != EMBEDDED else True
 
 
-def build_row(problem: str, model: str, device: str, runs: list[Run], verdict_of) -> Row:
-    row = Row(problem=problem, model=model, device=device, runs=[r.key for r in runs])
+def build_row(problem: str, model: str, language: str, device: str, runs: list[Run], verdict_of) -> Row:
+    row = Row(problem=problem, model=model, device=device, runs=[r.key for r in runs], language=language)
     best_run, best_cand, best_value = None, None, None
     for run in runs:
         for c in run.candidates:
@@ -258,9 +261,10 @@ def build_row(problem: str, model: str, device: str, runs: list[Run], verdict_of
 
 @dataclass
 class Summary:
-    """One (model, device): fast_p and geometric means over the problems on that device."""
+    """One (model, language, device): fast_p and geometric means over the problems on that device."""
 
     model: str
+    language: str
     device: str
     problems: int  # problems on this device in the comparison
     solved: int  # with a correct kernel
@@ -278,8 +282,8 @@ def summarize(rows: list[Row]) -> list[Summary]:
     for device in sorted({r.device for r in rows}):
         on_device = [r for r in rows if r.device == device]
         problems = sorted({r.problem for r in on_device})
-        for model in sorted({r.model for r in on_device}):
-            mine = {r.problem: r for r in on_device if r.model == model}
+        for model, language in sorted({(r.model, r.language) for r in on_device}):
+            mine = {r.problem: r for r in on_device if (r.model, r.language) == (model, language)}
             solved = [r for r in mine.values() if r.best_candidate is not None]
 
             def fast(attr, p):
@@ -287,7 +291,7 @@ def summarize(rows: list[Row]) -> list[Summary]:
                 return hits / len(problems) if problems else None
 
             out.append(Summary(
-                model=model, device=device, problems=len(problems), solved=len(solved),
+                model=model, language=language, device=device, problems=len(problems), solved=len(solved),
                 fast_eager={f"{p:g}": (len(solved) / len(problems) if p == 0 else fast("vs_eager", p))
                             for p in FAST_P},
                 fast_compile={f"{p:g}": (len(solved) / len(problems) if p == 0 else fast("vs_compile", p))
@@ -309,8 +313,9 @@ class Board:
         return {"generated": self.generated, "rows": [asdict(r) for r in self.rows],
                 "models": [asdict(s) for s in self.summaries],
                 "runs": [{"key": r.key, "db": r.db, "id": r.id, "problem": r.problem, "model": r.model,
-                          "device": r.device, "versions": r.versions, "started": r.started, "ended": r.ended,
-                          "stop_reason": r.stop_reason, "bench": r.bench, "progress": r.progress()} for r in self.runs]}
+                          "language": r.language, "device": r.device, "versions": r.versions, "started": r.started,
+                          "ended": r.ended, "stop_reason": r.stop_reason, "bench": r.bench, "progress": r.progress()}
+                         for r in self.runs]}
 
 
 def board(paths, problems=None, devices=None) -> Board:
@@ -324,9 +329,9 @@ def board(paths, problems=None, devices=None) -> Board:
 
     groups: dict[tuple, list[Run]] = {}
     for run in runs:
-        groups.setdefault((run.problem, run.model, run.device), []).append(run)
+        groups.setdefault((run.problem, run.model, run.language, run.device), []).append(run)
     try:
-        rows = [build_row(p, m, d, rs, verdict_of) for (p, m, d), rs in sorted(groups.items())]
+        rows = [build_row(p, m, lang, d, rs, verdict_of) for (p, m, lang, d), rs in sorted(groups.items())]
     finally:
         for a in archives.values():
             a.close()
@@ -351,15 +356,17 @@ def text_lines(b: Board) -> list[str]:
         versions = rows[0].versions
         out.append(f"{device}  (torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}; "
                    f"newest run {max(r.date for r in rows)})")
-        head = (f"  {'problem':<14}{'model':<26}{'best':>6} {'kernel':>8}{'eager':>7}{'compile':>8}{'correct':>8}"
-                f"{'compile✗':>9}{'tokens':>9}{'$':>9}{'wall':>7}{'$→1st':>8}{'$→best':>8}{'$/ok':>8}{'$/pt':>8}")
+        head = (f"  {'problem':<14}{'model':<26}{'language':<9}{'best':>6} {'kernel':>8}{'eager':>7}{'compile':>8}"
+                f"{'correct':>8}{'compile✗':>9}{'tokens':>9}{'$':>9}{'wall':>7}{'$→1st':>8}{'$→best':>8}{'$/ok':>8}"
+                f"{'$/pt':>8}")
         out.append(head)
         for r in rows:
             best = _f(r.best) if r.best is not None else (_f(r.cpu_score, "{:.3g}") + "*" if r.cpu_score else "-")
             kernel = f"#{r.best_candidate['id']}" + ("" if r.audit == "passed" else "°") if r.best_candidate else "-"
             out.append(
-                f"  {r.problem[:13]:<14}{r.model[:25]:<26}{best:>6} {kernel:>8}{_f(r.vs_eager, '{:.2f}x'):>7}"
-                f"{_f(r.vs_compile, '{:.2f}x'):>8}{_pct(r.correct_rate):>8}{_pct(r.compile_failure_rate):>9}"
+                f"  {r.problem[:13]:<14}{r.model[:25]:<26}{r.language[:8]:<9}{best:>6} {kernel:>8}"
+                f"{_f(r.vs_eager, '{:.2f}x'):>7}{_f(r.vs_compile, '{:.2f}x'):>8}{_pct(r.correct_rate):>8}"
+                f"{_pct(r.compile_failure_rate):>9}"
                 f"{r.total.tokens:>9}{r.total.dollars:>9.4f}{format_duration(r.total.seconds, compact=True):>7}"
                 f"{_f(r.to_first_correct and r.to_first_correct.dollars, '{:.4f}'):>8}"
                 f"{_f(r.to_best and r.to_best.dollars, '{:.4f}'):>8}{_f(r.dollars_per_correct, '{:.4f}'):>8}"
@@ -370,12 +377,12 @@ def text_lines(b: Board) -> list[str]:
             out.append("  ° launch audit not run on this kernel (no GPU, or no Nsight Compute): what ran on the "
                        "device was not seen from outside it")
         out.append("")
-        out.append(f"  {'model':<26}{'solved':>8}  fast_p vs eager (p=0/1/1.5/2)  vs compile           "
+        out.append(f"  {'model':<26}{'language':<9}{'solved':>8}  fast_p vs eager (p=0/1/1.5/2)  vs compile           "
                    f"{'geomean best':>12}{'eager':>7}{'compile':>8}{'$':>9}")
         for s in (s for s in b.summaries if s.device == device):
             fe = "/".join(_pct(s.fast_eager[f"{p:g}"]) for p in FAST_P)
             fc = "/".join(_pct(s.fast_compile[f"{p:g}"]) for p in FAST_P)
-            out.append(f"  {s.model[:25]:<26}{f'{s.solved}/{s.problems}':>8}  {fe:<30}{fc:<21}"
+            out.append(f"  {s.model[:25]:<26}{s.language[:8]:<9}{f'{s.solved}/{s.problems}':>8}  {fe:<30}{fc:<21}"
                        f"{_f(s.geomean_best):>12}{_f(s.geomean_vs_eager, '{:.2f}x'):>7}"
                        f"{_f(s.geomean_vs_compile, '{:.2f}x'):>8}{s.dollars:>9.4f}")
         out.append("")

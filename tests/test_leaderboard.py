@@ -272,3 +272,24 @@ def test_a_run_resumed_twice_counts_each_stop_once(tmp_path):
     gaps = archive.run(run)["gaps"]
     assert len(gaps) == 2 and gaps[1][0] == "2026-01-01T11:00:00.000+00:00"  # from the first resume, not before
     archive.close()
+
+
+def test_a_models_triton_and_cutedsl_runs_are_rows_of_their_own(tmp_path):
+    """The language is part of a row and of a model's summary: one model's Triton and CuTeDSL kernels of a problem on
+    one device are compared side by side, never mixed into one best."""
+    from evolve.archive import Archive
+    from evolve.leaderboard import board, text_lines
+
+    db = tmp_path / "a.db"
+    archive = Archive(db)
+    options = {"models": [{"name": "anthropic/claude-sonnet-4-5", "weight": 1.0}]}
+    for language in ("triton", "cutedsl"):
+        archive.start_run("softmax", "problems/softmax", options, "NVIDIA H200", {"torch": "2.11"}, language)
+    archive.close()
+    b = board([db])
+    assert sorted((r.model, r.language) for r in b.rows) == [("anthropic/claude-sonnet-4-5", "cutedsl"),
+                                                             ("anthropic/claude-sonnet-4-5", "triton")]
+    assert sorted(s.language for s in b.summaries) == ["cutedsl", "triton"]
+    lines = text_lines(b)
+    assert any("cutedsl" in line and "softmax" in line for line in lines)
+    assert {r["language"] for r in b.to_json()["runs"]} == {"triton", "cutedsl"}

@@ -78,10 +78,11 @@ def test_the_site_opens_from_disk_with_its_rows_curves_and_tree(site):
 
             table = h200.locator("table.problems")
             table.locator("th", has_text="best").first.click()  # descending
-            firsts = [table.locator("tbody tr").nth(i).locator("td").nth(2).inner_text() for i in range(4)]
+            # the fourth cell: problem, model, language, best
+            firsts = [table.locator("tbody tr").nth(i).locator("td").nth(3).inner_text() for i in range(4)]
             assert firsts[0] == "0.800" and firsts[-1] == "-"
             table.locator("th", has_text="best").first.click()  # ascending ("-" stays last)
-            assert table.locator("tbody tr").first.locator("td").nth(2).inner_text() == "0.500"
+            assert table.locator("tbody tr").first.locator("td").nth(3).inner_text() == "0.500"
 
             link = page.locator(f"a[href='kernel-a-{ids['a_best']}.html']")
             link.click()
