@@ -53,14 +53,16 @@ class Cell:
     problem: str  # the path as given
     problem_name: str
     model: object  # a ModelSpec
+    language: str | None = None  # --language, or None: the problem's first
 
     def tag(self, name: str, budget: Budget) -> dict:
-        return {"name": name, "problem": self.problem_name, "model": self.model.name, "budget": budget.text}
+        tag = {"name": name, "problem": self.problem_name, "model": self.model.name, "budget": budget.text}
+        return tag if self.language is None else {**tag, "language": self.language}
 
 
-def cells(problems: list[tuple[str, str]], models) -> list[Cell]:
-    """Problems outer, models inner: (path, name) pairs and ModelSpecs."""
-    return [Cell(path, name, m) for path, name in problems for m in models]
+def cells(problems: list[tuple[str, str]], models, languages=(None,)) -> list[Cell]:
+    """Problems outer, then languages, models inner: (path, name) pairs, language names and ModelSpecs."""
+    return [Cell(path, name, m, language) for path, name in problems for language in languages for m in models]
 
 
 def existing(archive, cell: Cell, tag: dict) -> dict | None:
@@ -91,5 +93,6 @@ def cell_config(base: RunConfig, cell: Cell, tag: dict, budget: Budget, resume_r
     if budget.seconds is not None:
         budget_s = max(1.0, budget.seconds - seconds_spent)
     return replace(base, problem_dir=cell.problem, models=(cell.model,), max_candidates=budget.candidates,
+                   eval=replace(base.eval, language=cell.language),
                    budget_s=budget_s, max_cost=budget.dollars, resume=resume_run is not None, run_id=resume_run,
                    isolated=True, bench=tag, default_budget=False)

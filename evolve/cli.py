@@ -524,8 +524,11 @@ def _found(summary, archive) -> str:
               help="Wall-clock limit in seconds of each evaluation.")
 @click.option("--per-gpu", type=_PerGpu(), default="auto", show_default=True,
               help="Evaluations at once on the card, as for evolve run (the same for every cell).")
+@click.option("--language", "languages", multiple=True,
+              help="A candidate language (triton, cutedsl); repeat to compare a model's kernels in several (each "
+                   "gets its own cells). Default: each problem's first.")
 def bench_command(models, problems, budget, name, db, api_base, seed, concurrency, tune_share, compose_share,
-                  llm_timeout, llm_retries, device, timeout_s, per_gpu):
+                  llm_timeout, llm_retries, device, timeout_s, per_gpu, languages):
     """Compare models fairly: one search per (model, problem), each with the same budget, search seed and settings,
     on the same device, into one archive; then the leaderboard of the comparison.
 
@@ -554,10 +557,13 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     loaded = []
     for path in problems:
         try:
-            loaded.append((path, load_problem(path).name))
+            problem = load_problem(path)
         except ProblemError as exc:
             _fail(str(exc))
+        loaded.append((path, problem.name))
         _check_keys(path)
+        for language in languages:
+            _check_language(language, problem)
     from .harness.ladder import gpu_available
     from .pipeline import lanes_per_card
 
@@ -569,11 +575,12 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
                      # cells compare what models wrote within their budget: no re-timing rounds after each
                      retime_top=0,
                      llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency))
-    todo = cells(loaded, models)
+    todo = cells(loaded, models, languages or (None,))
     for i, cell in enumerate(todo, 1):
         tag = cell.tag(name, per_cell)
         run = existing(archive, cell, tag)
-        label = f"cell {i}/{len(todo)}: {cell.problem_name} with {cell.model.name}"
+        label = f"cell {i}/{len(todo)}: {cell.problem_name} with {cell.model.name}" + \
+            (f" in {cell.language}" if cell.language else "")
         if run is not None and finished(run):
             click.echo(f"{label}: done (run {run['id']}: {run['stop_reason']})", err=True)
             continue

@@ -110,3 +110,23 @@ def test_a_provider_that_gives_nothing_usable_stops_the_run(tmp_path):
     cands = rows(db, "SELECT proposer, status FROM candidates ORDER BY id")
     assert cands[0] == {"proposer": "seed", "status": "evaluated"}
     assert sum(c["status"] == "invalid" for c in cands) == 20 and asked == 20
+
+
+def test_bench_cells_per_language_and_a_language_a_problem_refuses():
+    """--language (repeatable) gives a model cells per language, tagged so that a resumed comparison finds each;
+    without it a cell is the problem's first language, tagged as before languages existed."""
+    from evolve.bench import Budget, cells, cell_config
+    from evolve.config import RunConfig
+    from evolve.proposer import ModelSpec
+
+    model = ModelSpec(A)
+    todo = cells([("p", "mini_softmax")], [model], ("triton", "cutedsl"))
+    assert [c.language for c in todo] == ["triton", "cutedsl"]
+    budget = Budget(text="2", candidates=2)
+    assert todo[1].tag("bench", budget) == {"name": "bench", "problem": "mini_softmax", "model": A, "budget": "2",
+                                            "language": "cutedsl"}
+    assert "language" not in cells([("p", "mini_softmax")], [model])[0].tag("bench", budget)
+    assert cell_config(RunConfig(problem_dir="p"), todo[1], {}, budget, None).eval.language == "cutedsl"
+    refused = evolve("bench", "--model", A, "--problem", MINI, "--budget-per-cell", "2", "--language", "cutedsl",
+                     "--db", "unused.db", OPENAI_API_KEY="sk-test")
+    assert refused.returncode == 2 and "--language cutedsl: mini_softmax accepts candidates in triton" in refused.stderr
