@@ -12,6 +12,20 @@ class Rule:
     protects: str  # what the rule is for, now that the runner is jailed and observed from outside
 
 
+# Rules every language hosted in Python states in the same words (a language's RULES lists them among its own).
+FORBIDDEN_CALL = Rule("call the library op the problem forbids ({forbidden})",
+                      "the search's purpose: a library call is not a kernel (timed, it earns only the library's speed)")
+DYNAMIC_CODE = Rule("run code built from strings or reach names computed at run time (`eval`, `exec`, `compile`, "
+                    "`__import__`, `globals`, `vars`, `open`, `getattr` with a computed name, `operator.attrgetter`)",
+                    "this check's own reading: every name it judges is spelt out in the file")
+INTERNALS = Rule("touch dunder attributes (but `__name__`, `__qualname__`, `__doc__`, `__init__`), frames, code objects "
+                 "or tracebacks", "this check's own reading: internals lead to every module in the process")
+TYPING_EVAL = Rule("use typing's evaluators (`get_type_hints`, `ForwardRef`, `Protocol`)",
+                   "the dynamic-code rule: they evaluate strings")
+REBIND = Rule("rebind an imported name", "this check's own reading: every use of an import means the import")
+ENTRY = Rule("lack a function `custom_kernel(*inputs)`", "the contract itself")
+
+
 STANDARD_MODULES = ("typing_extensions", "__future__", "functools", "itertools", "operator", "dataclasses", "enum",
                     "collections", "abc", "numbers", "warnings", "logging", "contextlib")  # pure: no host compute
 # Host torch: anything under these computes (or hides computation from the op log).

@@ -26,21 +26,14 @@ MAY = (
 )
 
 RULES = {
-    "forbidden-call": Rule("call the library op the problem forbids ({forbidden})",
-                           "the search's purpose: a library call is not a kernel (timed, it earns only the "
-                           "library's speed)"),
+    "forbidden-call": host.FORBIDDEN_CALL,
     "import": Rule("import anything but `torch`, `cutlass` (the DSL), `math`, `typing` and pure standard modules "
                    "(`functools`, `itertools`, `operator`, `dataclasses`, `enum`, `collections`, `abc`, `numbers`, "
                    "`warnings`, `logging`, `contextlib`), or the problem's reference",
                    "host computation outside torch's op log (numpy); a kernel file needs no processes, files or the "
                    "machine"),
-    "dynamic-code": Rule("run code built from strings or reach names computed at run time (`eval`, `exec`, `compile`, "
-                         "`__import__`, `globals`, `vars`, `open`, `getattr` with a computed name, "
-                         "`operator.attrgetter`)",
-                         "this check's own reading: every name it judges is spelt out in the file"),
-    "internals": Rule("touch dunder attributes (but `__name__`, `__qualname__`, `__doc__`, `__init__`), frames, "
-                      "code objects or tracebacks",
-                      "this check's own reading: internals lead to every module in the process"),
+    "dynamic-code": host.DYNAMIC_CODE,
+    "internals": host.INTERNALS,
     "undefined-name": Rule("use a name the file never defines, imports or gets from builtins",
                            "names injected at run time"),
     "module-write": Rule("assign into an imported module (`torch.exp = ...`, `cute.exp = ...`)",
@@ -58,10 +51,9 @@ RULES = {
                                  "(`isinstance`, `hasattr`, `getattr`, `type`, `callable`, `id`, calling a function "
                                  "passed as an argument) or format a value in an f-string",
                                  "this check's reading of a kernel: what it names is what it runs"),
-    "typing-eval": Rule("use typing's evaluators (`get_type_hints`, `ForwardRef`, `Protocol`)",
-                        "the dynamic-code rule: they evaluate strings"),
-    "rebind": Rule("rebind an imported name", "this check's own reading: every use of an import means the import"),
-    "entry": Rule("lack a function `custom_kernel(*inputs)`", "the contract itself"),
+    "typing-eval": host.TYPING_EVAL,
+    "rebind": host.REBIND,
+    "entry": host.ENTRY,
 }
 
 # -- the tables the static check reads -----------------------------------------------------------------------------
