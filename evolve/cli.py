@@ -95,6 +95,12 @@ def _check_language(language: str | None, problem=None) -> None:
               f"(languages in its problem.toml)")
 
 
+def _without_gpu(language: str) -> str:
+    from .lang import get
+
+    return get(language).without_gpu
+
+
 @cli.command("eval")
 @click.argument("candidate", type=click.Path(exists=True, dir_okay=False))
 @click.argument("problem", type=click.Path(exists=True))
@@ -352,6 +358,11 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     from .harness.ladder import gpu_available
 
     on_cpu = device == "cpu" or (device == "auto" and not gpu_available() and not cluster)
+    run_language = language or loaded.languages[0]
+    if on_cpu and _without_gpu(run_language) != "interpret":
+        _fail(f"{run_language} has no CPU interpreter, so without a GPU no kernel of it can be checked or timed and a "
+              f"search has nothing to rank: run this on a machine with one (evolve eval FILE {problem} --language "
+              f"{run_language} compiles a kernel here)")
     cards = None
     if gpus is not None:
         from .pipeline import parse_gpus, visible_gpus

@@ -157,3 +157,15 @@ def test_a_cutedsl_runs_models_search_the_dsls_installed_sources():
     index = ContextIndex(folders)
     hits = index.search("warp_reduction", 5)
     assert any(h.path.startswith("cute/arch/") for h in hits), [h.path for h in hits]
+
+
+def test_a_cutedsl_search_without_a_gpu_is_refused_saying_what_works_here(problem):
+    """A search ranks measured kernels; without a GPU a CuTeDSL kernel is only compiled, so `evolve run` says so at
+    once (and what does work here) instead of running a search that can rank nothing."""
+    from click.testing import CliRunner
+
+    from evolve.cli import cli
+
+    result = CliRunner().invoke(cli, ["run", str(problem), "--language", "cutedsl", "--device", "cpu"])
+    assert result.exit_code == 2, result.output
+    assert "cutedsl has no CPU interpreter" in result.output and "--language cutedsl compiles" in result.output
