@@ -81,18 +81,22 @@ def cli():
 
 
 def _check_language(language: str | None, problem=None) -> None:
-    """--language names a language evolve has, and one the problem accepts (exit 2 otherwise)."""
-    if language is None:
-        return
-    from .lang import UnknownLanguage, get
+    """--language names a language evolve has, one the problem accepts, and one installed here (exit 2
+    otherwise). Without --language, the problem's first language must be installed."""
+    from .lang import UnknownLanguage, get, missing
 
-    try:
-        get(language)
-    except UnknownLanguage as exc:
-        _fail(f"--language: {exc}")
-    if problem is not None and language not in problem.languages:
-        _fail(f"--language {language}: {problem.name} accepts candidates in {', '.join(problem.languages)} "
-              f"(languages in its problem.toml)")
+    if language is not None:
+        try:
+            get(language)
+        except UnknownLanguage as exc:
+            _fail(f"--language: {exc}")
+        if problem is not None and language not in problem.languages:
+            _fail(f"--language {language}: {problem.name} accepts candidates in {', '.join(problem.languages)} "
+                  f"(languages in its problem.toml)")
+    name = language or (problem.languages[0] if problem is not None else None)
+    absent = missing(get(name)) if name is not None else None
+    if absent:
+        _fail(absent)
 
 
 def _without_gpu(language: str) -> str:

@@ -169,3 +169,11 @@ def test_a_cutedsl_search_without_a_gpu_is_refused_saying_what_works_here(proble
     result = CliRunner().invoke(cli, ["run", str(problem), "--language", "cutedsl", "--device", "cpu"])
     assert result.exit_code == 2, result.output
     assert "cutedsl has no CPU interpreter" in result.output and "--language cutedsl compiles" in result.output
+
+
+def test_a_language_whose_package_is_missing_says_what_to_install():
+    from dataclasses import replace
+
+    assert lang.missing(lang.get("cutedsl")) is None and lang.missing(lang.get("triton")) is None
+    absent = lang.missing(replace(lang.get("cutedsl"), requires=("cutlass_not_installed_here",)))
+    assert "cutlass_not_installed_here, which is not installed here: pip install 'evolve[cutedsl]'" in absent

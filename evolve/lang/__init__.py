@@ -54,6 +54,18 @@ class Language:
     prompt_folder: str = ""  # a folder in the prompt templates whose templates come before the shared (Triton's) ones
     context_folder: str = ""  # the folder of evolve's context notes its prompts search ("": the notes' root)
     context_sources: tuple[str, ...] = ()  # folders of installed packages its models search: "package/sub/folder"
+    requires: tuple[str, ...] = ()  # top-level packages it needs installed, and how to get them:
+    install: str = ""  # what to run when one is missing
+
+
+def missing(language: Language) -> str | None:
+    """What to install before this language can be used here, or None (found without importing anything)."""
+    import importlib.util
+
+    absent = [name for name in language.requires if importlib.util.find_spec(name) is None]
+    if not absent:
+        return None
+    return f"{language.name} needs {', '.join(absent)}, which is not installed here: {language.install}"
 
 
 def source_folders(language: Language) -> list:

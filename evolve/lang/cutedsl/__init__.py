@@ -52,4 +52,6 @@ LANGUAGE = Language(
     context_folder="",
     # the DSL's own API, as installed: its models search the docstrings and code of what they call
     context_sources=("cutlass/cute", "cutlass/utils", "cutlass/pipeline", "cutlass/memory"),
+    requires=("cutlass",),
+    install="pip install 'evolve[cutedsl]' (with CUDA 13: pip install 'nvidia-cutlass-dsl[cu13]')",
 )
