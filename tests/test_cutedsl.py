@@ -177,3 +177,18 @@ def test_a_language_whose_package_is_missing_says_what_to_install():
     assert lang.missing(lang.get("cutedsl")) is None and lang.missing(lang.get("triton")) is None
     absent = lang.missing(replace(lang.get("cutedsl"), requires=("cutlass_not_installed_here",)))
     assert "cutlass_not_installed_here, which is not installed here: pip install 'evolve[cutedsl]'" in absent
+
+
+@pytest.mark.parametrize("inside, message", [
+    ("cutlass.torch.matrix(1, 4, 4, False, cutlass.Float32)", "uses cutlass.torch.matrix inside a @cute.jit"),
+    ("cutlass.testing.benchmark(copy_kernel)", "uses cutlass.testing.benchmark inside a @cute.jit"),
+    ("mx.__class__", "dunder attribute __class__"),
+])
+def test_a_launcher_may_name_only_the_dsls_kernel_modules(inside, message):
+    """What the DSL traces on the host at compile time is judged as kernel code: its host helpers (torch interop,
+    benchmarking), which compute outside any kernel, are refused there."""
+    source = (DATA / "copy_rows.py").read_text().replace(
+        "    m, n = mx.shape\n    copy_kernel(mx, my)", f"    m, n = mx.shape\n    _ = {inside}\n    copy_kernel(mx, my)")
+    assert inside in source
+    problems = check_source(source, "k.py", language="cutedsl")
+    assert any(message in p for p in problems), problems
