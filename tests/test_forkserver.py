@@ -207,16 +207,29 @@ def test_the_server_never_holds_what_a_request_says(tmp_path):
 
 
 def test_the_servers_imports_leave_forks_able_to_use_cuda(monkeypatch):
-    # a fork after torch has asked the CUDA runtime anything cannot use the card: the server's imports never ask
-    # (the fake tensors' question is answered for them), and it checks a child before it serves (a server that finds
-    # it so exits, so the processes start as interpreters)
+    # a fork after anything in the process has started CUDA cannot use the card: the server's imports never ask
+    # (no fake tensor is made there), and it checks a child before it serves (a server that finds it so exits, so
+    # the processes start as interpreters)
     import torch
 
     asked = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: asked.append(1) or False)
     forkserver._import_everything()
     assert asked == [] and not forkserver._fork_poisoned()
-    assert torch.cuda.is_available() is False and asked == [1]  # put back as it was
+
+
+def test_where_a_card_is_the_check_forks_a_child_that_uses_it(monkeypatch):
+    """On a machine with an NVIDIA device the child the server checks makes a tensor on the card: a CUDA driver
+    something else started in the server (torch would not know) shows there. Here, with no card, that child fails,
+    as a poisoned one would."""
+    import os
+
+    real = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda path: path == "/dev/nvidiactl" or real(path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert forkserver._fork_poisoned()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no card visible to this process: nothing to use
+    assert not forkserver._fork_poisoned()
 
 
 def test_a_server_that_fails_to_start_is_tried_again_less_and_less_often(monkeypatch):

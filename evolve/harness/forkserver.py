@@ -47,8 +47,7 @@ def _import_everything() -> None:
     (seconds each under load): paid once, here. CUDA stays uninitialised, or no forked child could use it."""
     import importlib
 
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    import torch  # noqa: F401
     from torch.utils import _pytree  # noqa: F401
 
     from ..lang import DEFAULT, get
@@ -62,30 +61,33 @@ def _import_everything() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
-    # The measurer's shapes ahead: a first use of fake tensors imports the rest of their machinery. They ask whether
-    # CUDA is available, and the CUDA runtime's answer (NVML's too, where it cannot answer) poisons every later fork:
-    # here they are told no, which changes nothing they import.
-    available = torch.cuda.is_available
-    torch.cuda.is_available = lambda: False
-    try:
-        with FakeTensorMode():
-            torch.empty(2, 2)
-    finally:
-        torch.cuda.is_available = available
+    # Fake tensors (the measurer's shapes ahead) are not used here: their first use asks CUDA about the devices, and
+    # anything that starts the CUDA driver in this process breaks every child forked after it. The measurer pays
+    # their first use itself, after its own CUDA init (measurer._warm_gpu).
     if _fork_poisoned():
         raise RuntimeError("an import initialised CUDA: forked children could not use the card")
 
 
 def _fork_poisoned() -> bool:
-    """Whether a child forked now would find torch's CUDA unusable ("Cannot re-initialize CUDA in forked
-    subprocess"): asked of a child, since only a child sees it."""
+    """Whether a child forked now would find CUDA unusable: torch's own "Cannot re-initialize CUDA in forked
+    subprocess", or a CUDA driver something else initialised in this process (cudaErrorInitializationError). Asked
+    of a child, since only a child sees it; where this machine has an NVIDIA device the child uses it for real."""
     import torch
 
     if torch.cuda.is_initialized():
         return True
+    device_here = os.path.exists("/dev/nvidiactl") and os.environ.get("CUDA_VISIBLE_DEVICES", "x") != ""
     pid = os.fork()
     if pid == 0:
-        os._exit(1 if torch.cuda._is_in_bad_fork() else 0)
+        if torch.cuda._is_in_bad_fork():
+            os._exit(1)
+        if device_here:
+            try:
+                torch.zeros(1, device="cuda").add_(1)
+                torch.cuda.synchronize()
+            except BaseException:  # noqa: BLE001 - any failure here is one every forked child would meet
+                os._exit(1)
+        os._exit(0)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0
 
 
