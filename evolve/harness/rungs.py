@@ -3,6 +3,7 @@ and benchmark, each said on the signed channel. A mode says how it prepares, whi
 times one benchmark case, and in which order its rungs run."""
 from __future__ import annotations
 
+import abc
 import math
 import time
 import traceback
@@ -18,7 +19,7 @@ from .timing_lease import TimingLease
 from .wire import short_error
 
 
-class Measurer:
+class Measurer(abc.ABC):
     mode = ""  # "gpu" or "cpu", as the parent asked
     runner = ""  # the runner whose calls are checked and timed
     clock = ""  # what timed them, as the benchmark rung records it
@@ -42,20 +43,24 @@ class Measurer:
         return self.pool
 
     # -- what a mode says ---------------------------------------------------------------------------------------------
+    @abc.abstractmethod
     def device_name(self) -> str:
-        raise NotImplementedError
+        """Each mode's own."""
 
     def prepare(self) -> None:
         """Set-up before any runner has the candidate."""
 
+    @abc.abstractmethod
     def ladder(self) -> None:
-        raise NotImplementedError
+        """Each mode's own."""
 
+    @abc.abstractmethod
     def benchmark_cases(self) -> list:
-        raise NotImplementedError
+        """Each mode's own."""
 
+    @abc.abstractmethod
     def time_case(self, case, counter: list, index: int) -> dict:
-        raise NotImplementedError
+        """Each mode's own."""
 
     def benchmark_extra(self) -> dict:
         """What the benchmark rung records beside its cases."""
