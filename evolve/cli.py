@@ -281,8 +281,8 @@ def _open_archive(db, must_exist=True, read_only=False):
               help="Evaluations between profiling rounds.")
 @click.option("--context", "context_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               metavar="DIR", help="A folder of notes or examples (a clone of a library's examples, say) added to the "
-                                  "searchable context; repeatable. The project's context/ and the problem's "
-                                  "context/ are always in it.")
+                                  "searchable context; repeatable. The project's notes for the language "
+                                  "(context/<language>/) and the problem's context/ are always in it.")
 @click.option("--tools", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Context tools for the model (search_context, read_context, read_parent): auto gives them to "
                    "models litellm says call functions; the others get the best passages in the prompt.")

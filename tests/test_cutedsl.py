@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from evolve import lang
-from evolve.harness import EvalOptions, evaluate
+from evolve.harness import EvalOptions, evaluate, load_problem
 from evolve.harness.static_check import check_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,9 +18,15 @@ def problem(tmp_path):
     """The mini softmax problem, accepting CuTeDSL candidates too."""
     target = tmp_path / "mini"
     shutil.copytree(ROOT / "tests" / "data" / "mini_softmax", target, symlinks=False)
-    toml = target / "problem.toml"
-    toml.write_text('languages = ["triton", "cutedsl"]\n' + toml.read_text())
-    return target
+    return accepting_cutedsl(target)
+
+
+def accepting_cutedsl(folder: Path) -> Path:
+    """The problem folder, its problem.toml accepting CuTeDSL candidates (after Triton) if it does not already."""
+    toml = folder / "problem.toml"
+    if "cutedsl" not in load_problem(folder).languages:
+        toml.write_text('languages = ["triton", "cutedsl"]\n' + toml.read_text())
+    return folder
 
 
 def test_cutedsl_is_built_in_and_compiles_without_a_gpu():
@@ -136,12 +142,9 @@ def test_the_kernels_compile_for_every_test_case(kernel, problem_name, tmp_path)
     """CuTeDSL kernels for softmax (one CTA per row; a row kept in registers across a thread-block cluster), rmsnorm
     and matmul (tests/data/cutedsl/) against each problem's test cases: every shape and dtype compiled for sm_90a,
     with no spill."""
-    from evolve.harness import load_problem
-
     target = tmp_path / problem_name
     shutil.copytree(ROOT / "problems" / problem_name, target)
-    toml = target / "problem.toml"
-    toml.write_text('languages = ["triton", "cutedsl"]\n' + toml.read_text())
+    accepting_cutedsl(target)
     verdict = evaluate(DATA / f"{kernel}.py", target,
                        EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path / "cache")))
     assert verdict.rung("compile").ok, [(r.name, r.reason) for r in verdict.rungs]
@@ -193,3 +196,31 @@ def test_a_launcher_may_name_only_the_dsls_kernel_modules(inside, message):
     assert inside in source
     problems = check_source(source, "k.py", language="cutedsl")
     assert any(message in p for p in problems), problems
+
+
+EXAMPLES = sorted((ROOT / "context" / "cutedsl" / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_the_notes_examples_keep_the_rules_a_candidate_keeps(path):
+    """The context notes' examples are what models copy from: their kernels and launchers pass the static check a
+    candidate's do (only their check(), which draws inputs with torch, is host code a candidate could not have)."""
+    import ast
+
+    source = path.read_text()
+    tree = ast.parse(source)
+    check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    kept = "\n".join(source.splitlines()[:check.lineno - 1])
+    problems = check_source(kept, path.name, language="cutedsl")
+    assert problems == ["defines no function custom_kernel(*inputs)"], problems
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_the_notes_examples_match_torch_on_the_card(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.check("cuda") == "ok"

@@ -52,7 +52,7 @@ class Language:
     cache_folder: str  # the compiled-kernel cache under a runner's folder, handed between runners (harness/compiled.py)
     warm_modules: tuple[str, ...] = ()  # what the fork server imports ahead for its runners (harness/forkserver.py)
     prompt_folder: str = ""  # a folder in the prompt templates whose templates come before the shared (Triton's) ones
-    context_folder: str = ""  # the folder of evolve's context notes its prompts search ("": the notes' root)
+    context_folder: str = ""  # its folder of evolve's context notes (context/<folder>), which its models search
     context_sources: tuple[str, ...] = ()  # folders of installed packages its models search: "package/sub/folder"
     requires: tuple[str, ...] = ()  # top-level packages it needs installed, and how to get them:
     install: str = ""  # what to run when one is missing

@@ -49,7 +49,7 @@ LANGUAGE = Language(
     cache_folder="cutedsl",
     warm_modules=("cutlass", "cutlass.cute", "cutlass.cute.runtime", "evolve.lang.cutedsl.runner_side"),
     prompt_folder="cutedsl",
-    context_folder="",
+    context_folder="cutedsl",  # context/cutedsl: the project's own CuTeDSL notes and their examples
     # the DSL's own API, as installed: its models search the docstrings and code of what they call
     context_sources=("cutlass/cute", "cutlass/utils", "cutlass/pipeline", "cutlass/memory"),
     requires=("cutlass",),

@@ -39,6 +39,7 @@ LANGUAGE = Language(
     runner_side=_runner_side,
     runner_env=_runner_env,
     cache_folder="triton",
+    context_folder="triton",  # context/triton: the project's Triton notes
     warm_modules=("triton", "triton.language", "evolve.lang.triton.runner_side", "evolve.lang.triton.launches",
                   "evolve.lang.triton.interpreter",
                   "torch._higher_order_ops.triton_kernel_wrap",  # a launch under the runner's op log (dynamo, sympy)
