@@ -12,6 +12,7 @@ which line stops it:
                                                    check off, so the lines behind it are tested on their own
     # expect-gpu: / # expect-dynamic-gpu: ...      optional: what replaces the line above on a GPU
     # gpu                                          optional: needs a CUDA GPU (run by hand there)
+    # language: <name>                             optional: the candidate's language (default the problem's first)
     # max-memory: <GB>  /  # timeout: <seconds>    optional evaluation limits
 
 The lines: "static check" refuses the file (evolve/harness/static_check.py); "runner" is the runner's own first
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = Path(__file__).parent / "problem"
 CASES = Path(__file__).parent / "cases"
 LINES = ("static check", "runner", "measurer", "window", "jail", "limits", "none")
-HEADER = re.compile(r"#\s*(expect-dynamic-gpu|expect-dynamic|expect-gpu|expect|stops|gpu|max-memory|timeout)\s*"
+HEADER = re.compile(r"#\s*(expect-dynamic-gpu|expect-dynamic|expect-gpu|expect|stops|gpu|language|max-memory|timeout)\s*"
                     r"(?::\s*(.*))?$")
 
 
@@ -91,7 +92,7 @@ def check(verdict: Verdict, expectation: str) -> None:
 def options_for(path: Path, cache_dir: str) -> EvalOptions:
     h = header(path)
     return EvalOptions(cache_dir=cache_dir, timeout_s=float(h.get("timeout", 120)),
-                       max_rss_gb=float(h.get("max-memory", 8)))
+                       max_rss_gb=float(h.get("max-memory", 8)), language=h.get("language"))
 
 
 @pytest.mark.parametrize("path", cases())
