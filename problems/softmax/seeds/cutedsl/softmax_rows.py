@@ -1,7 +1,8 @@
 """Row softmax over the last dimension in CuTeDSL: one CTA per row. Pass 1 keeps each thread's running max and sum of
 exponentials over a strided walk of the row, then reduces them across the block (warp shuffles, then shared memory);
 pass 2 reads the row again and writes exp(x - max) / sum. All arithmetic in float32; 16-byte vectors where the row
-length and the pointers allow, a scalar loop for any other N. Launched on the current (default) stream."""
+length and the pointers allow, a scalar loop for any other N. Launched on the current (default) stream. KNOBS: the
+loop items (elements or vectors) each thread aims for, the most threads per CTA, and the unroll of the row loops."""
 import math
 
 import torch
@@ -14,13 +15,16 @@ from cutlass.memory import SmemAllocator
 _LOG2E = math.log2(math.e)
 _NEG_BIG = -3.4028234663852886e38  # -FLT_MAX: finite, avoids (-inf) - (-inf) = NaN
 
+KNOBS = {"ITEMS_PER_THREAD": 8, "MAX_THREADS": 1024, "UNROLL": 4}
+KNOB_SPACE = {"ITEMS_PER_THREAD": [2, 4, 8, 16, 32], "MAX_THREADS": [256, 512, 1024], "UNROLL": [1, 2, 4, 8]}
+
 _cache = {}
 
 
 def _num_threads(n: int) -> int:
-    # n = number of loop items (elements or vectors); aim for ~16 per thread, 128..1024 threads, multiple of 32
+    # n = number of loop items (elements or vectors): 128 threads and more, doubling while each has over the knob's
     t = 128
-    while t < 1024 and t * 8 < n:
+    while t < KNOBS["MAX_THREADS"] and t * KNOBS["ITEMS_PER_THREAD"] < n:
         t *= 2
     return t
 
@@ -55,7 +59,8 @@ def _block_allreduce_sum(val: Float32, buf: cute.Tensor, num_warps: cutlass.Cons
 
 @cute.kernel
 def _softmax_kernel(
-    gX: cute.Tensor, gY: cute.Tensor, num_threads: cutlass.Constexpr[int], vec: cutlass.Constexpr[int]
+    gX: cute.Tensor, gY: cute.Tensor, num_threads: cutlass.Constexpr[int], vec: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int],
 ):
     tidx, _, _ = cute.arch.thread_idx()
     row, _, _ = cute.arch.block_idx()
@@ -73,7 +78,7 @@ def _softmax_kernel(
         tX = cute.zipped_divide(gX[row, None], (vec,))  # ((vec), (N/vec))
         tY = cute.zipped_divide(gY[row, None], (vec,))
         nv = n // vec
-        for j in cutlass.range(tidx, nv, num_threads, unroll=4):
+        for j in cutlass.range(tidx, nv, num_threads, unroll=unroll):
             v = tX[(None, j)].load().to(Float32)
             mc = v.reduce(cute.ReductionOp.MAX, _NEG_BIG, 0)
             m_new = cute.arch.fmax(m, mc)
@@ -86,7 +91,7 @@ def _softmax_kernel(
         s = s * cute.math.exp2((m - row_max) * _LOG2E, fastmath=True)
         row_sum = _block_allreduce_sum(s, buf_sum, num_warps)
         inv_sum = Float32(1.0) / row_sum
-        for j in cutlass.range(tidx, nv, num_threads, unroll=4):
+        for j in cutlass.range(tidx, nv, num_threads, unroll=unroll):
             v = tX[(None, j)].load().to(Float32)
             y = cute.math.exp2((v - row_max) * _LOG2E, fastmath=True) * inv_sum
             tY[(None, j)].store(y.to(gY.element_type))
@@ -115,9 +120,10 @@ def _softmax_host(
     mY: cute.Tensor,
     num_threads: cutlass.Constexpr[int],
     vec: cutlass.Constexpr[int],
+    unroll: cutlass.Constexpr[int],
 ):
     m = mX.shape[0]
-    _softmax_kernel(mX, mY, num_threads, vec).launch(
+    _softmax_kernel(mX, mY, num_threads, vec, unroll).launch(
         grid=(m, 1, 1), block=(num_threads, 1, 1)
     )
 
@@ -151,7 +157,7 @@ def _compiled(shape, dtype, x=None, y=None, options=None, vec=None):
     if fn is None:
         nt = _num_threads(shape[1] // vec)
         kw = {} if options is None else {"options": options}
-        fn = cute.compile(_softmax_host, _wrap(x, vec), _wrap(y, vec), nt, vec, **kw)
+        fn = cute.compile(_softmax_host, _wrap(x, vec), _wrap(y, vec), nt, vec, KNOBS["UNROLL"], **kw)
         _cache[key] = fn
     return fn
 
