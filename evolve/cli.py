@@ -789,8 +789,8 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
                 audit = held
             else:
                 auditor = auditor or Auditor()
-                beside = [loaded.folder / n for n in loaded.extra.get("beside", ())]
-                audit = auditor.audit(cand.source, problem, allowed_names(verdict, cand.source), beside=beside)
+                audit = auditor.audit(cand.source, problem, allowed_names(verdict, cand.source),
+                                      beside=loaded.beside_files())
             say(audit.line + (" (on record)" if audit.recorded else ""))
             return audit
 

@@ -260,7 +260,7 @@ class Auditor:
         self.timeout_s = timeout_s
         self.unavailable = None if self.ncu else "ncu (Nsight Compute) is not on PATH"
 
-    def audit(self, source: str, problem_dir, allowed, *, beside=(), gpu: str | None = None) -> Audit:
+    def audit(self, source: str, problem_dir, allowed, *, beside=None, gpu: str | None = None) -> Audit:
         """Run the source under ncu on every benchmark case of the problem and judge what ran. gpu: the card, as
         CUDA_VISIBLE_DEVICES names it (None: the first visible)."""
         if self.unavailable:
@@ -291,9 +291,8 @@ class Auditor:
         os.chmod(work / "tmp", 0o1777)
         target = work / "candidate.py"
         target.write_text(source)
-        for extra in beside:
-            if Path(extra).is_file():
-                shutil.copyfile(extra, work / Path(extra).name)
+        for name, path in dict(beside or {}).items():  # {name beside the candidate: where it is} (beside_files)
+            shutil.copyfile(path, work / name)
         job = {"mode": "audit", "candidate": str(target), "problem": str(problem_dir.resolve()), "ncu": self.ncu,
                "ncu_args": list(NCU_ARGS), "work": str(work), "seed": secrets.randbits(31), "beside": bool(beside)}
         code = run_child(work, job, self.timeout_s, gpu)

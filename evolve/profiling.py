@@ -195,7 +195,7 @@ class Profiler:
             self.unavailable = ("running as root: the profiler's child may write under /proc, which as root reaches "
                                 "/proc/sys; run as a user with counter access, or pass --profile-as-root")
 
-    def profile(self, candidate: Path, problem_dir: Path, case: int, *, beside=(), bound_kind: str | None = None,
+    def profile(self, candidate: Path, problem_dir: Path, case: int, *, beside=None, bound_kind: str | None = None,
                 case_label: str = "", gpu: str | None = None) -> Result:
         """gpu: the card, as CUDA_VISIBLE_DEVICES names it (None: the first visible)."""
         started = time.monotonic()
@@ -216,9 +216,8 @@ class Profiler:
 
         target = work / "candidate.py"
         shutil.copyfile(candidate, target)
-        for extra in beside:
-            if Path(extra).is_file():
-                shutil.copyfile(extra, work / Path(extra).name)
+        for name, path in dict(beside or {}).items():  # {name beside the candidate: where it is} (beside_files)
+            shutil.copyfile(path, work / name)
         args = ["--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
                 "--launch-count", str(MAX_KERNELS), "--csv", "--page", "raw"]
         for section in SECTIONS:

@@ -67,8 +67,8 @@ class Rounds:
             kind = "memory" if memory_ms >= 0.999 * row["bound_ms"] else "compute"
         path = self.work / f"profile_{cand.id}.py"
         path.write_text(cand.source)
-        beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
-        result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]), beside=beside,
+        result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]),
+                                       beside=self.problem.beside_files(),
                                        bound_kind=kind, case_label=row["case"], gpu=gpu)
         self.archive.store_profile(cand.id, device, result, row["case"])
         self.emit({"kind": "profile", "candidate": cand, "result": result})
@@ -117,6 +117,6 @@ class Rounds:
             if not gpu_available():  # a cluster's driver: the lanes' cards are elsewhere
                 return Audit(NOT_RUN, "no GPU on this machine (the run's lanes were elsewhere)")
             self.auditor = Auditor()
-        beside = [self.problem.folder / name for name in self.problem.extra.get("beside", ())]
-        return self.auditor.audit(cand.source, self.problem.path, allowed_names(verdict, cand.source), beside=beside,
+        return self.auditor.audit(cand.source, self.problem.path, allowed_names(verdict, cand.source),
+                                  beside=self.problem.beside_files(),
                                   gpu=gpu)

@@ -1,6 +1,7 @@
 """The formats people already use: GPU MODE task folders and KernelBench files, as they are, through `evolve eval`,
 `evolve run` (a scripted model over real HTTP) and `evolve best --export-format`, whose output passes the format's
 own check."""
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from test_run import env, evolve, fenced, rows
 ROOT = Path(__file__).resolve().parents[1]
 GPUMODE = ROOT / "tests" / "data" / "gpumode_vectoradd"
 KERNELBENCH = ROOT / "tests" / "data" / "kernelbench"
+UPSTREAM = ROOT / "tests" / "data" / "gpumode_upstream"  # a group of tasks laid out as GPU MODE's repository has them
 
 
 def failure(verdict):
@@ -45,6 +47,65 @@ def test_kernelbench_file_loads_as_it_is():
     assert p.format == "kernelbench" and p.name == "scale_shift_relu"
     assert [c.label for c in p.tests] == ["default"] and p.benchmarks == p.tests
     assert "class Model" in p.description and "named_parameters()" in p.contract
+
+
+def test_a_gpumode_task_loads_with_the_files_its_task_yml_names_from_a_folder_up():
+    """upstream keeps utils.py (and its own eval.py) one folder above the tasks and lists them in task.yml's files:"""
+    problem = load_problem(UPSTREAM / "prefixsum_py")
+    assert problem.extra["files"] == {"task.py": str(UPSTREAM / "prefixsum_py" / "task.py"),
+                                      "utils.py": str(UPSTREAM / "utils.py")}  # eval.py is the format's harness
+    reference = reference_for(problem)
+    inputs = reference.generate(problem.tests[0], 7, "cpu")
+    refs = reference.reference(inputs, on_cpu=True)
+    assert reference.check(inputs, refs, refs) is None
+    assert problem.beside_files() == {"task.py": UPSTREAM / "prefixsum_py" / "task.py"}
+
+
+def test_two_tasks_never_share_a_utils_module(tmp_path):
+    """Each reference imports its own group's utils.py afresh, even in one process (a bench over two groups)."""
+    other = tmp_path / "group"
+    shutil.copytree(UPSTREAM, other, ignore=shutil.ignore_patterns("__pycache__"))
+    first = reference_for(load_problem(UPSTREAM / "prefixsum_py"))
+    second = reference_for(load_problem(other / "prefixsum_py"))
+    assert first.module.match_reference.__code__.co_filename == str(UPSTREAM / "utils.py")
+    assert second.module.match_reference.__code__.co_filename == str((other / "utils.py").resolve())
+
+
+def test_a_task_yml_naming_a_missing_file_says_to_copy_the_group(tmp_path):
+    shutil.copytree(UPSTREAM / "prefixsum_py", tmp_path / "prefixsum_py")  # the task alone, without ../utils.py
+    with pytest.raises(ProblemError, match="utils.py.*does not exist.*one folder above the task"):
+        load_problem(tmp_path / "prefixsum_py")
+
+
+def test_check_problem_takes_upstream_as_it_ships():
+    """A TODO in upstream's reference, a case fixed by design, upstream's own solutions/ (a pure-torch ref.py, an
+    empty.py without an `# expect:` line): none is a fault; the last two are said, and the check goes on."""
+    from evolve.problems import check_problem
+
+    said: list = []
+    assert check_problem(UPSTREAM / "prefixsum_py", device="cpu", progress=said.append) == []
+    assert any("solutions/correct/ref.py: upstream's own" in line for line in said), said
+    assert load_problem(UPSTREAM / "prefixsum_py").solution_files("correct") == []
+    said.clear()
+    assert check_problem(UPSTREAM / "diagonal_py", device="cpu", progress=said.append) == []
+    assert any("size=16 kind=diagonal: fixed by design" in line for line in said), said
+
+
+def test_an_aliased_entry_point_is_an_entry_point_and_the_message_names_the_formats():
+    from evolve.harness.static_check import screen
+
+    problem = load_problem(UPSTREAM / "prefixsum_py")
+    options = (problem.forbid_calls, problem.forbid_modules, True, problem.extra["allow_modules"], "triton",
+               problem.extra["entry"])
+    assert screen(UPSTREAM / "submissions" / "prefix_alias.py", *options) == []
+    source = (UPSTREAM / "submissions" / "prefix_alias.py").read_text()
+    for entry in ("custom_kernel = torch.softmax", "custom_kernel = _missing", "kernel = _prefix_sum"):
+        path = UPSTREAM.parent / "no_entry_tmp.py"
+        try:
+            path.write_text(source.replace("custom_kernel = _prefix_sum", entry))
+            assert "defines no function custom_kernel(data)" in screen(path, *options), entry
+        finally:
+            path.unlink()
 
 
 def test_malformed_foreign_problems_name_the_file(tmp_path):

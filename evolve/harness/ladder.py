@@ -192,7 +192,8 @@ class _Evaluation:
             problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"] \
                 if language not in problem.languages else \
                 screen(self.candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
-                       problem.extra.get("allow_modules", ()), language)
+                       problem.extra.get("allow_modules", ()), language,
+                       problem.extra.get("entry", "custom_kernel(*inputs)"))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
             problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
         if problems:
@@ -244,18 +245,15 @@ class _Evaluation:
         problem, options, cache, trusted, mode = self.problem, self.options, self.cache, self.trusted, self.mode
         shutil.copyfile(self.candidate, crew.candidate_path())
         os.chmod(crew.candidate_path(), 0o644)  # a runner that gave up root reads it too
-        for name in problem.extra.get("beside", ()):  # files the format lets a candidate import (GPU MODE task.py)
-            if (problem.folder / name).is_file():
-                shutil.copyfile(problem.folder / name, crew.candidate_path().parent / name)
-                os.chmod(crew.candidate_path().parent / name, 0o644)
+        for name, path in problem.beside_files().items():  # files the format lets a candidate import (GPU MODE task.py)
+            shutil.copyfile(path, crew.candidate_path().parent / name)
+            os.chmod(crew.candidate_path().parent / name, 0o644)
         driver = cache / "triton-driver"
         if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
             compiled.copy_cache(str(driver), str(crew.compiled_cache()), crew.runner_uid)
         kept, restored = None, 0
         if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
-            beside = [problem.folder / name for name in problem.extra.get("beside", ())
-                      if (problem.folder / name).is_file()]
-            kept = compiled.source_key(self.candidate, beside, mode, _versions())
+            kept = compiled.source_key(self.candidate, list(problem.beside_files().values()), mode, _versions())
             restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid)
         if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
             self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)

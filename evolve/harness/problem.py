@@ -101,6 +101,13 @@ class Problem:
         notes = self.folder / "notes.md"
         return notes.read_text() if self.path.is_dir() and notes.exists() else ""
 
+    def beside_files(self) -> dict[str, Path]:
+        """The format's files a candidate may import, copied beside it under their names (GPU MODE's task.py), and
+        where they are: task.yml's `files:` may name them from elsewhere."""
+        files = self.extra.get("files") or {}
+        found = {name: Path(files.get(name, self.folder / name)) for name in self.extra.get("beside", ())}
+        return {name: path for name, path in found.items() if path.is_file()}
+
     def seed_files(self, language: str | None = None) -> list[Path]:
         """seeds/: the problem's first language's at its top, another language's in a folder of its name."""
         return sorted(self._in_language(self.path / "seeds", language).glob("*.py")) if self.path.is_dir() else []
@@ -109,7 +116,10 @@ class Problem:
         """solutions/correct or solutions/wrong kernels (each says on its first line the verdict it must get), laid
         out by language as seeds/ is."""
         folder = self._in_language(self.path / "solutions" / kind, language)
-        return sorted(folder.glob("*.py")) if self.path.is_dir() else []
+        found = sorted(folder.glob("*.py")) if self.path.is_dir() else []
+        if self.format != "evolve":  # upstream's own solutions/ (GPU MODE's ref.py, empty.py) are not evolve's tests
+            found = [path for path in found if _says_expect(path)]
+        return found
 
     def _in_language(self, folder: Path, language: str | None) -> Path:
         return folder if language is None or language == self.languages[0] else folder / language
@@ -140,3 +150,9 @@ def foreign_tolerance(dtype: str) -> Tolerance:
     whole output's cosine and relative L2 error; where the reference is all zero the output must be zero too."""
     return Tolerance(rtol=math.inf, floor=1e-30, min_cosine=FOREIGN_COSINE.get(dtype, 0.99))
 
+
+
+def _says_expect(path: Path) -> bool:
+    """Whether a file starts with evolve's test metadata line (`# expect: ...`)."""
+    with path.open(errors="replace") as handle:
+        return handle.readline().lstrip().startswith("# expect:")

@@ -769,6 +769,7 @@ def _computed_on_read(attribute) -> bool:
 
 
 NO_ENTRY = "defines no function custom_kernel(*inputs)"
+ENTRY = "custom_kernel(*inputs)"  # the entry point's signature in evolve's format; GPU MODE's is custom_kernel(data)
 
 
 def _parse(source: str, filename: str):
@@ -779,11 +780,25 @@ def _parse(source: str, filename: str):
 
 
 def _lacks_entry(tree) -> bool:
-    return "custom_kernel" not in {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    """No module-level `def custom_kernel`, nor `custom_kernel = f` naming a function the file defines (GPU MODE's
+    users alias theirs), through any chain of such names."""
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    aliases = {n.targets[0].id: n.value.id for n in tree.body
+               if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+               and isinstance(n.value, ast.Name)}
+    name, seen = "custom_kernel", set()
+    while name in aliases and name not in defined and name not in seen:
+        seen.add(name)
+        name = aliases[name]
+    return name not in defined
+
+
+def _no_entry(entry: str) -> str:
+    return NO_ENTRY.replace(ENTRY, entry)
 
 
 def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(), allow_modules=(),
-                 language: str = DEFAULT_LANGUAGE) -> list[str]:
+                 language: str = DEFAULT_LANGUAGE, entry: str = ENTRY) -> list[str]:
     """All rule violations in the file as 'line N: reason' strings; empty when the source is acceptable.
 
     A syntax error raises Rejection with the compiler's message.
@@ -807,7 +822,7 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(),
         checker.problems.append((0, "the check cannot follow this file's names to an end (a library path that "
                                     "grows in a loop): name the library object in full"))
     if _lacks_entry(tree):
-        checker.problems.append((0, NO_ENTRY))
+        checker.problems.append((0, _no_entry(entry)))
     seen, out = set(), []
     for line, message in sorted(checker.problems):
         if message not in seen:
@@ -817,7 +832,7 @@ def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(),
 
 
 def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True, allow_modules=(),
-           language: str = DEFAULT_LANGUAGE) -> list[str]:
+           language: str = DEFAULT_LANGUAGE, entry: str = ENTRY) -> list[str]:
     """The load rung's static verdict on a candidate file: its violations, or a reason it cannot be read.
 
     strict=False keeps only what no candidate can pass without (a custom_kernel, valid syntax), so that the
@@ -826,8 +841,8 @@ def screen(path, forbid_calls=(), forbid_modules=(), strict: bool = True, allow_
     try:
         source = Path(path).read_text()
         if not strict:
-            return [NO_ENTRY] if _lacks_entry(_parse(source, str(path))) else []
-        return check_source(source, str(path), forbid_calls, forbid_modules, allow_modules, language)
+            return [_no_entry(entry)] if _lacks_entry(_parse(source, str(path))) else []
+        return check_source(source, str(path), forbid_calls, forbid_modules, allow_modules, language, entry)
     except Rejection as exc:
         return [str(exc)]
     except (OSError, UnicodeDecodeError) as exc:

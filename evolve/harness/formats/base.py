@@ -62,22 +62,33 @@ def parse(path: Path, needs: str) -> ast.Module:
         raise ProblemError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
 
 
-def import_file(path: Path, name: str):
+def import_file(path: Path, name: str, files: dict | None = None):
     """Import a problem's own file (trusted: it is the problem, not a candidate) with its folder importable, as the
-    format's own harness would (GPU MODE references import `task` and `utils` beside them)."""
+    format's own harness would (GPU MODE references import `task` and `utils` beside them). `files` maps module file
+    names to where they are ("utils.py" -> ../utils.py, as a GPU MODE task.yml lists them): each is imported afresh
+    under its name first, so two problems in one process never share a `utils`."""
     folder = str(path.parent)
     added = folder not in sys.path
     if added:
         sys.path.insert(0, folder)
     try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
+        for file_name, source in (files or {}).items():
+            module_name = Path(file_name).stem
+            if module_name != name and Path(source).resolve() != path.resolve():
+                sys.modules.pop(module_name, None)
+                _exec_file(Path(source), module_name)
+        return _exec_file(path, name)
     finally:
         if added:
             sys.path.remove(folder)
+
+
+def _exec_file(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def nbytes(values) -> int:

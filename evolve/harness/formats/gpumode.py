@@ -23,6 +23,29 @@ REQUIRED = ("ref_kernel", "generate_input", "check_implementation")
 SUBMISSION_MODULES = ("task",)
 
 
+def _files(raw: dict, path: Path, task: Path) -> dict:
+    """The task's Python modules by the name they are imported as, from task.yml's `files:` (each a name and a source
+    relative to the task folder: upstream keeps utils.py and eval.py one folder up), else the folder's own. The
+    submission and the format's own harness (`config: main`) are left out: evolve is the harness."""
+    main = str((raw.get("config") or {}).get("main", "eval.py")) if isinstance(raw.get("config"), dict) else "eval.py"
+    entries = raw.get("files")
+    if entries is None:
+        return {name: str(path / name) for name in ("task.py", "utils.py") if (path / name).is_file()}
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "name" in e and "source" in e for e in entries):
+        raise ProblemError(f"{task}: files must be a list of {{name: ..., source: ...}} entries")
+    files = {}
+    for entry in entries:
+        name, source = str(entry["name"]), str(entry["source"])
+        if source == "@SUBMISSION@" or name == main or not name.endswith(".py"):
+            continue
+        where = (path / source).resolve()
+        if not where.is_file():
+            raise ProblemError(f"{task}: files names {name} from {source}, and {where} does not exist (upstream keeps "
+                               "shared files such as utils.py one folder above the task: copy that folder whole)")
+        files[name] = str(where)
+    return files
+
+
 def _task_file(path: Path) -> Path:
     return path / "task.yml" if (path / "task.yml").exists() else path / "task.yaml"
 
@@ -78,7 +101,8 @@ def load(path: Path) -> Problem:
     for key in ("tests", "benchmarks"):
         if key not in raw:
             raise ProblemError(f"{task}: missing field {key!r} (a list of keyword dicts with a seed)")
-    reference = path / "reference.py"
+    files = _files(raw, path, task)
+    reference = Path(files.pop("reference.py", path / "reference.py"))
     tree = parse(reference, ", ".join(REQUIRED))
     missing = [name for name in REQUIRED if name not in _defined(tree)]
     if missing:
@@ -104,14 +128,15 @@ def load(path: Path) -> Problem:
         contract=("This is a GPU MODE task: define `custom_kernel(data)`, where `data` is exactly what reference.py's "
                   "`generate_input` returns, and return what `ref_kernel(data)` returns (same structure, shapes and "
                   "dtypes, new memory). `from task import input_t, output_t` is allowed."),
-        extra={"allow_modules": SUBMISSION_MODULES, "beside": ["task.py"]},
+        extra={"allow_modules": SUBMISSION_MODULES, "beside": ["task.py"], "files": files,
+               "entry": "custom_kernel(data)"},
     )
 
 
 class GpuModeReference(Reference):
     def __init__(self, problem: Problem):
         super().__init__(problem)
-        self.module = import_file(problem.reference_path, "reference")
+        self.module = import_file(problem.reference_path, "reference", problem.extra.get("files"))
         self.out_trees: dict = {}
 
     def generate(self, case, seed, device):
