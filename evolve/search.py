@@ -113,6 +113,7 @@ class Search:
         self.waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
         self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
         self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
+        self.problem_fault: str | None = None  # the problem's own code failed in an evaluation: the run stops
         self.duels = Duels(self)  # fair promotion (promotion.py)
         self.steps = Steps(self)  # the kinds of step (steps.py)
         self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
@@ -244,6 +245,7 @@ class Search:
             shutil.rmtree(dump, ignore_errors=True)
         (self.work / f"candidate_{cand.id}.py").unlink(missing_ok=True)
         verdict = done.verdict
+        self.problem_fault = self.problem_fault or verdict.problem_fault
         evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
         self.evaluated += 1
         self.since_improvement += 1
@@ -318,6 +320,8 @@ class Search:
         """Why the run stops, or None; ahead: candidates in the pipeline, which count toward --max-candidates (no new
         one starts while they would reach it)."""
         c = self.config
+        if self.problem_fault:
+            return f"the problem itself failed, so no kernel can pass: {self.problem_fault[:300]}; fix it, then --resume"
         if self.best is not None and self.best.fitness is not None and self.best.fitness >= c.target:
             return f"target reached: fitness {self.best.fitness:.3f} >= {c.target}"
         if c.max_candidates is not None and self.evaluated + ahead >= c.max_candidates:

@@ -107,7 +107,8 @@ class Steps:
         """What follows a model's candidate: a load or compile failure goes back to the model (up to `left` times),
         as the loop's next step once its verdict is in."""
         def then(cand: Candidate | None) -> None:
-            if left > 0 and cand is not None and cand.status == "evaluated" and cand.failed_rung in ("load", "compile"):
+            if left > 0 and cand is not None and cand.status == "evaluated" and cand.failed_rung in ("load", "compile") \
+                    and not self.search.problem_fault:  # the problem's own failure is not the model's to repair
                 self.search.followups.append(lambda: self._repair(cand, island, left))
         return then
 

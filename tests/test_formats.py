@@ -108,6 +108,32 @@ def test_an_aliased_entry_point_is_an_entry_point_and_the_message_names_the_form
             path.unlink()
 
 
+def _generator_raising_on(folder: Path, size: int) -> Path:
+    """A copy of the upstream prefix-sum task whose generate_input raises for one size, with a seed kernel."""
+    shutil.copytree(UPSTREAM, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    reference = folder / "prefixsum_py" / "reference.py"
+    reference.write_text(reference.read_text().replace(
+        "def generate_input(size: int, seed: int) -> input_t:\n",
+        f"def generate_input(size: int, seed: int) -> input_t:\n    if size == {size}:\n"
+        "        raise ValueError('no inputs of this size')\n"))
+    (folder / "prefixsum_py" / "seeds").mkdir()
+    shutil.copy(UPSTREAM / "submissions" / "prefix_alias.py", folder / "prefixsum_py" / "seeds")
+    return folder / "prefixsum_py"
+
+
+def test_a_problem_whose_generator_raises_is_the_problems_fault_and_stops_the_run(tmp_path):
+    """Not the candidate's compile crash: the verdict says whose fault it is, and a run stops at once instead of
+    telling a model its kernel crashed."""
+    task = _generator_raising_on(tmp_path / "group", 1025)
+    verdict = evaluate(UPSTREAM / "submissions" / "prefix_alias.py", task, EvalOptions(cache_dir=str(tmp_path)))
+    assert failure(verdict)[0] == "compile"
+    assert verdict.problem_fault and "input generator raised on size=1025: ValueError" in verdict.problem_fault
+    assert "a fault of the problem, not the candidate's" in verdict.problem_fault
+    result = evolve("run", task, "--db", tmp_path / "r.db", "--budget", "5m")
+    assert "stopped: the problem itself failed, so no kernel can pass" in result.stdout, result.stdout + result.stderr
+    assert rows(tmp_path / "r.db", "select count(*) as n from candidates")[0]["n"] == 1
+
+
 def test_malformed_foreign_problems_name_the_file(tmp_path):
     task = tmp_path / "task"
     task.mkdir()

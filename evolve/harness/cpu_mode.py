@@ -52,7 +52,9 @@ class CpuMeasurer(Measurer):
         real = self.ch
         if not self.step(real, "load", lambda: self.load("compile", "load")):
             return
-        sets = self.maker.compile_sets(self.device)
+        sets: list = []
+        if not self.step(real, "compile", lambda: sets.extend(self.maker.compile_sets(self.device)) or True):
+            return  # the problem's generator failed: the compile rung says so
         decided: dict = {}
         beside = threading.Thread(target=lambda: decided.update(
             ok=self.step(real, "compile", lambda: self.compile("compile", real, sets))), daemon=True)

@@ -47,6 +47,10 @@ class Fail(Exception):
         self.details = details or {}
 
 
+class ProblemFault(Fail):
+    """The problem's own code (its input generator) failed: no candidate's doing, and no candidate can pass."""
+
+
 class RunnerLost(Exception):
     """The runner stopped answering (it died, or closed its pipe); str() says what the measurer saw."""
 

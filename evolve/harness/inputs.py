@@ -6,7 +6,7 @@ import hashlib
 
 import torch
 
-from .exchange import CallSet
+from .exchange import CallSet, ProblemFault
 
 # Seed offsets of the harness's own inputs (mixed with the evaluation's secret): the problem's seeds are small.
 BENCH_SEED = 1 << 40  # + a running count: every timed call of a candidate sees new values
@@ -27,8 +27,9 @@ class InputMaker:
         self.problem, self.reference, self.secret, self.device = problem, reference, secret, device
 
     def make(self, case, seed: int, device=None):
-        """An Inputs (leaves, and the structure where the format keeps one)."""
-        return self.reference.generate(case, mix(self.secret, seed, case.seed), device or self.device)
+        """An Inputs (leaves, and the structure where the format keeps one); ProblemFault when the problem's own
+        generator raises."""
+        return generate(self.reference, case, mix(self.secret, seed, case.seed), device or self.device)
 
     def call_set(self, case, seed: int, device=None):
         """The inputs and the call the runner gets for them (the outputs it must return: shapes and dtypes)."""
@@ -42,3 +43,14 @@ class InputMaker:
             inputs = self.make(case, COMPILE_SEED, device)
             sets.append(CallSet(inputs.leaves, [], inputs.tree))
         return sets
+
+
+def generate(reference, case, seed: int, device):
+    """The problem's inputs for one case, its generator's failure a ProblemFault: a fault of the problem."""
+    try:
+        return reference.generate(case, seed, device)
+    except Exception as exc:  # noqa: BLE001 - the problem's own code
+        from .wire import short_error
+
+        raise ProblemFault(f"the problem's input generator raised on {case.label}: {short_error(exc)} (a fault of "
+                           "the problem, not the candidate's: `evolve check-problem` shows it)") from None

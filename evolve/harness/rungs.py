@@ -12,7 +12,7 @@ import torch
 
 from . import metrics
 from .checks import Checks
-from .exchange import Caller, Fail, Pool, RunnerLost
+from .exchange import Caller, Fail, Pool, ProblemFault, RunnerLost
 from .formats import load_problem, reference_for
 from .inputs import WARM_SEED, InputMaker
 from .timing_lease import TimingLease
@@ -203,6 +203,8 @@ class Measurer(abc.ABC):
             if exc.runner in self.callers:
                 self.callers[exc.runner].release()
             ch.send({"kind": "runner_lost", "rung": name, "runner": exc.runner, "detail": str(exc)})
+        except ProblemFault as exc:
+            ch.rung(name, False, str(exc), problem_fault=True)  # the search stops: no candidate can pass
         except Fail as exc:
             ch.rung(name, False, str(exc))
         except torch.OutOfMemoryError as exc:

@@ -109,6 +109,12 @@ class Verdict:
         """The rung that failed (a verdict has at most one: the rungs after it are skipped)."""
         return next((r for r in self.rungs if r.failed), None)
 
+    @property
+    def problem_fault(self) -> str | None:
+        """Why the problem's own code failed (its input generator), as the measurer said: then no candidate can pass."""
+        failure = self.failure
+        return failure.reason if failure is not None and failure.metrics.get("problem_fault") else None
+
     def to_json(self) -> dict:
         out = {"ok": self.ok, "problem": self.problem, "candidate": self.candidate, "device": self.device,
                "mode": self.mode, "rungs": [r.to_json() for r in self.rungs], "fitness": self.fitness,
