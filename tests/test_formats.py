@@ -134,6 +134,31 @@ def test_a_problem_whose_generator_raises_is_the_problems_fault_and_stops_the_ru
     assert rows(tmp_path / "r.db", "select count(*) as n from candidates")[0]["n"] == 1
 
 
+def test_a_gpumode_submission_may_return_float32_into_the_buffer_the_task_hands_out(tmp_path):
+    """The prefix sum as GPU MODE's users write it: float32 where the reference gives float64 (the task's own check
+    accepts it, and judges it), written into the output tensor generate_input hands out, which is then returned."""
+    problem = load_problem(UPSTREAM / "prefixsum_py")
+    reference = reference_for(problem)
+    assert reference.buffers(problem.tests[0], reference.generate(problem.tests[0], 3, "cpu")) == {1}
+    options = EvalOptions(cache_dir=str(tmp_path))
+    verdict = evaluate(UPSTREAM / "submissions" / "prefix_alias.py", UPSTREAM / "prefixsum_py", options)
+    assert verdict.rung("correctness").ok, failure(verdict)
+
+
+@pytest.mark.parametrize("name, rung, reason", [
+    ("handed_unwritten.py", "run", "not finite"),  # the handed-out buffer is NaN until written
+    ("unread_input_returned.py", "run", "output aliases an input"),  # an input the reference reads
+])
+def test_only_a_handed_out_buffer_may_be_returned_and_only_once_written(name, rung, reason, tmp_path):
+    source = UPSTREAM / "submissions" / name
+    if name == "unread_input_returned.py":
+        source = tmp_path / name
+        source.write_text((UPSTREAM / "submissions" / "handed_unwritten.py").read_text().replace(
+            "    return output\n", "    return x\n"))
+    verdict = evaluate(source, UPSTREAM / "prefixsum_py", EvalOptions(cache_dir=str(tmp_path)))
+    assert failure(verdict)[0] == rung and reason in failure(verdict)[1], failure(verdict)
+
+
 def test_malformed_foreign_problems_name_the_file(tmp_path):
     task = tmp_path / "task"
     task.mkdir()

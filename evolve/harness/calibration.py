@@ -190,7 +190,7 @@ class Calibration:
             kept = None  # none kept for this many calls per window
         elif fresh(self.job, kept):
             return {"k": k, "one_ms": kept["one_ms"], "many_ms": kept["many_ms"], "hops_ms": window.hops_ms}
-        sets = [CallSet(sample.clone().leaves, expects, sample.tree)
+        sets = [CallSet(sample.clone().leaves, expects, sample.tree, sample.buffers)
                 for _ in range(k)]  # distinct memory, as a window's inputs are (one source would sit in L2)
         with self.lease.timing():  # a kept plan for other calls per window: measured now, under the lease
             one = window.calibrate_copies(sets[:1])

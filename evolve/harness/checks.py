@@ -25,7 +25,8 @@ class Checks:
             kept.append(inputs)  # the measurer's own copy: the runner only ever sees the shared one
             # each output's shape from this input's own reference (it may depend on the seed), dtype from the problem
             dtypes = [dtype for _, dtype in self.reference.expects(case, inputs)]
-            sets.append(CallSet(inputs.leaves, [(list(r.shape), d) for r, d in zip(refs, dtypes)], inputs.tree))
+            sets.append(CallSet(inputs.leaves, [(list(r.shape), d) for r, d in zip(refs, dtypes)], inputs.tree,
+                                inputs.buffers))
         try:
             outs = caller.call(sets, "check", poison=True)
         except Fail as exc:

@@ -59,6 +59,9 @@ class RunnerLost(Exception):
         self.runner = runner
 
 
+FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
 def itemsize(dtype: str) -> int:
     return torch.empty((), dtype=getattr(torch, dtype)).element_size()
 
@@ -220,8 +223,10 @@ class CallSet:
     """One call's inputs (private tensors or plain values), its expected outputs [(shape, dtype)] and, where the
     candidate takes the inputs' structure as one argument, that structure (a pytree spec)."""
 
-    def __init__(self, inputs: tuple, expects: list, tree: str | None = None):
+    def __init__(self, inputs: tuple, expects: list, tree: str | None = None, buffers: frozenset = frozenset()):
         self.inputs, self.expects, self.tree = inputs, expects, tree
+        self.buffers = buffers  # input indices that are output buffers (formats/base.py Inputs): an output may be one
+        self.staged: dict = {}  # input index -> the shared Buffer it was placed in, during a call
 
 
 class Caller:
@@ -230,6 +235,7 @@ class Caller:
     def __init__(self, name: str, link, pool: Pool, device):
         self.name, self.link, self.pool, self.device = name, link, pool, device
         self.mode = "gpu" if name == "gpu" else "cpu"
+        self.any_float = False  # a float output may come in another float dtype (the format's check judges it)
         self.calls = 0
         self.mapped = None
         self.gate_addr = self.done_addr = 0
@@ -301,20 +307,25 @@ class Caller:
         purpose 'compile' returns the runner's compile report instead of outputs. timed returns (outputs, figures):
         the window on a GPU, the host clock around the call on the CPU."""
         self.calls += 1
-        taken, staged, entries, out_files = [], [], [], []
+        taken, staged, guarded, entries, out_files = [], [], [], [], []
         for s in sets:
             descs = []
-            for value in s.inputs:
+            s.staged = {}
+            for index, value in enumerate(s.inputs):
                 if isinstance(value, torch.Tensor):
                     buf = self.pool.take(value.numel() * value.element_size())
                     taken.append(buf)
                     staged.append((buf, value))
+                    s.staged[index] = buf
+                    if index not in s.buffers:  # an output buffer is written: only the other inputs must not be
+                        guarded.append((buf, value))
                     descs.append(buf.desc(value.shape, dtype_name(value)))
                 else:
                     descs.append({"value": value})
-            expect = [{"shape": list(shape), "dtype": dtype, "nbytes": nbytes_of(shape, dtype)}
+            expect = [{"shape": list(shape), "dtype": dtype, "nbytes": nbytes_of(shape, dtype),
+                       **({"any_float": True} if self.any_float and dtype in FLOAT_DTYPES else {})}
                       for shape, dtype in s.expects]
-            entry = {"inputs": descs, "expect": expect, "tree": s.tree}
+            entry = {"inputs": descs, "expect": expect, "tree": s.tree, "buffers": sorted(s.buffers)}
             if self.mode != "gpu":
                 files = [self.pool.take(e["nbytes"]) for e in expect]
                 taken.extend(files)
@@ -337,7 +348,7 @@ class Caller:
                 outs, figures = self.window.run(message, staged, sets)
             else:
                 outs, figures = self._gpu_call(message, staged, sets), None
-            self._inputs_unchanged(staged)
+            self._inputs_unchanged(guarded)
             self.recv("checked")
             return (outs, figures) if timed else outs
         finally:
@@ -384,13 +395,20 @@ class Caller:
         for described, s in zip(reply["outputs"], sets):
             row = []
             for d, (shape, dtype) in zip(described, s.expects):
-                want = nbytes_of(shape, dtype)
+                read_as = self._read_as(d, dtype)
+                want = nbytes_of(shape, read_as)
                 if d["nbytes"] != want:
-                    raise Fail(f"an output of {d['nbytes']} bytes, expected {want} ({dtype} {tuple(shape)})")
+                    raise Fail(f"an output of {d['nbytes']} bytes, expected {want} ({read_as} {tuple(shape)})")
+                if "input" in d:  # the runner says it returned an output buffer the task handed out
+                    buf = s.staged.get(d["input"]) if type(d["input"]) is int and d["input"] in s.buffers else None
+                    if buf is None or buf.nbytes != want:
+                        raise Fail("output aliases an input; return a new tensor")
+                    row.append((buf.ptr, read_as))  # read from the measurer's own buffer, NaN unless written
+                    continue
                 if d["handle"] in self.pool.handles:
                     raise Fail("output aliases an input; return a new tensor")
                 try:
-                    row.append(self.mapped.pointer(d["handle"], d["offset"], want))
+                    row.append((self.mapped.pointer(d["handle"], d["offset"], want), read_as))
                 except IpcError as exc:
                     raise Fail(f"the output's memory could not be read: {exc}") from None
             pointers.append(row)
@@ -401,14 +419,29 @@ class Caller:
         return [tuple(torch.empty(shape, dtype=getattr(torch, dtype), device=self.device) for shape, dtype in s.expects)
                 for s in sets]
 
+    def _read_as(self, described: dict, dtype: str) -> str:
+        """The dtype an output's bytes are read as: the expected one, or (any_float) the other float dtype the runner
+        says it has; a wrong word only makes the values garbage, which the checks reject."""
+        said = described.get("dtype")
+        return said if self.any_float and dtype in FLOAT_DTYPES and said in FLOAT_DTYPES else dtype
+
     @staticmethod
     def _read_back(pointers, dests, stream) -> list:
+        """Each output's bytes into the measurer's own tensor: `dests`, or one of the dtype a pointer was read as
+        (allocated here: no device work)."""
         from . import cuda_ipc
 
+        read = []
         for row, mine in zip(pointers, dests):
-            for ptr, t in zip(row, mine):
+            kept = []
+            for item, t in zip(row, mine):
+                ptr, read_as = item if isinstance(item, tuple) else (item, None)
+                if read_as is not None and dtype_name(t) != read_as:
+                    t = torch.empty(t.shape, dtype=getattr(torch, read_as), device=t.device)
                 cuda_ipc.copy_async(t.data_ptr(), ptr, t.numel() * t.element_size(), stream.cuda_stream)
-        return dests
+                kept.append(t)
+            read.append(tuple(kept))
+        return read
 
     def _gpu_call(self, message, staged, sets):
         stream = torch.cuda.current_stream()

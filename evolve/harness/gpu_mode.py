@@ -168,7 +168,7 @@ class GpuMeasurer(Measurer):
             sets_inputs.append(self.maker.make(case, BENCH_SEED + counter[0]))
         described[:] = describe(sets_inputs[0].leaves)
         expects = self.reference.expects(case, sets_inputs[0])
-        sets = [CallSet(inputs.leaves, expects, inputs.tree) for inputs in sets_inputs]
+        sets = [CallSet(inputs.leaves, expects, inputs.tree, inputs.buffers) for inputs in sets_inputs]
         called = time.perf_counter()
         outs, figures = self.callers["gpu"].call(sets, "time", timed=True)
         checking = time.perf_counter()

@@ -29,19 +29,23 @@ class InputMaker:
     def make(self, case, seed: int, device=None):
         """An Inputs (leaves, and the structure where the format keeps one); ProblemFault when the problem's own
         generator raises."""
-        return generate(self.reference, case, mix(self.secret, seed, case.seed), device or self.device)
+        inputs = generate(self.reference, case, mix(self.secret, seed, case.seed), device or self.device)
+        inputs.buffers = self.reference.buffers(case, inputs)
+        for index in inputs.buffers:  # an output buffer handed out: NaN, so a result never written shows
+            inputs.leaves[index].fill_(float("nan"))
+        return inputs
 
     def call_set(self, case, seed: int, device=None):
         """The inputs and the call the runner gets for them (the outputs it must return: shapes and dtypes)."""
         inputs = self.make(case, seed, device)
-        return inputs, CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree)
+        return inputs, CallSet(inputs.leaves, self.reference.expects(case, inputs), inputs.tree, inputs.buffers)
 
     def compile_sets(self, device) -> list:
         """The compile rung's calls: the test cases' inputs (made before any other rung's, in this thread)."""
         sets = []
         for case in self.problem.tests:
             inputs = self.make(case, COMPILE_SEED, device)
-            sets.append(CallSet(inputs.leaves, [], inputs.tree))
+            sets.append(CallSet(inputs.leaves, [], inputs.tree, inputs.buffers))
         return sets
 
 

@@ -31,6 +31,8 @@ class Measurer(abc.ABC):
         self.secret = int(job["secret"])
         self.pool = Pool("gpu" if device.type == "cuda" else "cpu", job["shm"])
         self.callers = {name: Caller(name, link, self._pool_for(name), device) for name, link in links.items()}
+        for caller in self.callers.values():  # GPU MODE: the task's check, not a dtype, judges a float output
+            caller.any_float = bool(self.problem.extra.get("any_float_output"))
         self.maker = InputMaker(self.problem, self.reference, self.secret, device)
         self.checks = Checks(self.problem, self.reference, self.maker)
         self.lease = TimingLease(channel, grant_fd, device, runner_pgids)

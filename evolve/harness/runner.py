@@ -127,7 +127,7 @@ class Runner:
             block.fill_(255)
             del block
 
-    def _validate(self, out, expects: list, inputs: tuple) -> tuple:
+    def _validate(self, out, expects: list, inputs: tuple, buffers=()) -> tuple:
         from .exchange import dtype_name
 
         torch = self.torch
@@ -138,7 +138,7 @@ class Runner:
         for o, e in zip(outs, expects):
             if type(o) is not torch.Tensor:
                 raise Refused(f"returned a {type(o).__name__}, not a plain torch.Tensor")
-            if dtype_name(o) != e["dtype"]:
+            if dtype_name(o) != e["dtype"] and not (e.get("any_float") and o.is_floating_point()):
                 raise Refused(f"output dtype {dtype_name(o)}, expected {e['dtype']}")
             if list(o.shape) != list(e["shape"]):
                 raise Refused(f"output shape {tuple(o.shape)}, expected {tuple(e['shape'])}")
@@ -146,8 +146,9 @@ class Runner:
                 raise Refused(f"output on {o.device}, expected {device}")
             if not o.is_contiguous():
                 raise Refused(f"output strides {o.stride()} are not contiguous")
-            for value in inputs:
-                if isinstance(value, torch.Tensor) and value.numel() and o.data_ptr() == value.data_ptr():
+            for index, value in enumerate(inputs):
+                if isinstance(value, torch.Tensor) and value.numel() and o.data_ptr() == value.data_ptr() \
+                        and index not in buffers:  # an output buffer the task handed out may be returned
                     raise Refused("output aliases an input; return a new tensor")
         return outs
 
@@ -215,10 +216,12 @@ class Runner:
         if error is not None:
             return self.fail(short_error(error), started, log=traceback.format_exc()[-4000:])
         try:
-            outs = [self._validate(out, expects, inputs) for out, inputs, expects in results]
+            outs = [self._validate(out, expects, inputs, s.get("buffers", ())) for (out, inputs, expects), s
+                    in zip(results, sets)]
             self.kept = outs
             self.link.send({"kind": "outputs", "call": message["call"],
-                            "outputs": [self._export(o, s.get("output_files")) for o, s in zip(outs, sets)]})
+                            "outputs": [self._export(o, s.get("output_files"), inputs, s.get("buffers", ()))
+                                        for o, s, (_, inputs, _) in zip(outs, sets, results)]})
         except Refused as exc:
             return self.fail(str(exc), started)
         except BaseException as exc:  # noqa: BLE001
@@ -230,7 +233,7 @@ class Runner:
             return self.fail(self.side.nothing_launched, started)
         self.link.send({"kind": "checked", "call": message["call"]})
 
-    def _export(self, outs: tuple, files) -> list:
+    def _export(self, outs: tuple, files, inputs=(), buffers=()) -> list:
         from .exchange import dtype_name
 
         torch = self.torch
@@ -238,6 +241,11 @@ class Runner:
         for index, o in enumerate(outs):
             entry = {"handle": "", "offset": 0, "nbytes": o.numel() * o.element_size(), "shape": list(o.shape),
                      "dtype": dtype_name(o)}
+            handed = next((i for i in buffers if isinstance(inputs[i], torch.Tensor)
+                           and inputs[i].data_ptr() == o.data_ptr()), None)
+            if self.mode == "gpu" and handed is not None:  # the measurer's own buffer: it reads it where it is
+                described.append({**entry, "input": handed})
+                continue
             if self.mode == "gpu":
                 from . import cuda_ipc
 

@@ -23,13 +23,15 @@ class Inputs:
     """One call's inputs: `leaves` (what is placed in shared memory or sent as values) and, where the candidate takes
     the structure itself, `tree` (a serialized pytree spec) and `data` (the structure over these leaves)."""
 
-    def __init__(self, leaves: tuple, tree: str | None = None, data=None):
+    def __init__(self, leaves: tuple, tree: str | None = None, data=None, buffers: frozenset = frozenset()):
         self.leaves, self.tree = tuple(leaves), tree
         self.data = data if tree is not None else self.leaves
+        self.buffers = buffers  # indices of leaves that are output buffers the task hands out (GPU MODE), never read
 
     def clone(self, device=None) -> "Inputs":
         leaves = tuple(t.to(device or t.device).clone() if isinstance(t, torch.Tensor) else t for t in self.leaves)
-        return Inputs(leaves, self.tree, unflatten(leaves, self.tree) if self.tree is not None else None)
+        return Inputs(leaves, self.tree, unflatten(leaves, self.tree) if self.tree is not None else None,
+                      self.buffers)
 
 
 def flatten(data) -> tuple[tuple, str | None]:
@@ -183,6 +185,10 @@ class Reference:
         return profile
 
     # -- expected outputs ---------------------------------------------------------------------------------------------
+    def buffers(self, case: Case, sample: Inputs) -> frozenset:
+        """Indices of the input leaves that are output buffers handed out with the inputs: none in most formats."""
+        return frozenset()
+
     def expects(self, case: Case, sample: Inputs) -> list:
         """[(shape, dtype)] of each output, from the reference run once on a sample of the case (cached)."""
         key = ("expects", case.label)

@@ -129,7 +129,7 @@ def load(path: Path) -> Problem:
                   "`generate_input` returns, and return what `ref_kernel(data)` returns (same structure, shapes and "
                   "dtypes, new memory). `from task import input_t, output_t` is allowed."),
         extra={"allow_modules": SUBMISSION_MODULES, "beside": ["task.py"], "files": files,
-               "entry": "custom_kernel(data)"},
+               "entry": "custom_kernel(data)", "any_float_output": True},
     )
 
 
@@ -144,6 +144,23 @@ class GpuModeReference(Reference):
         leaves, tree = flatten(data)
         leaves = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in leaves)
         return Inputs(leaves, tree, unflatten(leaves, tree))
+
+    def buffers(self, case, sample):
+        """The tensors generate_input hands out for the output (pmpp_v2's tasks do): the leaves whose contents the
+        reference's result does not depend on, found by running it once more with each filled with NaN. A candidate
+        may write its result into one and return it; the measurer fills them with NaN before every call."""
+        key = ("buffers", case.label)
+        if key not in self._profiles:
+            base = [r.clone() for r in self._run(sample)[0]]
+            found = set()
+            for index, leaf in enumerate(sample.leaves):
+                if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
+                    changed = sample.clone()
+                    changed.leaves[index].fill_(float("nan"))  # the structure holds these same tensors
+                    if _identical(base, self._run(changed)[0]):
+                        found.add(index)
+            self._profiles[key] = frozenset(found)
+        return self._profiles[key]
 
     def _run(self, inputs: Inputs):
         out = self.module.ref_kernel(inputs.clone().data)
@@ -183,6 +200,13 @@ class GpuModeReference(Reference):
     def formula(self, name, case):
         function = getattr(self.module, name, None)
         return function(**dict(case.params)) if callable(function) else None
+
+
+def _identical(a: list, b: list) -> bool:
+    """Bit for bit, NaN equal to NaN."""
+    return len(a) == len(b) and all(
+        isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.dtype == y.dtype
+        and torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)) for x, y in zip(a, b))
 
 
 def _reason(verdict) -> str | None:
