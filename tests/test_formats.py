@@ -159,6 +159,17 @@ def test_only_a_handed_out_buffer_may_be_returned_and_only_once_written(name, ru
     assert failure(verdict)[0] == rung and reason in failure(verdict)[1], failure(verdict)
 
 
+def test_a_foreign_problems_roofline_counts_the_references_floating_point_work():
+    """No formula in the format: torch's FlopCounterMode counts the reference's matmuls (on meta tensors), so a
+    matmul is bounded by the card's matmul rate rather than a memory bound it can never approach; element-wise work
+    counts nothing and stays memory-bound."""
+    matmul = load_problem(KERNELBENCH / "square_matmul.py")
+    profile = reference_for(matmul).profile(matmul.benchmarks[0])
+    assert profile["flops"] == 2 * 96 ** 3 and profile["bytes"] == 3 * 96 * 96 * 4
+    relu = load_problem(KERNELBENCH / "19_ReLU.py")
+    assert reference_for(relu).profile(relu.benchmarks[0])["flops"] == 0
+
+
 def test_malformed_foreign_problems_name_the_file(tmp_path):
     task = tmp_path / "task"
     task.mkdir()

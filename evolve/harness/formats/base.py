@@ -180,9 +180,27 @@ class Reference:
             if dtype is None:
                 floats = [t for t in sample.leaves if isinstance(t, torch.Tensor) and t.is_floating_point()]
                 dtype = dtype_name(max(floats, key=lambda t: t.numel())) if floats else "float32"  # the bulk
+        if work is None and self.problem.format != "evolve":  # a foreign format has no formula: count the work
+            work = self._counted_flops(sample or self.generate(case, 0, "cpu"))
         profile = {"bytes": int(moved), "flops": int(work or 0), "dtype": dtype}
         self._profiles[case.label] = profile
         return profile
+
+    def _counted_flops(self, sample: Inputs) -> int:
+        """The floating point work of the reference on this sample, as torch's FlopCounterMode counts it (matmuls,
+        convolutions, attention; element-wise work counts nothing, so such a case stays memory-bound): on meta
+        tensors, which cost nothing, else on a copy of the sample itself; 0 when neither runs."""
+        from torch.utils.flop_counter import FlopCounterMode
+
+        for device in ("meta", None):
+            try:
+                inputs = sample.clone(device)
+                with FlopCounterMode(display=False) as counter:
+                    self.reference(inputs, on_cpu=device is None)
+                return int(counter.get_total_flops())
+            except Exception:  # noqa: BLE001 - the problem's code on tensors it was not written for
+                continue
+        return 0
 
     # -- expected outputs ---------------------------------------------------------------------------------------------
     def buffers(self, case: Case, sample: Inputs) -> frozenset:
