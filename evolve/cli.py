@@ -367,6 +367,12 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         _fail(f"{run_language} has no CPU interpreter, so without a GPU no kernel of it can be checked or timed and a "
               f"search has nothing to rank: run this on a machine with one (evolve eval FILE {problem} --language "
               f"{run_language} compiles a kernel here)")
+    if on_cpu:
+        from .harness.formats import cuda_only_inputs
+
+        elsewhere = cuda_only_inputs(loaded)
+        if elsewhere:
+            _fail(elsewhere)
     cards = None
     if gpus is not None:
         from .pipeline import parse_gpus, visible_gpus

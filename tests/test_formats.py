@@ -170,6 +170,26 @@ def test_a_foreign_problems_roofline_counts_the_references_floating_point_work()
     assert reference_for(relu).profile(relu.benchmarks[0])["flops"] == 0
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without a GPU")
+def test_a_task_that_makes_its_inputs_on_cuda_is_told_in_one_line_without_a_gpu(tmp_path):
+    """10 of GPU MODE's 11 tasks draw their inputs on the card: check-problem, eval and run say so before any
+    process starts."""
+    from evolve.problems import check_problem
+
+    shutil.copytree(UPSTREAM, tmp_path / "group", ignore=shutil.ignore_patterns("__pycache__"))
+    task = tmp_path / "group" / "prefixsum_py"
+    reference = task / "reference.py"
+    reference.write_text(reference.read_text().replace('device = "cuda" if torch.cuda.is_available() else "cpu"',
+                                                       'device = "cuda"'))
+    faults = check_problem(task, device="cpu")
+    assert len(faults) == 1 and "makes its inputs on CUDA" in faults[0] and "machine with one" in faults[0], faults
+    verdict = evaluate(UPSTREAM / "submissions" / "prefix_alias.py", task, EvalOptions(cache_dir=str(tmp_path)))
+    assert failure(verdict)[0] == "load" and "makes its inputs on CUDA" in failure(verdict)[1]
+    assert not verdict.setup  # no measurer was started
+    result = evolve("run", task, "--db", tmp_path / "r.db")
+    assert result.returncode != 0 and "makes its inputs on CUDA" in result.stderr
+
+
 def test_malformed_foreign_problems_name_the_file(tmp_path):
     task = tmp_path / "task"
     task.mkdir()

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..lang import get as get_language
 from . import compiled, jail
 from . import peaks as peak_cache
-from .formats import load_problem
+from .formats import cuda_only_inputs, load_problem
 from .lease import FIRST_CALIBRATION, Evicted
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew, runners
@@ -83,7 +83,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
     on_rung(RungResult) is called as each rung is decided (for live progress).
     """
     evaluation = _Evaluation(Path(candidate).resolve(), load_problem(problem_dir), options, on_rung)
-    if evaluation.screen():
+    if evaluation.screen() and evaluation.inputs_here():
         evaluation.run()
     return evaluation.verdict()
 
@@ -200,6 +200,14 @@ class _Evaluation:
             self.decide(RungResult("load", "failed", summary(problems), time.perf_counter() - started,
                                    {"violations": problems}))
         return not problems
+
+    def inputs_here(self) -> bool:
+        """Whether this machine can make the problem's inputs; a foreign problem that makes them on CUDA, on a
+        machine without a GPU, is told in one line before any process starts."""
+        reason = cuda_only_inputs(self.problem) if self.mode == "cpu" else None
+        if reason:
+            self.decide(RungResult("load", "failed", reason, 0.0))
+        return not reason
 
     def run(self) -> None:
         """The rest of the ladder in the crew's processes; a rung they left undecided is failed with the reason."""

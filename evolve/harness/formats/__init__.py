@@ -80,3 +80,27 @@ def export(source: str, problem: Problem, fmt: str) -> str:
 
         return to_kernelbench(source, problem)
     raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+CUDA_ONLY = ("Torch not compiled with CUDA", "Found no NVIDIA driver", "no CUDA GPUs are available",
+             "CUDA driver initialization failed", "without ATen_cuda")
+_cuda_only: dict = {}
+
+
+def cuda_only_inputs(problem: Problem) -> str | None:
+    """Why a foreign problem cannot be evaluated on a machine without a GPU, or None: its generator makes its inputs
+    on CUDA (10 of GPU MODE's 11 tasks do). Tried once per problem on its smallest test case, in this process."""
+    if problem.format == "evolve" or not problem.tests:
+        return None
+    key = str(problem.path)
+    if key not in _cuda_only:
+        case = min(problem.tests, key=lambda c: sum(v for _, v in c.params if isinstance(v, int)) or 0)
+        try:
+            reference_for(problem).generate(case, 0, "cpu")
+            _cuda_only[key] = None
+        except Exception as exc:  # noqa: BLE001 - the problem's own code
+            said = f"{type(exc).__name__}: {str(exc).split('. ')[0]}"
+            _cuda_only[key] = (f"{problem.name} makes its inputs on CUDA ({said.splitlines()[0][:120]}) and this "
+                               "machine has no GPU: evaluate it on a machine with one") \
+                if any(mark in said for mark in CUDA_ONLY) else None
+    return _cuda_only[key]
