@@ -368,9 +368,9 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
               f"search has nothing to rank: run this on a machine with one (evolve eval FILE {problem} --language "
               f"{run_language} compiles a kernel here)")
     if on_cpu:
-        from .harness.formats import cuda_only_inputs
+        from .harness.formats import cannot_run_here
 
-        elsewhere = cuda_only_inputs(loaded)
+        elsewhere = cannot_run_here(loaded)
         if elsewhere:
             _fail(elsewhere)
     cards = None

@@ -214,10 +214,11 @@ def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progre
     if faults:
         return faults  # a misspelt key is a setting silently not made: nothing else means much until it is fixed
     faults = _todos(problem)
-    from .harness.formats import cuda_only_inputs
+    from .harness.formats import cannot_run_here, too_large_here
     from .harness.ladder import gpu_available
 
-    elsewhere = cuda_only_inputs(problem) if device == "cpu" or not gpu_available() else None
+    # the reference runs on the host here whatever the device: its memory is checked on any machine
+    elsewhere = cannot_run_here(problem) if device == "cpu" or not gpu_available() else too_large_here(problem)
     if elsewhere:
         return [elsewhere]  # nothing of it can run here
     say(f"{problem.name}: running the reference on {len(problem.tests)} test case(s)")

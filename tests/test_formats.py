@@ -190,6 +190,21 @@ def test_a_task_that_makes_its_inputs_on_cuda_is_told_in_one_line_without_a_gpu(
     assert result.returncode != 0 and "makes its inputs on CUDA" in result.stderr
 
 
+def test_a_kernelbench_file_too_large_for_this_machines_memory_is_told_before_it_is_drawn(tmp_path):
+    """Today's KernelBench sizes draw 4-9 GB of inputs: weighed on meta tensors first, against the memory free now,
+    instead of dying in the allocator."""
+    from evolve.harness.formats import available_memory
+    from evolve.problems import check_problem
+
+    huge = tmp_path / "huge_matmul.py"
+    huge.write_text((KERNELBENCH / "square_matmul.py").read_text().replace("N = 96", "N = 1 << 20"))  # 8 TB a side
+    faults = check_problem(huge, device="cpu")
+    assert len(faults) == 1 and "its inputs take 8192.0 GB" in faults[0] and "more memory" in faults[0], faults
+    assert available_memory() > 0
+    verdict = evaluate(KERNELBENCH / "kernels" / "relu.py", huge, EvalOptions(device="cpu", cache_dir=str(tmp_path)))
+    assert failure(verdict)[0] == "load" and "its inputs take" in failure(verdict)[1]
+
+
 def test_malformed_foreign_problems_name_the_file(tmp_path):
     task = tmp_path / "task"
     task.mkdir()

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..lang import get as get_language
 from . import compiled, jail
 from . import peaks as peak_cache
-from .formats import cuda_only_inputs, load_problem
+from .formats import cannot_run_here, load_problem
 from .lease import FIRST_CALIBRATION, Evicted
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew, runners
@@ -204,7 +204,7 @@ class _Evaluation:
     def inputs_here(self) -> bool:
         """Whether this machine can make the problem's inputs; a foreign problem that makes them on CUDA, on a
         machine without a GPU, is told in one line before any process starts."""
-        reason = cuda_only_inputs(self.problem) if self.mode == "cpu" else None
+        reason = cannot_run_here(self.problem) if self.mode == "cpu" else None
         if reason:
             self.decide(RungResult("load", "failed", reason, 0.0))
         return not reason

@@ -104,3 +104,48 @@ def cuda_only_inputs(problem: Problem) -> str | None:
                                "machine has no GPU: evaluate it on a machine with one") \
                 if any(mark in said for mark in CUDA_ONLY) else None
     return _cuda_only[key]
+
+
+CHECK_MEMORY_FACTOR = 3  # the inputs, the reference's float64 copies of float32 ones, and the outputs beside them
+
+
+def too_large_here(problem: Problem) -> str | None:
+    """Why a KernelBench file's inputs cannot be checked in this machine's memory (on the host, as check-problem and
+    an evaluation without a GPU check them), or None: its inputs drawn on meta tensors, which cost nothing, weighed
+    against the memory available now. Today's KernelBench sizes draw 4-9 GB of inputs."""
+    if problem.format != "kernelbench":
+        return None
+    key = ("memory", str(problem.path))
+    if key not in _cuda_only:
+        import torch
+
+        from .base import nbytes
+
+        try:
+            with torch.device("meta"):
+                sample = reference_for(problem).generate(problem.tests[0], 0, "meta")
+            need = nbytes(sample.leaves) * CHECK_MEMORY_FACTOR
+        except Exception:  # noqa: BLE001 - code that cannot run on meta tensors: left to the evaluation
+            need = 0
+        free = available_memory()
+        _cuda_only[key] = (f"{problem.name}: its inputs take {need / CHECK_MEMORY_FACTOR / 2**30:.1f} GB and checking "
+                           f"them about {need / 2**30:.0f} GB (float64 copies for the reference), more than the "
+                           f"{free / 2**30:.0f} GB this machine has free: check it on a machine with more memory "
+                           "(a GPU machine evaluates on the card)") if free and need > free else None
+    return _cuda_only[key]
+
+
+def available_memory() -> int:
+    """Bytes of host memory available now (MemAvailable), 0 where /proc/meminfo says nothing."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def cannot_run_here(problem: Problem) -> str | None:
+    """Why this machine, without a GPU, cannot evaluate the problem at all (said before any process starts)."""
+    return cuda_only_inputs(problem) or too_large_here(problem)
