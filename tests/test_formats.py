@@ -143,6 +143,11 @@ def test_a_gpumode_submission_may_return_float32_into_the_buffer_the_task_hands_
     options = EvalOptions(cache_dir=str(tmp_path))
     verdict = evaluate(UPSTREAM / "submissions" / "prefix_alias.py", UPSTREAM / "prefixsum_py", options)
     assert verdict.rung("correctness").ok, failure(verdict)
+    histogram = load_problem(UPSTREAM / "histogram_py")  # an int64 buffer of counts: filled with its minimum
+    reference = reference_for(histogram)
+    assert reference.buffers(histogram.tests[0], reference.generate(histogram.tests[0], 3, "cpu")) == {1}
+    verdict = evaluate(UPSTREAM / "submissions" / "histogram_atomics.py", UPSTREAM / "histogram_py", options)
+    assert verdict.rung("correctness").ok, failure(verdict)
 
 
 @pytest.mark.parametrize("name, rung, reason", [

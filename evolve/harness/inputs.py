@@ -6,7 +6,7 @@ import hashlib
 
 import torch
 
-from .exchange import CallSet, ProblemFault
+from .exchange import CallSet, ProblemFault, poison
 
 # Seed offsets of the harness's own inputs (mixed with the evaluation's secret): the problem's seeds are small.
 BENCH_SEED = 1 << 40  # + a running count: every timed call of a candidate sees new values
@@ -31,8 +31,8 @@ class InputMaker:
         generator raises."""
         inputs = generate(self.reference, case, mix(self.secret, seed, case.seed), device or self.device)
         inputs.buffers = self.reference.buffers(case, inputs)
-        for index in inputs.buffers:  # an output buffer handed out: NaN, so a result never written shows
-            inputs.leaves[index].fill_(float("nan"))
+        for index in inputs.buffers:  # a handed-out output buffer: NaN (or an extreme) until written
+            poison(inputs.leaves[index])
         return inputs
 
     def call_set(self, case, seed: int, device=None):

@@ -147,16 +147,19 @@ class GpuModeReference(Reference):
 
     def buffers(self, case, sample):
         """The tensors generate_input hands out for the output (pmpp_v2's tasks do): the leaves whose contents the
-        reference's result does not depend on, found by running it once more with each filled with NaN. A candidate
-        may write its result into one and return it; the measurer fills them with NaN before every call."""
+        reference's result does not depend on, found by running it once more with each filled with NaN (an integer
+        tensor with its extreme). A candidate may write its result into one and return it; the measurer fills them
+        so before every call."""
+        from ..exchange import poison
+
         key = ("buffers", case.label)
         if key not in self._profiles:
             base = [r.clone() for r in self._run(sample)[0]]
             found = set()
             for index, leaf in enumerate(sample.leaves):
-                if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
+                if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.dtype != torch.bool:
                     changed = sample.clone()
-                    changed.leaves[index].fill_(float("nan"))  # the structure holds these same tensors
+                    poison(changed.leaves[index])  # NaN or an integer's extreme; the structure holds these tensors
                     if _identical(base, self._run(changed)[0]):
                         found.add(index)
             self._profiles[key] = frozenset(found)
