@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
@@ -243,27 +244,41 @@ def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progre
                       "are seen to reject them")
     with tempfile.TemporaryDirectory(prefix="evolve-check-") as cache:
         options = EvalOptions(device=device, timeout_s=timeout_s, cache_dir=cache)
-        for path in seeds + problem.solution_files("correct") + wrong:
-            name = str(path.relative_to(root))
-            expected = (None, None) if path.parent.name in ("seeds", "correct") else expectation(path)
-            say(f"{name}: evaluating")
-            verdict = evaluate(path, problem.path, options)
-            failed = next((r for r in verdict.rungs if r.failed), None)
-            if expected == (None, None):
-                if not verdict.ok:
-                    rung = f"{failed.name}: {failed.reason}" if failed else "no rung failed, yet it did not pass"
-                    faults.append(f"{name}: must pass and fails at {rung}"[:400])
-                continue
-            if verdict.ok or failed is None:
-                faults.append(f"{name}: passes every rung: the tests or tolerances admit a known-wrong kernel")
-                continue
-            if expected is None:
-                faults.append(f"{name}: first line must say '# expect: <rung>: <reason fragment>' (it failed at "
-                              f"{failed.name}: {failed.reason})"[:400])
-                continue
-            rung, fragment = expected
-            if failed.name != rung or fragment not in (failed.reason or "").lower():
-                faults.append(f"{name}: expected to fail at {rung} ({fragment!r}), failed at {failed.name}: "
-                              f"{failed.reason}"[:400])
+        for language in problem.languages:  # the first's files at the top, another's in folders of its name
+            files = problem.seed_files(language) + problem.solution_files("correct", language) + \
+                (wrong if language == problem.languages[0] else problem.solution_files("wrong", language))
+            for path in files:
+                name = str(path.relative_to(root))
+                say(f"{name}: evaluating")
+                verdict = evaluate(path, problem.path, replace(options, language=language))
+                fault = _judged(name, path, verdict)
+                if fault:
+                    faults.append(fault[:400])
     return faults
+
+
+def _judged(name: str, path: Path, verdict) -> str | None:
+    """What is wrong with a seed's or solution's verdict against what its place and first line expect, or None. A
+    rung the machine could not run (a language without an interpreter, without a GPU) is said, not faulted."""
+    kind = next((part for part in reversed(path.parts[:-1]) if part in ("seeds", "correct", "wrong")), "wrong")
+    expected = (None, None) if kind in ("seeds", "correct") else expectation(path)
+    failed = next((r for r in verdict.rungs if r.failed), None)
+    skipped_here = failed is None and any(r.status == "skipped" and "no GPU" in (r.reason or "")
+                                          for r in verdict.rungs)
+    if expected == (None, None):
+        if verdict.ok or skipped_here:
+            return None
+        rung = f"{failed.name}: {failed.reason}" if failed else "no rung failed, yet it did not pass"
+        return f"{name}: must pass and fails at {rung}"
+    if skipped_here and expected is not None:
+        return None  # its rung needs a GPU here: compiled only
+    if verdict.ok or failed is None:
+        return f"{name}: passes every rung: the tests or tolerances admit a known-wrong kernel"
+    if expected is None:
+        return (f"{name}: first line must say '# expect: <rung>: <reason fragment>' (it failed at "
+                f"{failed.name}: {failed.reason})")
+    rung, fragment = expected
+    if failed.name != rung or fragment not in (failed.reason or "").lower():
+        return f"{name}: expected to fail at {rung} ({fragment!r}), failed at {failed.name}: {failed.reason}"
+    return None
 

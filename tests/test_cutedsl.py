@@ -224,3 +224,24 @@ def test_the_notes_examples_match_torch_on_the_card(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.check("cuda") == "ok"
+
+
+def test_check_problem_compiles_another_languages_files_where_it_cannot_run_them(problem):
+    """seeds/cutedsl and solutions/*/cutedsl are checked in their language: without a GPU they must compile, a wrong
+    one expected to fail later is compiled only (said, not faulted), and one that does not compile is a fault."""
+    from evolve.problems import check_problem
+
+    root = Path(__file__).resolve().parents[1] / "problems" / "softmax"
+    (problem / "seeds" / "cutedsl").mkdir(parents=True)
+    shutil.copy(root / "seeds" / "cutedsl" / "softmax_rows.py", problem / "seeds" / "cutedsl")
+    (problem / "solutions" / "wrong" / "cutedsl").mkdir(parents=True)
+    shutil.copy(root / "solutions" / "wrong" / "cutedsl" / "missing_tail.py", problem / "solutions" / "wrong" / "cutedsl")
+    shutil.copy(root / "solutions" / "wrong" / "syntax_error.py", problem / "solutions" / "wrong")  # Triton's own
+    said: list = []
+    assert check_problem(problem, device="cpu", progress=said.append) == []
+    assert "seeds/cutedsl/softmax_rows.py: evaluating" in said and \
+        "solutions/wrong/cutedsl/missing_tail.py: evaluating" in said, said
+    (problem / "seeds" / "cutedsl" / "broken.py").write_text(DATA.joinpath("copy_rows.py").read_text().replace(
+        "gy[i // n, i % n] = gx[i // n, i % n]", "gy[i // n, i % n] = gx[i // n, i % n] + undefined_name"))
+    faults = check_problem(problem, device="cpu")
+    assert len(faults) == 1 and faults[0].startswith("seeds/cutedsl/broken.py: must pass and fails at load"), faults
