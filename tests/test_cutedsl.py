@@ -235,7 +235,8 @@ def test_check_problem_compiles_another_languages_files_where_it_cannot_run_them
     (problem / "seeds" / "cutedsl").mkdir(parents=True)
     shutil.copy(root / "seeds" / "cutedsl" / "softmax_rows.py", problem / "seeds" / "cutedsl")
     (problem / "solutions" / "wrong" / "cutedsl").mkdir(parents=True)
-    shutil.copy(root / "solutions" / "wrong" / "cutedsl" / "missing_tail.py", problem / "solutions" / "wrong" / "cutedsl")
+    wrong = problem / "solutions" / "wrong" / "cutedsl"
+    shutil.copy(root / "solutions" / "wrong" / "cutedsl" / "missing_tail.py", wrong)
     shutil.copy(root / "solutions" / "wrong" / "syntax_error.py", problem / "solutions" / "wrong")  # Triton's own
     said: list = []
     assert check_problem(problem, device="cpu", progress=said.append) == []
