@@ -263,8 +263,8 @@ def _judged(name: str, path: Path, verdict) -> str | None:
     kind = next((part for part in reversed(path.parts[:-1]) if part in ("seeds", "correct", "wrong")), "wrong")
     expected = (None, None) if kind in ("seeds", "correct") else expectation(path)
     failed = next((r for r in verdict.rungs if r.failed), None)
-    skipped_here = failed is None and any(r.status == "skipped" and "no GPU" in (r.reason or "")
-                                          for r in verdict.rungs)
+    skipped_here = not verdict.ok and failed is None and any(  # rungs this machine could not run
+        r.status == "skipped" and "no GPU" in (r.reason or "") for r in verdict.rungs)
     if expected == (None, None):
         if verdict.ok or skipped_here:
             return None

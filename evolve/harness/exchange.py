@@ -426,22 +426,22 @@ class Caller:
         return said if self.any_float and dtype in FLOAT_DTYPES and said in FLOAT_DTYPES else dtype
 
     @staticmethod
+    def fitted(dests, pointers) -> list:
+        """The measurer's tensors for these outputs, each in the dtype its bytes are read as (`_read_as`): `dests`,
+        or a new one where a float output came in another float dtype. Called before a window opens where it can."""
+        return [tuple(t if dtype_name(t) == read_as else torch.empty(t.shape, dtype=getattr(torch, read_as),
+                                                                      device=t.device)
+                      for (_, read_as), t in zip(row, mine)) for row, mine in zip(pointers, dests)]
+
+    @staticmethod
     def _read_back(pointers, dests, stream) -> list:
-        """Each output's bytes into the measurer's own tensor: `dests`, or one of the dtype a pointer was read as
-        (allocated here: no device work)."""
+        """Each output's bytes into the measurer's own tensor (`fitted` to the dtype it is read as)."""
         from . import cuda_ipc
 
-        read = []
         for row, mine in zip(pointers, dests):
-            kept = []
-            for item, t in zip(row, mine):
-                ptr, read_as = item if isinstance(item, tuple) else (item, None)
-                if read_as is not None and dtype_name(t) != read_as:
-                    t = torch.empty(t.shape, dtype=getattr(torch, read_as), device=t.device)
+            for (ptr, _), t in zip(row, mine):
                 cuda_ipc.copy_async(t.data_ptr(), ptr, t.numel() * t.element_size(), stream.cuda_stream)
-                kept.append(t)
-            read.append(tuple(kept))
-        return read
+        return dests
 
     def _gpu_call(self, message, staged, sets):
         stream = torch.cuda.current_stream()
@@ -453,7 +453,7 @@ class Caller:
         self.wait_done(stream)
         reply = self.recv("outputs")
         pointers = self._pointers(reply, sets)
-        outs = self._read_back(pointers, dests, stream)
+        outs = self._read_back(pointers, self.fitted(dests, pointers), stream)
         torch.cuda.synchronize()
         return outs
 
@@ -504,13 +504,15 @@ class Window:
                 except Fail:
                     cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)  # let its calls go
                     raise
+                dests = caller.fitted(dests, pointers)  # no allocation inside the window
             queueing = time.perf_counter()
             self._open(staged, synchronize=False)
             cuda_ipc.write_value(stream.cuda_stream, caller.gate_addr, caller.calls)
             caller.wait_done(stream)
             self.events[2].record()
-            if pointers is None:
+            if pointers is None:  # a late window, run again
                 pointers = caller._pointers(caller.recv("outputs"), sets)
+                dests = caller.fitted(dests, pointers)
             outs = caller._read_back(pointers, dests, stream)
             self.events[3].record()
             queued_ms = (time.perf_counter() - queueing) * 1e3
@@ -552,7 +554,7 @@ class Window:
                     taken.append(buf)
                     staged.append((buf, value))
         outputs, dests = caller.destinations(sets), caller.destinations(sets)  # stand-ins for the runner's outputs
-        pointers = [[o.data_ptr() for o in row] for row in outputs]
+        pointers = [[(o.data_ptr(), dtype_name(o)) for o in row] for row in outputs]
         stream = torch.cuda.current_stream()
         try:
             samples, late = [], []

@@ -151,7 +151,6 @@ def foreign_tolerance(dtype: str) -> Tolerance:
     return Tolerance(rtol=math.inf, floor=1e-30, min_cosine=FOREIGN_COSINE.get(dtype, 0.99))
 
 
-
 def _says_expect(path: Path) -> bool:
     """Whether a file starts with evolve's test metadata line (`# expect: ...`)."""
     with path.open(errors="replace") as handle:

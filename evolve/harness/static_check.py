@@ -768,7 +768,6 @@ def _computed_on_read(attribute) -> bool:
     return hasattr(type(attribute), "__get__") and not isinstance(attribute, plain)
 
 
-NO_ENTRY = "defines no function custom_kernel(*inputs)"
 ENTRY = "custom_kernel(*inputs)"  # the entry point's signature in evolve's format; GPU MODE's is custom_kernel(data)
 
 
@@ -794,7 +793,7 @@ def _lacks_entry(tree) -> bool:
 
 
 def _no_entry(entry: str) -> str:
-    return NO_ENTRY.replace(ENTRY, entry)
+    return f"defines no function {entry}"
 
 
 def check_source(source: str, filename: str, forbid_calls=(), forbid_modules=(), allow_modules=(),

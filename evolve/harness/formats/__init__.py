@@ -84,7 +84,7 @@ def export(source: str, problem: Problem, fmt: str) -> str:
 
 CUDA_ONLY = ("Torch not compiled with CUDA", "Found no NVIDIA driver", "no CUDA GPUs are available",
              "CUDA driver initialization failed", "without ATen_cuda")
-_cuda_only: dict = {}
+_here: dict = {}  # why a problem cannot be evaluated on this machine, by kind and path, once per process
 
 
 def cuda_only_inputs(problem: Problem) -> str | None:
@@ -92,18 +92,18 @@ def cuda_only_inputs(problem: Problem) -> str | None:
     on CUDA (10 of GPU MODE's 11 tasks do). Tried once per problem on its smallest test case, in this process."""
     if problem.format == "evolve" or not problem.tests:
         return None
-    key = str(problem.path)
-    if key not in _cuda_only:
+    key = ("cuda", str(problem.path))
+    if key not in _here:
         case = min(problem.tests, key=lambda c: sum(v for _, v in c.params if isinstance(v, int)) or 0)
         try:
             reference_for(problem).generate(case, 0, "cpu")
-            _cuda_only[key] = None
+            _here[key] = None
         except Exception as exc:  # noqa: BLE001 - the problem's own code
             said = f"{type(exc).__name__}: {str(exc).split('. ')[0]}"
-            _cuda_only[key] = (f"{problem.name} makes its inputs on CUDA ({said.splitlines()[0][:120]}) and this "
+            _here[key] = (f"{problem.name} makes its inputs on CUDA ({said.splitlines()[0][:120]}) and this "
                                "machine has no GPU: evaluate it on a machine with one") \
                 if any(mark in said for mark in CUDA_ONLY) else None
-    return _cuda_only[key]
+    return _here[key]
 
 
 CHECK_MEMORY_FACTOR = 3  # the inputs, the reference's float64 copies of float32 ones, and the outputs beside them
@@ -116,7 +116,7 @@ def too_large_here(problem: Problem) -> str | None:
     if problem.format != "kernelbench":
         return None
     key = ("memory", str(problem.path))
-    if key not in _cuda_only:
+    if key not in _here:
         import torch
 
         from .base import nbytes
@@ -128,11 +128,11 @@ def too_large_here(problem: Problem) -> str | None:
         except Exception:  # noqa: BLE001 - code that cannot run on meta tensors: left to the evaluation
             need = 0
         free = available_memory()
-        _cuda_only[key] = (f"{problem.name}: its inputs take {need / CHECK_MEMORY_FACTOR / 2**30:.1f} GB and checking "
+        _here[key] = (f"{problem.name}: its inputs take {need / CHECK_MEMORY_FACTOR / 2**30:.1f} GB and checking "
                            f"them about {need / 2**30:.0f} GB (float64 copies for the reference), more than the "
                            f"{free / 2**30:.0f} GB this machine has free: check it on a machine with more memory "
                            "(a GPU machine evaluates on the card)") if free and need > free else None
-    return _cuda_only[key]
+    return _here[key]
 
 
 def available_memory() -> int:
