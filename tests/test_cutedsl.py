@@ -136,19 +136,16 @@ def test_a_buffer_made_from_a_dsl_type_may_be_written_the_type_may_not():
     assert any("assigns into cutlass.Float32" in p for p in problems), problems
 
 
-@pytest.mark.parametrize("kernel, problem_name", [("softmax_cluster", "softmax"), ("rmsnorm_rows", "rmsnorm"),
-                                                   ("matmul_simple", "matmul")])
-def test_the_kernels_compile_for_every_test_case(kernel, problem_name, tmp_path):
-    """CuTeDSL kernels for softmax (one CTA per row; a row kept in registers across a thread-block cluster), rmsnorm
-    and matmul (tests/data/cutedsl/) against each problem's test cases: every shape and dtype compiled for sm_90a,
-    with no spill."""
-    target = tmp_path / problem_name
-    shutil.copytree(ROOT / "problems" / problem_name, target)
-    accepting_cutedsl(target)
-    verdict = evaluate(DATA / f"{kernel}.py", target,
+@pytest.mark.parametrize("kernel", ["softmax/solutions/correct/cutedsl/cluster_rows.py",
+                                    "rmsnorm/seeds/cutedsl/rmsnorm_rows.py", "matmul/seeds/cutedsl/matmul_simple.py"])
+def test_the_kernels_compile_for_every_test_case(kernel, tmp_path):
+    """The shipped CuTeDSL kernels for softmax (a row kept in registers across a thread-block cluster), rmsnorm and
+    matmul against each problem's test cases: every shape and dtype compiled for sm_90a, with no spill."""
+    problem_name = kernel.split("/")[0]
+    verdict = evaluate(ROOT / "problems" / kernel, ROOT / "problems" / problem_name,
                        EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path / "cache")))
     assert verdict.rung("compile").ok, [(r.name, r.reason) for r in verdict.rungs]
-    assert verdict.kernels and len(verdict.kernels) <= len(load_problem(target).tests)
+    assert verdict.kernels and len(verdict.kernels) <= len(load_problem(ROOT / "problems" / problem_name).tests)
     assert all(k["arch"] == "sm_90a" and k["spills"] == 0 for k in verdict.kernels)
 
 
