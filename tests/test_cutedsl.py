@@ -136,7 +136,7 @@ def test_a_buffer_made_from_a_dsl_type_may_be_written_the_type_may_not():
     assert any("assigns into cutlass.Float32" in p for p in problems), problems
 
 
-@pytest.mark.parametrize("kernel", ["softmax/solutions/correct/cutedsl/cluster_rows.py",
+@pytest.mark.parametrize("kernel", ["softmax/seeds/cutedsl/cluster_rows.py",
                                     "rmsnorm/seeds/cutedsl/rmsnorm_rows.py", "matmul/seeds/cutedsl/matmul_simple.py"])
 def test_the_kernels_compile_for_every_test_case(kernel, tmp_path):
     """The shipped CuTeDSL kernels for softmax (a row kept in registers across a thread-block cluster), rmsnorm and
@@ -230,14 +230,14 @@ def test_check_problem_compiles_another_languages_files_where_it_cannot_run_them
 
     root = Path(__file__).resolve().parents[1] / "problems" / "softmax"
     (problem / "seeds" / "cutedsl").mkdir(parents=True)
-    shutil.copy(root / "seeds" / "cutedsl" / "softmax_rows.py", problem / "seeds" / "cutedsl")
+    shutil.copy(root / "seeds" / "cutedsl" / "cluster_rows.py", problem / "seeds" / "cutedsl")
     (problem / "solutions" / "wrong" / "cutedsl").mkdir(parents=True)
     wrong = problem / "solutions" / "wrong" / "cutedsl"
     shutil.copy(root / "solutions" / "wrong" / "cutedsl" / "missing_tail.py", wrong)
     shutil.copy(root / "solutions" / "wrong" / "syntax_error.py", problem / "solutions" / "wrong")  # Triton's own
     said: list = []
     assert check_problem(problem, device="cpu", progress=said.append) == []
-    assert "seeds/cutedsl/softmax_rows.py: evaluating" in said and \
+    assert "seeds/cutedsl/cluster_rows.py: evaluating" in said and \
         "solutions/wrong/cutedsl/missing_tail.py: evaluating" in said, said
     (problem / "seeds" / "cutedsl" / "broken.py").write_text(DATA.joinpath("copy_rows.py").read_text().replace(
         "gy[i // n, i % n] = gx[i // n, i % n]", "gy[i // n, i % n] = gx[i // n, i % n] + undefined_name"))

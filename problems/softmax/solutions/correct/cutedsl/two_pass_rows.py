@@ -1,3 +1,4 @@
+# expect: ok
 """Row softmax over the last dimension in CuTeDSL: one CTA per row. Pass 1 keeps each thread's running max and sum of
 exponentials over a strided walk of the row, then reduces them across the block (warp shuffles, then shared memory);
 pass 2 reads the row again and writes exp(x - max) / sum. All arithmetic in float32; 16-byte vectors where the row

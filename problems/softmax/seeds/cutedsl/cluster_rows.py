@@ -1,4 +1,3 @@
-# expect: ok
 """Row softmax over the last dim of a 2-D tensor (float32 or bfloat16) in CuTeDSL, for Hopper (sm_90a).
 
 Every element is read from HBM once and written once: the row stays in registers.
