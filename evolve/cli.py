@@ -120,7 +120,7 @@ def _without_gpu(language: str) -> str:
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 @click.option("--language", default=None, metavar="NAME",
-              help="The candidate's language (triton, cutedsl) [default: the first the problem accepts].")
+              help="The candidate's language (triton, cutedsl, tilelang) [default: the first the problem accepts].")
 def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir, language):
     """Run CANDIDATE (a .py file defining custom_kernel) up the rung ladder of PROBLEM (an evolve problem folder, a
     GPU MODE task folder or a KernelBench .py file).
@@ -314,7 +314,8 @@ def _open_archive(db, must_exist=True, read_only=False):
 @click.option("--cluster-lanes", type=click.IntRange(min=1), default=None,
               help="Lanes on the cluster [default: one per GPU in it; with --device cpu, 1].")
 @click.option("--language", default=None, metavar="NAME",
-              help="The language candidates are written in (triton, cutedsl) [default: the first the problem accepts].")
+              help="The language candidates are written in (triton, cutedsl, tilelang) [default: the first the "
+                   "problem accepts].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
                 cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
@@ -546,8 +547,8 @@ def _found(summary, archive) -> str:
 @click.option("--per-gpu", type=_PerGpu(), default="auto", show_default=True,
               help="Evaluations at once on the card, as for evolve run (the same for every cell).")
 @click.option("--language", "languages", multiple=True,
-              help="A candidate language (triton, cutedsl); repeat to compare a model's kernels in several (each "
-                   "gets its own cells). Default: each problem's first.")
+              help="A candidate language (triton, cutedsl, tilelang); repeat to compare a model's kernels in "
+                   "several (each gets its own cells). Default: each problem's first.")
 def bench_command(models, problems, budget, name, db, api_base, seed, concurrency, tune_share, compose_share,
                   llm_timeout, llm_retries, device, timeout_s, per_gpu, languages):
     """Compare models fairly: one search per (model, problem), each with the same budget, search seed and settings,

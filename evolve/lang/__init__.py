@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 DEFAULT = "triton"
-BUILT_IN = {"triton": "evolve.lang.triton", "cutedsl": "evolve.lang.cutedsl"}  # name -> module holding LANGUAGE
+BUILT_IN = {"triton": "evolve.lang.triton", "cutedsl": "evolve.lang.cutedsl",  # name -> module holding LANGUAGE
+            "tilelang": "evolve.lang.tilelang"}
 ENTRY_POINTS = "evolve.languages"  # an installed language: `name = "package.module:LANGUAGE"`
 
 

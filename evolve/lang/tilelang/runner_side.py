@@ -1,0 +1,148 @@
+"""TileLang's half of the runner (harness/runner.py asks for it through evolve.lang), installed before the candidate is
+imported: every compiled kernel (a `tilelang.JITKernel`, made by `tilelang.compile` or `@tilelang.jit`) is timed and
+kept, and every call of one is counted. In the compile-only runner (no GPU: TileLang targets sm_90a, as the runner's
+environment says) a call is counted and nothing runs. The compile rung's figures (registers, spills, shared memory,
+SASS) come from the kernel's CUDA source built to a cubin by nvcc, as TileLang builds it.
+
+It runs in the runner, beside candidate code: what it says is a first line that gives a model early, clear reasons.
+No verdict depends on it."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ...harness.sass import read_cubin
+
+
+class RunnerSide:
+    display = "TileLang"
+    nothing_launched = ("no TileLang kernel ran in custom_kernel: the computation must run in @T.prim_func kernels, "
+                        "compiled with tilelang.compile (or @tilelang.jit) and called by custom_kernel")
+
+    def __init__(self, mode: str):
+        """mode: 'gpu' (run and count), 'compile' (compile for sm_90a, count, run nothing)."""
+        from tilelang.jit.kernel import JITKernel
+
+        self.launches = 0
+        self.kernels: dict[str, object] = {}  # "prim_func name/id" -> the compiled kernel
+        self.compile_seconds = 0.0
+        self._artifacts_made: dict[int, dict] = {}
+        side = self
+        init_original = JITKernel.__init__
+
+        def init_recorded(self, *args, **kwargs):
+            began = time.perf_counter()
+            init_original(self, *args, **kwargs)
+            side.compile_seconds += time.perf_counter() - began
+
+        JITKernel.__init__ = init_recorded
+        call_original = JITKernel.__call__
+
+        def counted(self, *args, **kwargs):
+            side.launches += 1
+            side.kernels.setdefault(f"{_name(self)}/{id(self)}", self)
+            if mode == "compile":
+                return _outputs_unwritten(self)  # no device to run on: the outputs it would have made, empty
+            return call_original(self, *args, **kwargs)
+
+        JITKernel.__call__ = counted
+
+    def warm_up(self) -> str:
+        import tilelang
+        import tilelang.language  # noqa: F401
+
+        return tilelang.__version__
+
+    def compile_figures(self) -> dict:
+        return {"compile_seconds": round(self.compile_seconds, 3), "cache_hits": 0, "fresh": len(self.kernels)}
+
+    @staticmethod
+    def copy_is_its_own() -> bool:
+        return False  # TileLang copies nothing on a candidate's behalf
+
+    @staticmethod
+    def is_compile_error(error: BaseException) -> bool:
+        module = type(error).__module__
+        return module.startswith(("tvm", "tilelang")) or type(error).__name__ in ("TVMError", "InternalError")
+
+    def _artifacts(self, kernel) -> dict:
+        """The kernel's PTX (text) and cubin (bytes), built from its CUDA source by nvcc as TileLang builds it."""
+        made = self._artifacts_made.get(id(kernel))
+        if made is not None:
+            return made
+        from tilelang.contrib import nvcc
+
+        made = {}
+        try:
+            source = kernel.get_kernel_source()
+            options = nvcc.default_compile_options(kernel.compile_flags)
+            with kernel.target:
+                made["ptx"] = nvcc.compile_cuda(source, target_format="ptx", options=options).decode()
+                made["cubin"] = bytes(nvcc.compile_cuda(source, target_format="cubin", options=options))
+        except Exception:  # noqa: BLE001 - no nvcc here: the rung says what it could not read
+            pass
+        self._artifacts_made[id(kernel)] = made
+        return made
+
+    def describe(self, work: Path, sass: bool) -> list[dict]:
+        infos = []
+        for index, (key, kernel) in enumerate(self.kernels.items()):
+            name = key.split("/", 1)[0]
+            info = {"name": name, "num_warps": None, "num_stages": None, "smem": None, "regs": None,
+                    "spills": None, "arch": None, "local_bytes": None}
+            cubin = self._artifacts(kernel).get("cubin")
+            if cubin:
+                read = read_cubin(cubin, work / f"{index:02d}_{name[:80]}.cubin", sass)
+                info.update({k: read[k] for k in ("regs", "smem", "local_bytes") if k in read})
+                info["spills"] = read.get("local_bytes")
+                info["arch"] = read.get("arch")
+                if "sass" in read:
+                    info["_sass"] = read["sass"]
+            infos.append(info)
+        return infos
+
+    def dump(self, info: dict, folder: Path, index: int) -> list[str]:
+        """The index-th compiled kernel's CUDA source, PTX, cubin and (where read) SASS under folder; the file names."""
+        folder.mkdir(parents=True, exist_ok=True)
+        kernel = list(self.kernels.values())[index]
+        stem = f"{index:02d}_{info['name'][:80]}"
+        with open(folder / "index.txt", "a") as index_file:
+            index_file.write(f"{stem}  {info.get('arch') or '?'}\n")
+        written = []
+        contents = {"cu": kernel.get_kernel_source(), **self._artifacts(kernel)}
+        for kind, content in contents.items():
+            path = folder / f"{stem}.{kind}"
+            path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+            written.append(path.name)
+        if info.get("_sass"):
+            (folder / f"{stem}.sass").write_text(info["_sass"])
+            written.append(f"{stem}.sass")
+        return written
+
+    def build_launchers(self) -> int:
+        return 0  # TileLang builds its host launcher inside tilelang.compile
+
+
+def _name(kernel) -> str:
+    func = getattr(kernel, "prim_func", None)
+    attrs = getattr(func, "attrs", None)
+    try:
+        return str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else "main"
+    except Exception:  # noqa: BLE001
+        return "main"
+
+
+def _outputs_unwritten(kernel):
+    """What a call with out_idx returns (new tensors for the outputs TileLang allocates), empty; None without."""
+    import torch
+
+    func = kernel.prim_func
+    indices = getattr(kernel.adapter, "result_idx", None) or []
+    outputs = []
+    for index in indices:
+        buffer = func.buffer_map[func.params[index]]
+        shape = [int(d) for d in buffer.shape]
+        outputs.append(torch.empty(shape, dtype=getattr(torch, str(buffer.dtype))))
+    if not outputs:
+        return None
+    return outputs[0] if len(outputs) == 1 else outputs
