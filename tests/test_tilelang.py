@@ -1,0 +1,128 @@
+"""TileLang, the third candidate language (evolve/lang/tilelang), on a machine without a GPU: its static rules, and
+the compile rung, which lowers a kernel to CUDA C and builds real sm_90a code with nvcc while nothing runs."""
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from evolve import lang
+from evolve.harness import EvalOptions, evaluate, load_problem
+from evolve.harness.static_check import check_source
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "tilelang"
+
+
+@pytest.fixture
+def problem(tmp_path):
+    """The mini softmax problem, accepting TileLang candidates too."""
+    target = tmp_path / "mini"
+    shutil.copytree(ROOT / "tests" / "data" / "mini_softmax", target, symlinks=False)
+    toml = target / "problem.toml"
+    toml.write_text('languages = ["triton", "tilelang"]\n' + toml.read_text())
+    assert tuple(load_problem(target).languages) == ("triton", "tilelang")
+    return target
+
+
+def test_tilelang_is_built_in_and_compiles_without_a_gpu():
+    tilelang = lang.get("tilelang")
+    assert "tilelang" in lang.names() and tilelang.without_gpu == "compile"
+    contract = tilelang.prompt_contract(("torch.softmax",))
+    assert "tilelang.compile" in contract and "`torch.softmax`" in contract and "@T.prim_func" in contract
+    assert lang.missing(tilelang) is None
+
+
+def test_the_static_rules_are_tilelangs():
+    source = (DATA / "copy_rows.py").read_text()
+    assert check_source(source, "copy_rows.py", ("torch.softmax",), language="tilelang") == []
+    assert any("imports tilelang" in p for p in check_source(source, "copy_rows.py", language="triton"))
+    body = "Y[row, col * BLOCK + i] = X[row, col * BLOCK + i]"
+    torch_in_kernel = source.replace(body, "Y[row, col * BLOCK + i] = torch.exp(X[row, col * BLOCK + i])")
+    problems = check_source(torch_in_kernel, "k.py", language="tilelang")
+    assert any("inside a @T.prim_func or @T.macro function: kernels use tilelang.language" in p for p in problems)
+    host = source.replace("    y = torch.empty_like(x)\n", "    y = torch.softmax(x, -1)\n")
+    assert any("torch.softmax" in p for p in check_source(host, "k.py", ("torch.softmax",), language="tilelang"))
+    for module in ("numpy", "tvm"):  # host compute outside torch's op log; TVM's runtime beside TileLang's
+        assert any(f"imports {module}" in p for p in check_source(f"import {module}\n" + source, "k.py",
+                                                                   language="tilelang"))
+
+
+def test_a_candidate_compiles_for_sm_90a_and_its_other_rungs_are_skipped(problem, tmp_path):
+    options = EvalOptions(device="cpu", language="tilelang", cache_dir=str(tmp_path / "cache"),
+                          dump_dir=str(tmp_path / "dump"))
+    verdict = evaluate(DATA / "copy_rows.py", problem, options)
+    status = {r.name: r.status for r in verdict.rungs}
+    assert status == {"load": "ok", "compile": "ok", "run": "skipped", "correctness": "skipped",
+                      "benchmark": "skipped", "roofline": "skipped"}, [(r.name, r.reason) for r in verdict.rungs]
+    kernels = verdict.kernels
+    assert len(kernels) == 2 and all(k["arch"] == "sm_90a" and k["regs"] and k["spills"] == 0 for k in kernels)
+    assert "tilelang has no CPU interpreter" in verdict.rung("run").reason
+    assert not verdict.ok and verdict.failure is None
+    dumped = {p.name for p in (tmp_path / "dump").iterdir()}
+    assert {"00_copy.cu", "00_copy.ptx", "00_copy.cubin", "00_copy.sass"} <= dumped, dumped
+    assert (tmp_path / "dump" / "00_copy.sass").read_text().startswith("code for sm_90a")
+    assert ".target sm_90a" in (tmp_path / "dump" / "00_copy.ptx").read_text()
+
+
+def test_a_candidate_that_runs_no_kernel_is_told_so(problem, tmp_path):
+    options = EvalOptions(device="cpu", language="tilelang", cache_dir=str(tmp_path / "cache"))
+    verdict = evaluate(DATA / "launches_nothing.py", problem, options)
+    assert verdict.failure is not None and verdict.failure.name == "compile", verdict.rungs
+    assert "no TileLang kernel ran in custom_kernel" in verdict.failure.reason
+
+
+def test_torch_hidden_in_a_kernel_builder_is_refused_statically_and_seen_at_run_time(problem, tmp_path):
+    """TileLang runs a @T.prim_func body's Python on the host while it builds the function: torch work there is host
+    work, refused by the static check and, without it, seen by the runner's op log."""
+    source = (DATA / "torch_in_builder.py").read_text()
+    problems = check_source(source.replace("torch.softmax(HIDDEN[\"x\"], -1)", "torch.exp(HIDDEN[\"x\"])"),
+                            "k.py", language="tilelang")
+    assert problems == ["line 14: uses torch.exp inside a @T.prim_func or @T.macro function: kernels use "
+                        "tilelang.language"], problems
+    options = EvalOptions(device="cpu", language="tilelang", cache_dir=str(tmp_path / "cache"))
+    assert evaluate(DATA / "torch_in_builder.py", problem, options).failure.name == "load"
+    verdict = evaluate(DATA / "torch_in_builder.py", problem, replace(options, static_check=False))
+    assert verdict.failure is not None and verdict.failure.name == "compile", verdict.rungs
+    assert "custom_kernel ran torch ops" in verdict.failure.reason and "_softmax" in verdict.failure.reason
+
+
+def test_a_tilelang_run_reads_its_own_templates_and_the_shared_rest():
+    from evolve.proposer import LLMProposer, ModelSpec, prompt_folders
+
+    folders = prompt_folders(lang.get("tilelang"))
+    assert folders[0].name == "tilelang" and (folders[0] / "system.j2").is_file()
+    context = {"problem": {"name": "softmax", "description": "Softmax.", "contract": lang.get("tilelang")
+                           .prompt_contract(("torch.softmax",)), "notes": ""},
+               "device": "NVIDIA H200", "knobs_doc": "", "parent": None, "inspirations": [], "hints": [],
+               "error": None, "digest": None, "profile": None}
+    messages = LLMProposer([ModelSpec("openai/x")], folders).render("full_rewrite", context)
+    assert "You write TileLang kernels" in messages[0]["content"] and "tilelang.compile" in messages[0]["content"]
+    assert "```python" in messages[1]["content"]  # the shared full_rewrite.j2
+
+
+def test_docs_carry_the_tilelang_rule_table():
+    from evolve.lang.tilelang.rules import readme_table
+
+    text = (ROOT / "docs" / "languages.md").read_text()
+    block = text.split("<!-- tilelang contract table -->")[1].split("<!-- end of tilelang contract table -->")[0]
+    assert block.strip() == readme_table(), "docs/languages.md's table is stale: paste `python -m evolve.lang.tilelang`"
+
+
+def test_a_tilelang_search_without_a_gpu_is_refused_saying_what_works_here(problem):
+    from click.testing import CliRunner
+
+    from evolve.cli import cli
+
+    result = CliRunner().invoke(cli, ["run", str(problem), "--language", "tilelang", "--device", "cpu"])
+    assert result.exit_code == 2, result.output
+    assert "tilelang has no CPU interpreter" in result.output
+
+
+def test_a_tilelang_runs_models_search_tilelangs_installed_sources():
+    from evolve.knowledge import ContextIndex
+
+    folders = lang.source_folders(lang.get("tilelang"))
+    assert [f.name for f in folders] == ["language"]
+    hits = ContextIndex(folders).search("reduce_max", 5)
+    assert hits, "TileLang's own tilelang/language sources hold reduce_max"
