@@ -34,6 +34,9 @@ class RunnerSide:
             began = time.perf_counter()
             init_original(self, *args, **kwargs)
             side.compile_seconds += time.perf_counter() - began
+            if self.target.kind.name != "cuda":  # a host target computes outside any GPU kernel
+                raise ValueError(f"a TileLang kernel compiled for {self.target.kind.name}: candidates compile for "
+                                 f"the GPU (tilelang.compile's default target)")
 
         JITKernel.__init__ = init_recorded
         call_original = JITKernel.__call__

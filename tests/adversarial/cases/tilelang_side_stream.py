@@ -1,0 +1,76 @@
+# stops: window
+# expect: ok or run|correctness|benchmark: not finite|> rtol|wrong output
+# gpu
+# language: tilelang
+"""Trick: launch the TileLang kernel on a side stream of the candidate's own (TileLang launches on torch's current
+stream, so a `torch.cuda.stream` block moves it), so that the work runs where events on the runner's stream do not
+look. The measurer's window times the whole card from outside the runner, side streams included, and reads the outputs
+back itself: the work is either timed like any other or not there yet."""
+import torch
+import tilelang
+import tilelang.language as T
+
+LOG2E = 1.4426950408889634
+KNOBS = {"BLOCK": 2048, "THREADS": 256}
+KNOB_SPACE = {"BLOCK": [512, 1024, 2048, 4096], "THREADS": [128, 256, 512]}
+
+_cache = {}
+SIDE = {}
+
+
+def _softmax(M: int, N: int, dtype: str, BLOCK: int, THREADS: int):
+    steps = (N + BLOCK - 1) // BLOCK
+
+    @T.prim_func
+    def softmax_rows(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(M, threads=THREADS) as row:
+            x = T.alloc_fragment((BLOCK,), "float32")
+            chunk_max = T.alloc_fragment((1,), "float32")
+            chunk_sum = T.alloc_fragment((1,), "float32")
+            row_max = T.alloc_fragment((1,), "float32")
+            row_sum = T.alloc_fragment((1,), "float32")
+            T.fill(row_max, -T.infinity("float32"))
+            T.fill(row_sum, 0.0)
+            for k in T.serial(steps):
+                for i in T.Parallel(BLOCK):
+                    x[i] = T.if_then_else(k * BLOCK + i < N, T.cast(X[row, k * BLOCK + i], "float32"),
+                                          -T.infinity("float32"))
+                T.reduce_max(x, chunk_max, dim=0)
+                chunk_max[0] = T.max(chunk_max[0], row_max[0])
+                for i in T.Parallel(BLOCK):
+                    x[i] = T.exp2((x[i] - chunk_max[0]) * LOG2E)
+                T.reduce_sum(x, chunk_sum, dim=0)
+                row_sum[0] = row_sum[0] * T.exp2((row_max[0] - chunk_max[0]) * LOG2E) + chunk_sum[0]
+                row_max[0] = chunk_max[0]
+            for k in T.serial(steps):
+                for i in T.Parallel(BLOCK):
+                    if k * BLOCK + i < N:
+                        Y[row, k * BLOCK + i] = T.cast(
+                            T.exp2((T.cast(X[row, k * BLOCK + i], "float32") - row_max[0]) * LOG2E) / row_sum[0],
+                            dtype)
+
+    return softmax_rows
+
+
+def _compiled(M: int, N: int, dtype: str):
+    block = min(KNOBS["BLOCK"], max(32, 1 << (N - 1).bit_length()))  # no longer than the row needs
+    key = (M, N, dtype, block, KNOBS["THREADS"])
+    if key not in _cache:
+        _cache[key] = tilelang.compile(_softmax(M, N, dtype, block, KNOBS["THREADS"]))
+    return _cache[key]
+
+
+def custom_kernel(*inputs):
+    x = inputs[0]
+    if isinstance(x, (tuple, list)):
+        x = x[0]
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    if x.numel() == 0:
+        return y
+    kernel = _compiled(x.shape[0], x.shape[1], str(x.dtype).removeprefix("torch."))  # "float32", "bfloat16"
+    if "stream" not in SIDE:
+        SIDE["stream"] = torch.cuda.Stream()
+    with torch.cuda.stream(SIDE["stream"]):  # TileLang launches on torch's current stream: the side one here
+        kernel(x, y)
+    return y
