@@ -126,3 +126,40 @@ def test_a_tilelang_runs_models_search_tilelangs_installed_sources():
     assert [f.name for f in folders] == ["language"]
     hits = ContextIndex(folders).search("reduce_max", 5)
     assert hits, "TileLang's own tilelang/language sources hold reduce_max"
+
+
+EXAMPLES = sorted((ROOT / "context" / "tilelang" / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_the_notes_examples_keep_the_rules_and_compile_for_hopper(path, tmp_path, monkeypatch):
+    """The context notes' examples are what models copy from: their kernels pass the static check a candidate's do
+    (only their check(), which draws inputs with torch, is host code a candidate could not have), and they build for
+    sm_90a here, without a GPU."""
+    import ast
+    import importlib.util
+
+    source = path.read_text()
+    tree = ast.parse(source)
+    check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    kept = "\n".join(source.splitlines()[:check.lineno - 1])
+    assert check_source(kept, path.name, language="tilelang") == ["defines no function custom_kernel(*inputs)"]
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    import tilelang
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = tilelang.compile(module.build(333, 781, "float32"), target={"kind": "cuda", "arch": "sm_90a"})
+    assert "__global__" in kernel.get_kernel_source()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_the_notes_examples_match_torch_on_the_card(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.check("cuda") == "ok"
