@@ -55,7 +55,7 @@ def test_a_problem_accepts_triton_unless_it_names_its_languages(folder):
 
 
 @pytest.mark.parametrize("line, message", [
-    ('languages = ["cobol"]', "languages names 'cobol'; the languages here are cutedsl, triton"),
+    ('languages = ["cobol"]', "languages names 'cobol'; the languages here are cutedsl, tilelang, triton"),
     ('languages = "triton"', "languages must be a non-empty list"),
     ("languages = []", "languages must be a non-empty list"),
 ])
