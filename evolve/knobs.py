@@ -8,11 +8,23 @@ A candidate declares its knobs as a module-level dict literal, and may narrow th
 and reads them in its host code (`KNOBS["num_warps"]`). Without KNOB_SPACE a knob's range is derived from its value:
 powers of two from a quarter to four times it, other integers from half to twice, booleans both ways. The tuner
 rewrites the KNOBS literal in the source, so every tuned variant is an ordinary candidate with its own verdict.
+
+A source without KNOBS still has the launch parameters it writes as literals, `kernel[grid](..., BLOCK_SIZE=1024,
+num_warps=8)`: each keyword given one positive integer (or boolean) across the file's launches is a knob with the
+derived range, and the tuner rewrites those literals. `num_warps` and `num_stages`, which change how a kernel runs
+and never what it computes, are knobs however they are written (the tuner puts a literal in place of the expression).
+
+A trial may aim at a regime, a group of benchmark cases (one dtype, or the smaller or larger half of the shapes):
+every other trial of a structure whose per-case figures are known asks a study of its own for the regime where the
+structure's best is weakest, so a setting that is best in one regime only is found, and the composer (compose.py)
+can dispatch to it there.
 """
 from __future__ import annotations
 
 import ast
 import math
+import re
+from dataclasses import dataclass
 
 KNOBS_DOC = (
     "Declare tunable launch parameters as a module-level dict literal `KNOBS = {\"BLOCK_SIZE\": 1024, \"num_warps\": 4}` "
@@ -31,14 +43,18 @@ def _assignment(tree: ast.Module, name: str):
 
 
 def read_knobs(source: str) -> tuple[dict | None, dict]:
-    """(KNOBS, space) of a source, or (None, {}) when it declares none or they are not plain literals."""
+    """(KNOBS, space) of a source, or (None, {}) when it has none to tune (declared or inferred from its launches)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None, {}
     node = _assignment(tree, "KNOBS")
     if node is None:
-        return None, {}
+        inferred = {name: _literal(nodes[0]) for name, nodes in _launch_literals(tree).items()}
+        space = {name: LAUNCH_OPTIONS.get(name) or default_range(value) for name, value in inferred.items()}
+        # knobs: the values the source writes (a computed launch option has none, yet is in the space)
+        return ({name: value for name, value in inferred.items() if value is not None}, space) if inferred \
+            else (None, {})
     try:
         knobs = ast.literal_eval(node.value)
     except ValueError:
@@ -71,6 +87,49 @@ def default_range(value) -> list:
     return [value]
 
 
+# Launch options that change how a Triton kernel runs, never what it computes: tuned even where the source computes
+# them (the tuner writes a literal in place of the expression).
+LAUNCH_OPTIONS = {"num_warps": [2, 4, 8, 16], "num_stages": [1, 2, 3, 4]}
+
+
+def _launch_literals(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """Keyword arguments of Triton launches (`kernel[grid](...)`) written as one positive integer or boolean
+    literal, and the launch options above however written (on one line): name -> their nodes. A name given two
+    different literals, or another expression anywhere, is no knob."""
+    found: dict[str, list] = {}
+    spoilt: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):
+            continue
+        for keyword in node.keywords:
+            value, name = keyword.value, keyword.arg
+            if name is None:
+                continue
+            literal = isinstance(value, ast.Constant) and type(value.value) in (int, bool) and \
+                (isinstance(value.value, bool) or value.value > 0)
+            option = name in LAUNCH_OPTIONS and value.lineno == value.end_lineno
+            if not (literal or option) or (found.get(name) and _literal(found[name][0]) != _literal(value)):
+                spoilt.add(name)
+                continue
+            found.setdefault(name, []).append(value)
+    return {name: nodes for name, nodes in found.items() if name not in spoilt}
+
+
+def _literal(node):
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def _replace_literals(source: str, tree: ast.Module, text_for) -> str:
+    """Replace each inferred knob's literals with text_for(name, current value)."""
+    edits = sorted(((n.lineno, n.col_offset, n.end_col_offset, name, _literal(n))
+                    for name, nodes in _launch_literals(tree).items() for n in nodes), reverse=True)
+    lines = source.splitlines(keepends=True)
+    for lineno, start, end, name, value in edits:
+        line = lines[lineno - 1]
+        lines[lineno - 1] = line[:start] + text_for(name, value) + line[end:]
+    return "".join(lines)
+
+
 def _replace_value(source: str, text_for) -> str:
     """Replace the KNOBS literal's text with text_for(current_dict)."""
     tree = ast.parse(source)
@@ -86,7 +145,11 @@ def _replace_value(source: str, text_for) -> str:
 
 
 def apply_knobs(source: str, values: dict) -> str:
-    """The same source with the KNOBS literal replaced by `values` (knobs not in values keep their value)."""
+    """The same source with the KNOBS literal replaced by `values` (knobs not in values keep their value), or,
+    without KNOBS, its launch literals."""
+    tree = ast.parse(source)
+    if _assignment(tree, "KNOBS") is None:
+        return _replace_literals(source, tree, lambda name, value: repr(values.get(name, value)))
     return _replace_value(source, lambda current: repr({**current, **{k: v for k, v in values.items()
                                                                        if k in current}}))
 
@@ -96,13 +159,51 @@ def structure_key(source: str) -> str:
     from .archive import source_hash
 
     try:
+        tree = ast.parse(source)
+        if _assignment(tree, "KNOBS") is None:
+            return source_hash(_replace_literals(source, tree, lambda name, value: name))
         return source_hash(_replace_value(source, lambda current: repr(sorted(current))))
     except (ValueError, SyntaxError):
         return source_hash(source)
 
 
+def regimes(labels: list[str]) -> dict[str, tuple[str, ...]]:
+    """Groups of benchmark cases a trial can aim at, from their labels ("bf16 4096x32768"): one per dtype (a label's
+    first word) and the smaller and larger half of the shapes by element count; each a proper, non-empty part."""
+    def elements(label: str) -> int:
+        return math.prod(int(d) for d in re.findall(r"\d+", label.partition(" ")[2]) or [0])
+
+    groups: dict[str, list[str]] = {}
+    for label in labels:
+        head, _, rest = label.partition(" ")
+        if rest:
+            groups.setdefault(head, []).append(label)
+    by_size = sorted(labels, key=lambda label: (elements(label), label))
+    half = len(by_size) // 2
+    groups["smaller shapes"], groups["larger shapes"] = by_size[:half], by_size[half:]
+    return {name: tuple(group) for name, group in groups.items() if 0 < len(group) < len(labels)}
+
+
+def regime_value(cases: dict, labels) -> float | None:
+    """The geometric mean of a setting's per-case figures over one regime's cases; None where one is missing."""
+    values = [cases.get(label) for label in labels]
+    if not values or any(not isinstance(v, (int, float)) or v <= 0 for v in values):
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+@dataclass
+class Trial:
+    """A suggestion's handle: the optuna trial, and the regime whose study asked for it (None: all cases)."""
+    trial: object
+    regime: str | None
+    labels: tuple[str, ...]
+    values: dict
+
+
 class Tuner:
-    """One optuna study per structure; trials are candidates, their scores come back through tell()."""
+    """Per structure, one optuna study over all cases and one per regime a trial has aimed at; trials are
+    candidates, their scores (and per-case figures) come back through tell() and reach every study of the structure."""
 
     def __init__(self, seed: int = 0, trials: int = 6):
         import optuna
@@ -111,30 +212,56 @@ class Tuner:
         self._optuna = optuna
         self.seed = seed
         self.trials = trials
-        self.studies: dict[str, object] = {}
+        self.studies: dict[tuple, object] = {}  # (structure, regime or None) -> study
         self.tried: dict[str, set] = {}
+        self.history: dict[str, list[tuple[dict, float | None, dict]]] = {}  # structure -> (values, score, cases)
+        self.suggested: dict[str, int] = {}
+        self._labels: dict[tuple, tuple[str, ...]] = {}  # (structure, regime) -> its case labels
+        self._space: dict = {}
 
-    def _study(self, key: str):
-        if key not in self.studies:
+    def _study(self, key: str, regime: str | None = None, labels: tuple = ()):
+        if (key, regime) not in self.studies:
             sampler = self._optuna.samplers.TPESampler(seed=self.seed + len(self.studies), n_startup_trials=3)
-            self.studies[key] = self._optuna.create_study(direction="maximize", sampler=sampler)
-            self.tried[key] = set()
-        return self.studies[key]
+            study = self._optuna.create_study(direction="maximize", sampler=sampler)
+            self.studies[(key, regime)] = study
+            self.tried.setdefault(key, set())
+            for values, score, cases in self.history.get(key, []):  # a new regime's study starts from what is known
+                self._add(study, values, score if regime is None else regime_value(cases, labels))
+        return self.studies[(key, regime)]
 
-    def remember(self, source: str, knobs: dict, score: float | None) -> None:
-        """Feed an archived result (on resume, or the base candidate) into its structure's study."""
+    def _add(self, study, values: dict, value: float | None) -> None:
+        distributions = {k: self._optuna.distributions.CategoricalDistribution(self._space[k]) for k in values}
+        state = self._optuna.trial.TrialState.COMPLETE if value is not None else self._optuna.trial.TrialState.FAIL
+        study.add_trial(self._optuna.trial.create_trial(params=values, distributions=distributions, value=value,
+                                                        state=state))
+
+    def _record(self, key: str, values: dict, score: float | None, cases: dict | None, asked=None) -> None:
+        """A setting's result into every study of its structure (the one that asked is told, the rest given it)."""
+        self.history.setdefault(key, []).append((values, score, cases or {}))
+        for (structure, regime), study in list(self.studies.items()):
+            if structure != key:
+                continue
+            labels = self._labels.get((key, regime), ())
+            value = score if regime is None else regime_value(cases or {}, labels)
+            if asked is not None and asked.regime == regime and value is None:
+                study.tell(asked.trial, state=self._optuna.trial.TrialState.FAIL)
+            elif asked is not None and asked.regime == regime:
+                study.tell(asked.trial, value)
+            else:
+                self._add(study, values, value)
+
+    def remember(self, source: str, knobs: dict, score: float | None, cases: dict | None = None) -> None:
+        """Feed an archived result (on resume, or the base candidate) into its structure's studies."""
         _, space = read_knobs(source)
+        self._space = space
         key = structure_key(source)
-        study = self._study(key)
+        self._study(key)
         values = {k: knobs[k] for k in space if k in knobs}
         frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
         if frozen in self.tried[key] or any(values[k] not in space[k] for k in values):
             return
         self.tried[key].add(frozen)
-        distributions = {k: self._optuna.distributions.CategoricalDistribution(space[k]) for k in values}
-        state = self._optuna.trial.TrialState.COMPLETE if score is not None else self._optuna.trial.TrialState.FAIL
-        study.add_trial(self._optuna.trial.create_trial(params=values, distributions=distributions,
-                                                        value=score if score is not None else None, state=state))
+        self._record(key, values, score, cases)
 
     def exhausted(self, source: str) -> bool:
         key = structure_key(source)
@@ -142,26 +269,46 @@ class Tuner:
         size = math.prod(len(v) for v in space.values()) if space else 0
         return len(self.tried.get(key, ())) >= min(self.trials + 1, size)
 
-    def suggest(self, source: str) -> tuple[str, dict, object] | None:
-        """(new source, knob values, trial) for an untried setting of this structure, or None when exhausted."""
+    def weakest(self, source: str) -> tuple[str, tuple[str, ...]] | None:
+        """(name, case labels) of the regime where this structure's best setting so far is weakest, or None while
+        no setting's per-case figures are known."""
+        known = [cases for _, _, cases in self.history.get(structure_key(source), []) if cases]
+        if not known:
+            return None
+        best = {}
+        for name, labels in regimes(sorted(known[-1])).items():
+            reached = [v for v in (regime_value(cases, labels) for cases in known) if v is not None]
+            if reached:
+                best[name] = (max(reached), labels)
+        if not best:
+            return None
+        name = min(best, key=lambda n: (best[n][0], n))
+        return name, best[name][1]
+
+    def suggest(self, source: str) -> tuple[str, dict, Trial] | None:
+        """(new source, knob values, trial) for an untried setting of this structure, or None when exhausted; every
+        second one aims at the structure's weakest regime once per-case figures are known."""
         knobs, space = read_knobs(source)
         if knobs is None or self.exhausted(source):
             return None
+        self._space = space
         key = structure_key(source)
-        study = self._study(key)
+        self.suggested[key] = self.suggested.get(key, 0) + 1
+        aim = self.weakest(source) if self.suggested[key] % 2 == 0 else None
+        regime, labels = aim if aim else (None, ())
+        self._labels[(key, regime)] = labels
+        study = self._study(key, regime, labels)
         for _ in range(20):
             trial = study.ask({k: self._optuna.distributions.CategoricalDistribution(v) for k, v in space.items()})
             values = dict(trial.params)
             frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
             if frozen not in self.tried[key]:
                 self.tried[key].add(frozen)
-                return apply_knobs(source, values), values, trial
+                return apply_knobs(source, values), values, Trial(trial, regime, labels, values)
             study.tell(trial, state=self._optuna.trial.TrialState.PRUNED)
         return None
 
-    def tell(self, source: str, trial, score: float | None) -> None:
-        study = self._study(structure_key(source))
-        if score is None:
-            study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
-        else:
-            study.tell(trial, score)
+    def tell(self, source: str, handle: Trial, score: float | None, cases: dict | None = None) -> None:
+        """A suggested setting's fitness and per-case figures ({case label: fraction}), for every study."""
+        self._space = read_knobs(source)[1]
+        self._record(structure_key(source), handle.values, score, cases, asked=handle)

@@ -404,7 +404,7 @@ class Search:
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None
                 self.admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
                 if cand.knobs and cand.source:
-                    self.tuner.remember(cand.source, cand.knobs, cand.score)
+                    self.tuner.remember(cand.source, cand.knobs, cand.score, self.steps.case_figures(cand))
 
     def _open_context(self) -> None:
         """The full-text index of what a model may search: the run's language's notes and installed sources, the

@@ -42,7 +42,7 @@ class Steps:
 
             def then(done, source=source, knobs=knobs, entry=entry):
                 if knobs and done is not None:
-                    s.tuner.remember(source, knobs, done.score)
+                    s.tuner.remember(source, knobs, done.score, self.case_figures(done))
                 verdict = s.archive.verdict(done.id) if done is not None and done.status == "evaluated" else None
                 if verdict is not None and verdict.ok and s.known_material:  # a failure: evaluated anew next time
                     artifacts = s.archive.artifact_files(done.id) if s.config.artifacts else None
@@ -73,7 +73,7 @@ class Steps:
         s.emit({"kind": "candidate", "candidate": evaluated, "seconds": 0.0, "best": s.best, "known": True,
                 "lane": None})
         if fields.get("knobs"):
-            s.tuner.remember(fields["source"], fields["knobs"], evaluated.score)
+            s.tuner.remember(fields["source"], fields["knobs"], evaluated.score, self.case_figures(evaluated))
         return evaluated
 
     # -- a model's proposals ------------------------------------------------------------------------------------------
@@ -136,11 +136,21 @@ class Steps:
                 continue
             source, values, trial = suggestion
             s.submit(then=lambda cand, base=base, trial=trial: s.tuner.tell(
-                         base.source, trial, cand.score if cand is not None else None),
+                         base.source, trial, cand.score if cand is not None else None, self.case_figures(cand)),
                      source=source, parent_ids=(base.id,), island=island, generation=base.generation + 1,
                      proposer="tuner", knobs=values)
             return True
         return False
+
+    def case_figures(self, cand) -> dict:
+        """{case label: figure} of an evaluated candidate's benchmark cases (fraction of roofline on a GPU), which
+        the tuner's regime studies read; empty for one without a verdict."""
+        if cand is None or cand.status != "evaluated":
+            return {}
+        figures = self.search.planner.figures(cand)
+        gpu = figures["mode"] == "gpu"
+        values = {label: compose.case_value(row, gpu) for label, row in figures["rows"].items() if label}
+        return {label: value for label, value in values.items() if value is not None}
 
     def composition(self) -> compose.Plan | None:
         """The shape-dispatch composite worth evaluating now, or None (compose.Planner says when one is)."""

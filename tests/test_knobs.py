@@ -1,0 +1,103 @@
+"""The tuner's knobs and trials: knobs inferred from a kernel's launch literals where it declares none, the regimes a
+trial can aim at, trials aimed at a structure's weakest regime, and a composite drawn from settings each best in its
+own regime."""
+from pathlib import Path
+
+import torch
+
+from evolve import compose
+from evolve.knobs import Tuner, apply_knobs, read_knobs, regime_value, regimes, structure_key
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI = (ROOT / "problems" / "softmax" / "solutions" / "correct" / "multi_row.py").read_text()  # declares no KNOBS
+LABELS = ["fp32 4096x1024", "bf16 4096x1024", "fp32 8192x8192", "bf16 8192x8192", "fp32 4096x32768",
+          "bf16 4096x32768"]
+
+LAUNCH = '''\
+import torch
+import triton
+
+
+def custom_kernel(x):
+    y = torch.empty_like(x)
+    kernel[(4,)](x, y, x.shape[1], BLOCK=256, ROWS=2, num_warps=4, EVEN=True)
+    kernel[(4,)](x, y, x.shape[1], BLOCK=256, ROWS=4, num_warps=4)
+    return y
+'''
+
+
+def test_a_kernel_without_knobs_is_tuned_through_its_launch_literals():
+    knobs, space = read_knobs(LAUNCH)
+    assert knobs == {"BLOCK": 256, "num_warps": 4, "EVEN": True}  # ROWS has two values: not a knob
+    assert space["BLOCK"] == [64, 128, 256, 512, 1024] and space["EVEN"] == [True, False]
+    tuned = apply_knobs(LAUNCH, {"BLOCK": 1024, "num_warps": 8})
+    assert tuned.count("BLOCK=1024") == 2 and tuned.count("num_warps=8") == 2 and "ROWS=2" in tuned
+    assert read_knobs(tuned)[0] == {"BLOCK": 1024, "num_warps": 8, "EVEN": True}
+    assert structure_key(tuned) == structure_key(LAUNCH) != structure_key(LAUNCH.replace("ROWS=4", "ROWS=8"))
+    knobs, space = read_knobs(MULTI)  # a shipped solution computes num_warps: still a knob, written as a literal
+    assert knobs == {} and space == {"num_warps": [2, 4, 8, 16]}
+    tuned = apply_knobs(MULTI, {"num_warps": 8})
+    assert "BLOCK_N=BLOCK_N, num_warps=8)" in tuned and read_knobs(tuned) == ({"num_warps": 8}, space)
+    assert structure_key(tuned) == structure_key(MULTI)
+
+
+def test_regimes_are_a_dtype_each_and_the_two_halves_of_the_shapes():
+    found = regimes(LABELS)
+    assert found["fp32"] == ("fp32 4096x1024", "fp32 8192x8192", "fp32 4096x32768")
+    assert found["bf16"] == ("bf16 4096x1024", "bf16 8192x8192", "bf16 4096x32768")
+    assert set(found["smaller shapes"]) == {"bf16 4096x1024", "fp32 4096x1024", "bf16 8192x8192"}
+    assert set(found["larger shapes"]) == set(LABELS) - set(found["smaller shapes"])
+    assert regimes(["fp32 64x64"]) == {}  # one case: no part of it is a regime
+    assert regime_value({"a": 0.25, "b": 1.0}, ("a", "b")) == 0.5 and regime_value({"a": 0.5}, ("a", "b")) is None
+
+
+SOURCE = 'KNOBS = {"BLOCK": 1024, "num_warps": 4}\nKNOB_SPACE = {"BLOCK": [512, 1024, 2048], "num_warps": [2, 4, 8]}\n'
+
+
+def figures(values: dict) -> dict:
+    """Per-case fractions of a setting: num_warps 8 is what bf16 wants, BLOCK 2048 what fp32 wants."""
+    fp32 = 0.8 if values["BLOCK"] == 2048 else 0.6
+    bf16 = 0.9 if values["num_warps"] == 8 else 0.4
+    return {label: fp32 if label.startswith("fp32") else bf16 for label in LABELS}
+
+
+def test_every_second_trial_aims_at_the_weakest_regime_and_every_study_hears_every_result():
+    tuner = Tuner(seed=3, trials=9)
+    tuner.remember(SOURCE, {"BLOCK": 1024, "num_warps": 4}, 0.49, figures({"BLOCK": 1024, "num_warps": 4}))
+    assert tuner.weakest(SOURCE)[0] == "bf16"  # 0.4 there against 0.6 in fp32
+    aims = []
+    for _ in range(6):
+        source, values, handle = tuner.suggest(SOURCE)
+        assert read_knobs(source)[0] == values
+        aims.append(handle.regime)
+        cases = figures(values)
+        score = regime_value(cases, LABELS)
+        tuner.tell(SOURCE, handle, score, cases)
+    assert aims[0] is None and aims[1] in ("bf16", "fp32", "smaller shapes", "larger shapes")
+    assert aims[1::2] == [a for a in aims[1::2] if a is not None] and None in aims[::2]
+    key = structure_key(SOURCE)
+    def settled(study):  # trials with a result (a duplicate a study asked for is pruned and asked again)
+        return [t for t in study.trials if t.state.name != "PRUNED"]
+
+    assert len(settled(tuner.studies[(key, None)])) == 7  # the remembered setting and six trials, aimed or not
+    for regime in {a for a in aims if a}:
+        study = tuner.studies[(key, regime)]
+        assert len(settled(study)) == 7
+        labels = regimes(LABELS)[regime]
+        best = max((t for t in settled(study) if t.value is not None), key=lambda t: t.value)
+        assert best.value == max(regime_value(figures(t.params), labels) for t in settled(study))
+
+
+def test_a_composite_is_drawn_from_tuned_settings_each_best_in_its_own_regime():
+    cases = [compose.Case(label, {("dtype", 0): "float32" if label.startswith("fp32") else "bfloat16",
+                                  ("size", 0, 1): int(label.split("x")[1])}) for label in LABELS]
+    fp32_best = apply_knobs(SOURCE, {"BLOCK": 2048}) + "\n\ndef custom_kernel(x):\n    return KNOBS\n"
+    bf16_best = apply_knobs(SOURCE, {"num_warps": 8}) + "\n\ndef custom_kernel(x):\n    return KNOBS\n"
+    parts = [compose.Part(1, fp32_best, figures({"BLOCK": 2048, "num_warps": 4})),
+             compose.Part(2, bf16_best, figures({"BLOCK": 1024, "num_warps": 8}))]
+    found = compose.plan(parts, cases, 0.7, 0.02)
+    assert found is not None and sorted(found.parts) == [1, 2]
+    namespace = {}
+    exec(compile(found.source, "<composite>", "exec"), namespace)
+    assert namespace["custom_kernel"](torch.empty(2, 300, dtype=torch.float32))["BLOCK"] == 2048
+    assert namespace["custom_kernel"](torch.empty(2, 300, dtype=torch.bfloat16))["num_warps"] == 8
