@@ -1,0 +1,76 @@
+"""What the embedded search (no model: the problem's own kernels, the tuner, the composer) gains over each problem's
+seed in a fixed time. One `evolve run` per problem, each in a fresh archive; prints one table: seed fitness, best
+fitness, the gain, the best's proposer and how many candidates it took.
+
+    python benchmarks/search_gain.py [--minutes 5] [--device cuda] [PROBLEM ...]
+
+Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention. On a machine without a GPU the figures are
+interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
+"""
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evolve.archive import Archive
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ["softmax", "rmsnorm", "layernorm", "cross_entropy", "attention"]
+
+
+def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
+    db = folder / f"{problem}.db"
+    command = [sys.executable, "-m", "evolve.cli", "run", str(ROOT / "problems" / problem), "--budget",
+               f"{int(minutes * 60)}s", "--db", str(db)] + (["--device", device] if device else [])
+    began = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.monotonic() - began
+    if not db.is_file():
+        return {"problem": problem, "error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
+    archive = Archive(str(db))
+    run = archive.runs()[-1]
+    cands = [c for c in archive.candidates(run["id"]) if c.status == "evaluated"]
+    seeds = [c for c in cands if c.proposer == "seed" and c.score is not None]
+    best = archive.best(problem, run["id"])
+    seed = max(seeds, key=lambda c: c.score) if seeds else None
+    taken = next((i + 1 for i, c in enumerate(cands) if best is not None and c.id == best.id), None)
+    return {"problem": problem, "device": run["device"], "seed": seed, "best": best, "taken": taken,
+            "evaluated": len(cands), "seconds": seconds, "stop": run["stop_reason"]}
+
+
+def figure(cand) -> str:
+    if cand is None:
+        return "-"
+    return f"{cand.fitness:.3f}" if cand.fitness is not None else f"{cand.score:.4g}*"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("problems", nargs="*", default=DEFAULT)
+    parser.add_argument("--minutes", type=float, default=5.0, help="each run's budget [default: 5]")
+    parser.add_argument("--device", default=None, help="cuda or cpu [default: evolve run's own choice]")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="evolve-gain-") as folder:
+        for problem in args.problems:
+            row = one(problem, args.minutes, args.device, Path(folder))
+            rows.append(row)
+            print(f"  {problem}: done ({row.get('evaluated', 0)} evaluated)", file=sys.stderr, flush=True)
+    print(f"{'problem':<14} {'device':<24} {'seed':>7} {'best':>7} {'gain':>7}  {'best by':<10} {'taken':>5} "
+          f"{'of':>4}  stop")
+    for row in rows:
+        if "error" in row:
+            print(f"{row['problem']:<14} failed: {' '.join(row['error'])}")
+            continue
+        seed, best = row["seed"], row["best"]
+        gain = f"{best.score / seed.score - 1:+.1%}" if seed and best and seed.score else "-"
+        print(f"{row['problem']:<14} {row['device'][:24]:<24} {figure(seed):>7} {figure(best):>7} {gain:>7}  "
+              f"{(best.proposer if best else '-'):<10} {row['taken'] or '-':>5} {row['evaluated']:>4}  "
+              f"{row['stop']}")
+    print("(* interpreter score, 1 / ms: no GPU; taken: the best's place among the run's evaluated candidates)")
+
+
+if __name__ == "__main__":
+    main()
