@@ -1059,6 +1059,19 @@ def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
             click.echo(data.decode(errors="replace"))
 
 
+@cli.command("mcp")
+def mcp_command():
+    """Serve evolve's tools to a coding agent over MCP (stdio): evaluate and compile a kernel, list and read problems,
+    show a candidate and its asm, search the context notes, the best kernel and the leaderboard of an archive, and hint,
+    pause or resume a run. Every call goes through the same sealed harness as `evolve eval`. Add to a client's
+    configuration: {"mcpServers": {"evolve": {"command": "evolve", "args": ["mcp"]}}}."""
+    try:
+        from .mcp_server import main
+    except ImportError:
+        _fail("evolve mcp needs the MCP SDK: pip install 'evolve[mcp]'")
+    main()
+
+
 @cli.command("init")
 @click.argument("folder", type=click.Path(file_okay=False))
 def init_command(folder):
