@@ -60,9 +60,11 @@ def test_a_candidate_compiles_for_sm_90a_and_its_other_rungs_are_skipped(problem
     assert "tilelang has no CPU interpreter" in verdict.rung("run").reason
     assert not verdict.ok and verdict.failure is None
     dumped = {p.name for p in (tmp_path / "dump").iterdir()}
-    assert {"00_copy.cu", "00_copy.ptx", "00_copy.cubin", "00_copy.sass"} <= dumped, dumped
-    assert (tmp_path / "dump" / "00_copy.sass").read_text().startswith("code for sm_90a")
-    assert ".target sm_90a" in (tmp_path / "dump" / "00_copy.ptx").read_text()
+    assert {"00_copy_kernel.cu", "00_copy_kernel.ptx", "00_copy_kernel.cubin", "00_copy_kernel.sass"} <= dumped, dumped
+    assert (tmp_path / "dump" / "00_copy_kernel.sass").read_text().startswith("code for sm_90a")
+    assert ".target sm_90a" in (tmp_path / "dump" / "00_copy_kernel.ptx").read_text()
+    # named as a launch of it is (the __global__ function), which the launch audit compares with what ran
+    assert {k["name"] for k in kernels} == {"copy_kernel"}
 
 
 def test_a_candidate_that_runs_no_kernel_is_told_so(problem, tmp_path):

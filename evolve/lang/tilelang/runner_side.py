@@ -8,6 +8,7 @@ It runs in the runner, beside candidate code: what it says is a first line that 
 No verdict depends on it."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -127,6 +128,15 @@ class RunnerSide:
 
 
 def _name(kernel) -> str:
+    """The kernel's name as the GPU reports a launch of it (the `__global__` function of its CUDA source, which the
+    launch audit compares with what ran), else its prim_func's."""
+    try:
+        found = re.search(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(",
+                          kernel.get_kernel_source())
+        if found:
+            return found.group(1)
+    except Exception:  # noqa: BLE001
+        pass
     func = getattr(kernel, "prim_func", None)
     attrs = getattr(func, "attrs", None)
     try:
