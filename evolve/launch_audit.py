@@ -15,7 +15,8 @@ report where the candidate cannot. `judge` then reads the report's "Kernel Name"
 - each of those must be one it may launch: a name its compile rung listed (the verdict's compile rung, `kernels`, as
   the archive holds it), or a @triton.jit function of its source (parsed here, from the archived source: the compile
   rung compiles the test shapes only, and a shape-dispatch composite's large-shape kernel runs only at benchmark
-  shapes), or torch's fill kernel (FillFunctor: torch.zeros and zero_, which honest kernels use for accumulators
+  shapes), or a kernel CuTeDSL compiled from one of its @cute.kernel functions (named `kernel_cutlass_<function>_`
+  and argument types that change with the shapes), or torch's fill kernel (FillFunctor: torch.zeros and zero_, which honest kernels use for accumulators
   and Triton's autotuner uses to flush the cache between configurations). Anything else fails: cuBLAS
   (`sm90_xmma_..._cublas`, `nvjet_...`), CUTLASS, cuDNN, ATen's computing kernels, torch.compile's, a kernel of unknown
   origin;
@@ -109,9 +110,22 @@ class AuditError(ValueError):
     pass
 
 
+CUTEDSL = "kernel_cutlass_"  # CuTeDSL names a kernel kernel_cutlass_<@cute.kernel function>_<argument types>_<n>
+
+
 def library(name: str) -> str | None:
-    """Which library a kernel's name says it comes from, or None."""
+    """Which library a kernel's name says it comes from, or None. A CuTeDSL kernel's name is judged by what follows
+    the DSL's own prefix (the candidate's function and its argument types)."""
+    name = name[len(CUTEDSL):] if name.startswith(CUTEDSL) else name
     return next((label for pattern, label in LIBRARIES if re.search(pattern, name, re.IGNORECASE)), None)
+
+
+def _permits(allowed) -> callable:
+    """name -> whether it is one the candidate may launch: an allowed name, or a CuTeDSL kernel of an allowed
+    `@cute.kernel` function (entries ending in `*`: its name's argument types change with the shapes compiled)."""
+    exact = {n for n in allowed if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in allowed if n.endswith("*"))
+    return lambda name: name in exact or (bool(prefixes) and name.startswith(prefixes))
 
 
 def _shown(name: str, limit: int = 200) -> str:
@@ -162,7 +176,8 @@ def _nanoseconds(value: str, unit: str) -> float | None:
 
 
 def source_kernels(source: str) -> set[str]:
-    """The names of the @triton.jit functions a source defines (with or without autotune or heuristics on top)."""
+    """The names of the @triton.jit functions a source defines (with or without autotune or heuristics on top), and
+    for each @cute.kernel function the prefix of the names CuTeDSL gives its compiled kernels ("kernel_cutlass_f_*")."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
@@ -173,8 +188,13 @@ def source_kernels(source: str) -> set[str]:
         return (isinstance(target, ast.Attribute) and target.attr == "jit") or \
             (isinstance(target, ast.Name) and target.id == "jit")
 
-    return {node.name for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef) and any(jit(d) for d in node.decorator_list)}
+    def cute_kernel(node) -> bool:  # @cute.kernel (any alias of cutlass.cute)
+        target = node.func if isinstance(node, ast.Call) else node
+        return isinstance(target, ast.Attribute) and target.attr == "kernel"
+
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    return {node.name for node in functions if any(jit(d) for d in node.decorator_list)} | \
+        {f"{CUTEDSL}{node.name}_*" for node in functions if any(cute_kernel(d) for d in node.decorator_list)}
 
 
 def allowed_names(verdict, source: str | None) -> tuple[str, ...]:
@@ -184,13 +204,13 @@ def allowed_names(verdict, source: str | None) -> tuple[str, ...]:
     return tuple(sorted(named | source_kernels(source or "")))
 
 
-def _calls_apart(launches: list[Launch], marks: list[int], permitted: set, window_calls: int) -> str | None:
+def _calls_apart(launches: list[Launch], marks: list[int], permitted, window_calls: int) -> str | None:
     """Why the calls of one case were not each its own work, or None. Per case the audit's process launches a marker
     after the first (warming) call, after one call alone, and after `window_calls` calls in a row queued as a timing
     window queues them: those calls must launch, together, window_calls times what the one call alone launched, and
     none of their kernels may run much longer than the same kernel did alone (a launch doing other calls' work)."""
     def own(first: int, last: int) -> list[Launch]:
-        return [launch for launch in launches[first + 1:last] if launch.name in permitted]
+        return [launch for launch in launches[first + 1:last] if permitted(launch.name)]
 
     for case in range((len(marks) - 1) // 3):
         alone, window = own(marks[3 * case + 1], marks[3 * case + 2]), own(marks[3 * case + 2], marks[3 * case + 3])
@@ -215,7 +235,7 @@ def judge(launches: list[Launch], allowed, cases: int | None = None,
     """(status, reason, kernels seen) for the launches of one audit against the names the candidate may launch.
     cases: how many benchmark cases the audit called (each with three markers after it, harness/profile.py
     `audit-target`), so each case's calls are checked apart; None: a report with a first and a last marker only."""
-    bad = sorted(n for n in allowed if not IDENTIFIER.fullmatch(n) or library(n))
+    bad = sorted(n for n in allowed if not IDENTIFIER.fullmatch(n.removesuffix("*")) or library(n.removesuffix("*")))
     if bad:
         label = library(bad[0]) or "not a Triton kernel's name"
         return FAILED, f"it compiles a kernel named like a library's: {_shown(bad[0], 120)} ({label})", ()
@@ -230,15 +250,15 @@ def judge(launches: list[Launch], allowed, cases: int | None = None,
     during = [launch for i, launch in enumerate(launches)
               if (launch.pid == target and i > start and i not in marks) or launch.pid != target]
     seen = tuple(Counter(_shown(launch.name) for launch in during).most_common(50))
-    permitted = set(allowed)
-    foreign = [launch.name for launch in during if launch.name not in permitted and not FILL.match(launch.name)]
+    permitted = _permits(allowed)
+    foreign = [launch.name for launch in during if not permitted(launch.name) and not FILL.match(launch.name)]
     if foreign:
         label = library(foreign[0]) or "not one it compiled"
         more = f" and {len(foreign) - 1} more launch{'es' if len(foreign) > 2 else ''}" if len(foreign) > 1 else ""
         return FAILED, f"a kernel it did not compile ran: {_shown(foreign[0], 160)} ({label}){more}", seen
     if end == start or (cases is not None and len(own) != 1 + 3 * cases):
         return FAILED, "the calls did not all finish under ncu (the audit's last marker kernel is missing)", seen
-    own_kernels = [launch for launch in during if launch.name in permitted]
+    own_kernels = [launch for launch in during if permitted(launch.name)]
     if not own_kernels:
         return FAILED, "none of its own kernels ran during the calls", seen
     apart = _calls_apart(launches, own, permitted, window_calls) if cases is not None else None

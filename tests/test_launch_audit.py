@@ -390,3 +390,22 @@ def test_a_real_report_of_one_case_audited_per_call_passes():
     status, reason, _ = judge(launches, {"softmax_row_kernel"}, cases=1)
     assert status == PASSED and "softmax_row_kernel x6" in reason, reason
     assert "did not all finish" in judge(launches, {"softmax_row_kernel"}, cases=2)[1]
+
+
+def test_a_cutedsl_kernel_passes_under_the_names_the_dsl_gives_it_at_every_shape():
+    """CuTeDSL names a compiled kernel kernel_cutlass_<@cute.kernel function>_<argument types>_<n>, the types
+    changing with the shapes compiled: a candidate's own @cute.kernel function is allowed at any shape, a library's
+    kernel is not, however it is named, and another function's name is not either."""
+    source = (ROOT / "problems" / "softmax" / "solutions" / "correct" / "cutedsl" / "two_pass_rows.py").read_text()
+    allowed = set(allowed_names(None, source))
+    assert "kernel_cutlass__softmax_kernel_*" in allowed
+    small = "kernel_cutlass__softmax_kernel_tensorptrf32generico1771_tensorptrf32generico1771_0"
+    large = "kernel_cutlass__softmax_kernel_tensorptrf32gmemalign16o409640961_tensorptrf32gmemalign16o409640961_0"
+    status, reason, _ = judge(launches("inputs", SPIN, small, large, SPIN), allowed)
+    assert status == PASSED, reason
+    for foreign in ("kernel_cutlass__other_kernel_tensorptrf32_0", CUTLASS, "cutlass_80_tensorop_s1688gemm_64x64",
+                    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"):
+        status, reason, _ = judge(launches("inputs", SPIN, small, foreign, SPIN), allowed)
+        assert status == FAILED and "did not compile" in reason, (foreign, reason)
+    status, reason, _ = judge(launches("inputs", SPIN, small, SPIN), allowed | {"kernel_cutlass_cublas_gemm_*"})
+    assert status == FAILED and "named like a library" in reason
