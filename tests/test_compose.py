@@ -447,3 +447,24 @@ def test_labels_and_values_from_the_problem_cannot_break_the_composite():
     namespace = {}
     exec(found.source, namespace)  # noqa: S102 - the composite of two tiny test kernels
     assert namespace["custom_kernel"]('a"""b') == "k1" and namespace["custom_kernel"]("c") == "k2"
+
+
+def test_the_search_hands_the_tuner_per_case_figures_and_aims_trials_at_a_regime(tmp_path, problem):
+    """In an embedded run the tuner hears each setting's per-case figures, and every second trial of a structure is
+    asked of a study of the regime where it is weakest (here the larger or smaller shapes of the CPU cases)."""
+    db = tmp_path / "t.db"
+    config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=10)
+    archive = Archive(db)
+    try:
+        search = Search(config, archive, proposer=None, evaluate=FakeEvaluator())
+        search.run()
+        tuned = [c for c in archive.candidates(search.run_id) if c.proposer == "tuner"]
+        assert len(tuned) >= 2, [c.proposer for c in archive.candidates(search.run_id)]
+        aimed = {regime: study for (_, regime), study in search.tuner.studies.items() if regime is not None}
+        assert set(aimed) <= {"smaller shapes", "larger shapes"} and aimed, list(search.tuner.studies)
+        for study in aimed.values():  # a regime's study holds the settings' figures on its cases (1 / ms)
+            values = [t.value for t in study.trials if t.value is not None]
+            assert values and all(any(v == pytest.approx(f) for f in (1.0, 0.1, 0.2)) for v in values), values
+        assert all(cases for _, _, cases in next(iter(search.tuner.history.values())))
+    finally:
+        archive.close()
