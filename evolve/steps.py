@@ -8,7 +8,7 @@ from concurrent.futures import Future
 
 from . import compose, known
 from .archive import Candidate, source_hash
-from .knobs import read_knobs
+from .knobs import LAUNCH_OPTIONS, read_knobs
 from .knowledge import Toolbox
 from .population import NOISE_FLOOR
 from .proposer import Proposal
@@ -128,8 +128,10 @@ class Steps:
     def tune(self, island: int) -> bool:
         """One knob setting for the best structure that still has untried settings; False when none has."""
         s = self.search
+        interpreted = s.device.startswith("cpu")  # the interpreter ignores launch options: nothing to learn there
         for base in s.population.ranked(s.population.islands[island]) + s.population.ranked():
-            if read_knobs(base.source)[0] is None or s.tuner.exhausted(base.source):
+            knobs, space = read_knobs(base.source)
+            if knobs is None or s.tuner.exhausted(base.source) or (interpreted and set(space) <= set(LAUNCH_OPTIONS)):
                 continue
             suggestion = s.tuner.suggest(base.source)
             if suggestion is None:

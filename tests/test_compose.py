@@ -460,6 +460,9 @@ def test_the_search_hands_the_tuner_per_case_figures_and_aims_trials_at_a_regime
         search.run()
         tuned = [c for c in archive.candidates(search.run_id) if c.proposer == "tuner"]
         assert len(tuned) >= 2, [c.proposer for c in archive.candidates(search.run_id)]
+        only_options = {c.id for c in archive.candidates(search.run_id) if c.template in ("multi_row.py",
+                                                                                         "single_block.py")}
+        assert not any(set(c.parent_ids) & only_options for c in tuned)  # num_warps means nothing to the interpreter
         aimed = {regime: study for (_, regime), study in search.tuner.studies.items() if regime is not None}
         assert set(aimed) <= {"smaller shapes", "larger shapes"} and aimed, list(search.tuner.studies)
         for study in aimed.values():  # a regime's study holds the settings' figures on its cases (1 / ms)
