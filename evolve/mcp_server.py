@@ -67,7 +67,8 @@ def evaluate(problem: str, candidate: str | None = None, source: str | None = No
 def compile_only(problem: str, candidate: str | None = None, source: str | None = None,
                  language: str | None = None) -> dict:
     """The load and compile rungs as a machine without a GPU runs them: the kernels built for sm_90a, with their
-    registers, spills and shared memory; nothing is timed."""
+    registers, spills and shared memory; nothing is timed. (A Triton candidate's kernels also run under the CPU
+    interpreter meanwhile, which takes longer; only those two rungs come back.)"""
     verdict = evaluate(problem, candidate, source, language, device="cpu")
     rungs = [r for r in verdict.get("rungs", []) if r.get("name") in ("load", "compile")]
     return {"ok": all(r.get("status") == "ok" for r in rungs) and len(rungs) == 2, "rungs": rungs,
