@@ -197,7 +197,6 @@ class Trial:
     """A suggestion's handle: the optuna trial, and the regime whose study asked for it (None: all cases)."""
     trial: object
     regime: str | None
-    labels: tuple[str, ...]
     values: dict
 
 
@@ -217,25 +216,25 @@ class Tuner:
         self.history: dict[str, list[tuple[dict, float | None, dict]]] = {}  # structure -> (values, score, cases)
         self.suggested: dict[str, int] = {}
         self._labels: dict[tuple, tuple[str, ...]] = {}  # (structure, regime) -> its case labels
-        self._space: dict = {}
 
-    def _study(self, key: str, regime: str | None = None, labels: tuple = ()):
+    def _study(self, key: str, space: dict, regime: str | None = None, labels: tuple = ()):
         if (key, regime) not in self.studies:
             sampler = self._optuna.samplers.TPESampler(seed=self.seed + len(self.studies), n_startup_trials=3)
             study = self._optuna.create_study(direction="maximize", sampler=sampler)
             self.studies[(key, regime)] = study
             self.tried.setdefault(key, set())
             for values, score, cases in self.history.get(key, []):  # a new regime's study starts from what is known
-                self._add(study, values, score if regime is None else regime_value(cases, labels))
+                self._add(study, space, values, score if regime is None else regime_value(cases, labels))
         return self.studies[(key, regime)]
 
-    def _add(self, study, values: dict, value: float | None) -> None:
-        distributions = {k: self._optuna.distributions.CategoricalDistribution(self._space[k]) for k in values}
+    def _add(self, study, space: dict, values: dict, value: float | None) -> None:
+        distributions = {k: self._optuna.distributions.CategoricalDistribution(space[k]) for k in values}
         state = self._optuna.trial.TrialState.COMPLETE if value is not None else self._optuna.trial.TrialState.FAIL
         study.add_trial(self._optuna.trial.create_trial(params=values, distributions=distributions, value=value,
                                                         state=state))
 
-    def _record(self, key: str, values: dict, score: float | None, cases: dict | None, asked=None) -> None:
+    def _record(self, key: str, space: dict, values: dict, score: float | None, cases: dict | None,
+                asked=None) -> None:
         """A setting's result into every study of its structure (the one that asked is told, the rest given it)."""
         self.history.setdefault(key, []).append((values, score, cases or {}))
         for (structure, regime), study in list(self.studies.items()):
@@ -248,20 +247,19 @@ class Tuner:
             elif asked is not None and asked.regime == regime:
                 study.tell(asked.trial, value)
             else:
-                self._add(study, values, value)
+                self._add(study, space, values, value)
 
     def remember(self, source: str, knobs: dict, score: float | None, cases: dict | None = None) -> None:
         """Feed an archived result (on resume, or the base candidate) into its structure's studies."""
         _, space = read_knobs(source)
-        self._space = space
         key = structure_key(source)
-        self._study(key)
+        self._study(key, space)
         values = {k: knobs[k] for k in space if k in knobs}
         frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
         if frozen in self.tried[key] or any(values[k] not in space[k] for k in values):
             return
         self.tried[key].add(frozen)
-        self._record(key, values, score, cases)
+        self._record(key, space, values, score, cases)
 
     def exhausted(self, source: str) -> bool:
         key = structure_key(source)
@@ -291,24 +289,22 @@ class Tuner:
         knobs, space = read_knobs(source)
         if knobs is None or self.exhausted(source):
             return None
-        self._space = space
         key = structure_key(source)
         self.suggested[key] = self.suggested.get(key, 0) + 1
         aim = self.weakest(source) if self.suggested[key] % 2 == 0 else None
         regime, labels = aim if aim else (None, ())
         self._labels[(key, regime)] = labels
-        study = self._study(key, regime, labels)
+        study = self._study(key, space, regime, labels)
         for _ in range(20):
             trial = study.ask({k: self._optuna.distributions.CategoricalDistribution(v) for k, v in space.items()})
             values = dict(trial.params)
             frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
             if frozen not in self.tried[key]:
                 self.tried[key].add(frozen)
-                return apply_knobs(source, values), values, Trial(trial, regime, labels, values)
+                return apply_knobs(source, values), values, Trial(trial, regime, values)
             study.tell(trial, state=self._optuna.trial.TrialState.PRUNED)
         return None
 
     def tell(self, source: str, handle: Trial, score: float | None, cases: dict | None = None) -> None:
         """A suggested setting's fitness and per-case figures ({case label: fraction}), for every study."""
-        self._space = read_knobs(source)[1]
-        self._record(structure_key(source), handle.values, score, cases, asked=handle)
+        self._record(structure_key(source), read_knobs(source)[1], handle.values, score, cases, asked=handle)
