@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from ...harness.sass import read_cubin
+from ..compiled import describe_kernels, dump_kernel
 
 
 class RunnerSide:
@@ -98,38 +98,11 @@ class RunnerSide:
         return out
 
     def describe(self, work: Path, sass: bool) -> list[dict]:
-        infos = []
-        for index, (key, compiled) in enumerate(self.kernels.items()):
-            name = key.split("/", 1)[0]
-            info = {"name": name, "num_warps": None, "num_stages": None, "smem": None, "regs": None,
-                    "spills": None, "arch": None, "local_bytes": None}
-            cubin = self._artifacts(compiled).get("cubin")
-            if isinstance(cubin, bytes):
-                read = read_cubin(cubin, work / f"{index:02d}_{name[:80]}.cubin", sass)
-                info.update({k: read[k] for k in ("regs", "smem", "local_bytes") if k in read})
-                info["spills"] = read.get("local_bytes")
-                info["arch"] = read.get("arch")
-                if "sass" in read:
-                    info["_sass"] = read["sass"]
-            infos.append(info)
-        return infos
+        return describe_kernels(self.kernels, self._artifacts, work, sass)
 
     def dump(self, info: dict, folder: Path, index: int) -> list[str]:
         """The index-th compiled function's PTX, cubin and (where read) SASS under folder; the file names."""
-        folder.mkdir(parents=True, exist_ok=True)
-        compiled = list(self.kernels.values())[index]
-        stem = f"{index:02d}_{info['name'][:80]}"
-        with open(folder / "index.txt", "a") as index_file:
-            index_file.write(f"{stem}  {info.get('arch') or '?'}\n")
-        written = []
-        for kind, content in self._artifacts(compiled).items():
-            path = folder / f"{stem}.{kind}"
-            path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
-            written.append(path.name)
-        if info.get("_sass"):
-            (folder / f"{stem}.sass").write_text(info["_sass"])
-            written.append(f"{stem}.sass")
-        return written
+        return dump_kernel(info, folder, index, self._artifacts(list(self.kernels.values())[index]))
 
     def build_launchers(self) -> int:
         return 0  # the DSL builds its host launcher inside cute.compile

@@ -12,7 +12,7 @@ import re
 import time
 from pathlib import Path
 
-from ...harness.sass import read_cubin
+from ..compiled import describe_kernels, dump_kernel
 
 
 class RunnerSide:
@@ -89,39 +89,12 @@ class RunnerSide:
         return made
 
     def describe(self, work: Path, sass: bool) -> list[dict]:
-        infos = []
-        for index, (key, kernel) in enumerate(self.kernels.items()):
-            name = key.split("/", 1)[0]
-            info = {"name": name, "num_warps": None, "num_stages": None, "smem": None, "regs": None,
-                    "spills": None, "arch": None, "local_bytes": None}
-            cubin = self._artifacts(kernel).get("cubin")
-            if cubin:
-                read = read_cubin(cubin, work / f"{index:02d}_{name[:80]}.cubin", sass)
-                info.update({k: read[k] for k in ("regs", "smem", "local_bytes") if k in read})
-                info["spills"] = read.get("local_bytes")
-                info["arch"] = read.get("arch")
-                if "sass" in read:
-                    info["_sass"] = read["sass"]
-            infos.append(info)
-        return infos
+        return describe_kernels(self.kernels, self._artifacts, work, sass)
 
     def dump(self, info: dict, folder: Path, index: int) -> list[str]:
         """The index-th compiled kernel's CUDA source, PTX, cubin and (where read) SASS under folder; the file names."""
-        folder.mkdir(parents=True, exist_ok=True)
         kernel = list(self.kernels.values())[index]
-        stem = f"{index:02d}_{info['name'][:80]}"
-        with open(folder / "index.txt", "a") as index_file:
-            index_file.write(f"{stem}  {info.get('arch') or '?'}\n")
-        written = []
-        contents = {"cu": kernel.get_kernel_source(), **self._artifacts(kernel)}
-        for kind, content in contents.items():
-            path = folder / f"{stem}.{kind}"
-            path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
-            written.append(path.name)
-        if info.get("_sass"):
-            (folder / f"{stem}.sass").write_text(info["_sass"])
-            written.append(f"{stem}.sass")
-        return written
+        return dump_kernel(info, folder, index, {"cu": kernel.get_kernel_source(), **self._artifacts(kernel)})
 
     def build_launchers(self) -> int:
         return 0  # TileLang builds its host launcher inside tilelang.compile
