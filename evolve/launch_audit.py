@@ -17,9 +17,9 @@ report where the candidate cannot. `judge` then reads the report's "Kernel Name"
   rung compiles the test shapes only, and a shape-dispatch composite's large-shape kernel runs only at benchmark
   shapes), or a kernel CuTeDSL compiled from one of its @cute.kernel functions (named `kernel_cutlass_<function>_`
   and argument types that change with the shapes), or torch's fill kernel (FillFunctor: torch.zeros and zero_,
-  which honest kernels use for accumulators and Triton's autotuner uses to flush the cache between configurations). Anything else fails: cuBLAS
-  (`sm90_xmma_..._cublas`, `nvjet_...`), CUTLASS, cuDNN, ATen's computing kernels, torch.compile's, a kernel of unknown
-  origin;
+  which honest kernels use for accumulators and Triton's autotuner uses to flush the cache between configurations).
+  Anything else fails: cuBLAS (`sm90_xmma_..._cublas`, `nvjet_...`), CUTLASS, cuDNN, ATen's computing kernels,
+  torch.compile's, a kernel of unknown origin;
 - an allowed name must itself be a plain identifier (what Triton names a kernel) that does not look like a library's:
   a candidate cannot make a cuBLAS kernel allowed by naming a dummy Triton kernel after it;
 - every marker must be there (every call finished), and at least one allowed non-fill kernel must have run;
