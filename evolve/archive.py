@@ -103,6 +103,19 @@ for prompts and ``evolve show``, never part of a verdict.
     report        ncu's raw CSV page, zlib-compressed
     created       ISO time (UTC)
 
+``traces``: time inside a kernel, per section a candidate marks (``evolve/tracing.py``), on one benchmark case;
+advice for prompts and ``evolve show``, never part of a verdict.
+    id            integer primary key
+    candidate_id  the candidate (references ``candidates.id``)
+    device        the device it ran on
+    case_label    the benchmark case traced
+    ok            1 if a summary was made, 0 if not (``message`` says why)
+    seconds       wall seconds the trace took
+    message       why there is no summary
+    summary       JSON: per section the warps that recorded it, median and 10th-90th percentile cycles per warp,
+                  median nanoseconds, share of the marked time; CTAs recorded, median CTA time, start spread
+    created       ISO time (UTC)
+
 ``launch_audits``: what ran on the device while a candidate was called, seen by Nsight Compute from outside its
 Python, against the kernels it may launch (``evolve/launch_audit.py``). A candidate with a failed audit is never the
 best ``Archive.best`` reports (nor ``evolve best`` exports, nor a leaderboard ranks).
@@ -329,6 +342,15 @@ def m011_run_language(db: sqlite_utils.Database) -> None:
     """The candidate language a run asked for (evolve/lang): its kernels are parents only to runs in the same one.
     Runs from before languages were Triton's."""
     db["runs"].add_column("language", str, not_null_default="triton")
+
+
+@migration
+def m012_traces(db: sqlite_utils.Database) -> None:
+    """Per-section timing inside candidates' kernels (advice for prompts; never part of a verdict)."""
+    db.execute("""CREATE TABLE traces (id INTEGER PRIMARY KEY, candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+        device TEXT NOT NULL, case_label TEXT, ok INTEGER NOT NULL, seconds REAL NOT NULL, message TEXT, summary TEXT,
+        created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_traces_candidate_id ON traces (candidate_id)")
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -855,6 +877,28 @@ class Archive:
         row = rows[0]
         row["summary"] = json.loads(row["summary"]) if row["summary"] else None
         return row
+
+    def store_trace(self, candidate_id: int, device: str, result, case_label: str = "") -> None:
+        """Keep a tracing result (a profiling.Result whose summary is tracing.parse's)."""
+        row = [candidate_id, device, case_label, int(result.ok), float(result.seconds), result.message or None,
+               json.dumps(result.summary) if result.ok else None, _now()]
+        self._write(lambda c: c.execute(
+            "INSERT INTO traces (candidate_id, device, case_label, ok, seconds, message, summary, created) "
+            "VALUES (?,?,?,?,?,?,?,?)", row))
+
+    def trace(self, candidate_id: int) -> dict | None:
+        """The candidate's latest trace (summary decoded), or None."""
+        rows = self._dicts("SELECT id, candidate_id, device, case_label, ok, seconds, message, summary, created "
+                           "FROM traces WHERE candidate_id = ? ORDER BY id DESC LIMIT 1", [candidate_id])
+        if not rows:
+            return None
+        row = rows[0]
+        row["summary"] = json.loads(row["summary"]) if row["summary"] else None
+        return row
+
+    def traced(self, device: str) -> set[int]:
+        """Candidates with a trace attempt on record on this device."""
+        return {r[0] for r in self._query("SELECT DISTINCT candidate_id FROM traces WHERE device = ?", [device])}
 
     def profiled(self, device: str) -> set[int]:
         """Candidates with a profile attempt on record on this device."""

@@ -900,6 +900,16 @@ def show_command(candidate_id, db, prompt, asm, kernel):
             click.echo(render_profile(profiled["summary"]))
         else:
             click.echo(f"profile: none ({profiled['message']})")
+    traced = archive.trace(c.id)
+    if traced:
+        from .tracing import render as render_trace
+
+        click.echo("")
+        if traced["ok"] and traced["summary"]:
+            click.echo(f"trace ({traced['device']}, {traced['seconds']:.1f} s; advice, not part of the verdict):")
+            click.echo(render_trace(traced["summary"]))
+        else:
+            click.echo(f"trace: none ({traced['message']})")
     if verdict and c.parent_ids:
         from .render import against_parent
 
@@ -927,6 +937,57 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo(c.prompt or "(none)")
         click.echo("--- reply ---")
         click.echo(c.reply or "(none)")
+
+
+@cli.command("trace")
+@click.argument("candidate_id", type=int)
+@_db_option
+@click.option("--case", "case_label", help="The benchmark case to trace, by its label (e.g. 'fp32 4096x4096') "
+                                           "[default: the case nearest the candidate's overall fitness].")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0,
+              show_default=True, help="Wall-clock limit in seconds of the traced child.")
+def trace_command(candidate_id, db, case_label, timeout_s):
+    """Time the sections a candidate's Triton kernel marks, on the GPU: per section, each warp's cycles and
+    nanoseconds on one benchmark case, in a jailed child of its own (never part of a verdict). Mark sections with
+    comment lines inside the @triton.jit function: `# section: load` where a part begins, `# section: end` after the
+    last. The summary is kept for `evolve show` and the prompts of the candidate's children."""
+    from .archive import ArchiveError
+    from .harness import ProblemError, load_problem
+    from .profiling import choose_case
+    import tempfile
+
+    from .tracing import Tracer, render
+
+    archive = _open_archive(db)
+    try:
+        c = archive.get(candidate_id)
+        problem = load_problem(archive.run(c.run_id)["problem_path"])
+    except ArchiveError as exc:
+        _fail(str(exc), 1)
+    except ProblemError as exc:
+        _fail(f"candidate #{candidate_id}'s problem folder cannot be read: {exc}")
+    labels = [case.label for case in problem.benchmarks]
+    if case_label is not None and case_label not in labels:
+        _fail(f"no benchmark case {case_label!r} in {problem.name}; its cases: {', '.join(labels)}")
+    verdict = archive.verdict(c.id)
+    index = labels.index(case_label) if case_label else None
+    if index is None and verdict is not None and verdict.mode == "gpu":
+        chosen = choose_case(list(verdict.shapes))
+        if chosen is not None and verdict.shapes[chosen]["case"] in labels:
+            index = labels.index(verdict.shapes[chosen]["case"])
+    index = 0 if index is None else index
+    tracer = Tracer(timeout_s=timeout_s)
+    with tempfile.TemporaryDirectory(prefix="evolve-trace-") as work:
+        path = Path(work, "candidate.py")
+        path.write_text(c.source or "")
+        click.echo(f"tracing #{c.id} on {labels[index]}", err=True)
+        result = tracer.trace(path, problem.path, index, beside=problem.beside_files(), case_label=labels[index])
+    if not result.ok:
+        _fail(f"not traced: {result.message}" if not result.message.startswith("not traced") else result.message, 1)
+    import torch
+
+    archive.store_trace(c.id, torch.cuda.get_device_name(), result, labels[index])
+    click.echo(render(result.summary))
 
 
 def _target_run(archive, run_id):

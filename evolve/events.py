@@ -146,6 +146,7 @@ SHAPES: dict[str, type] = {
     "paused": Paused, "resumed": Resumed, "migrate": Migrate, "context": Context, "context_off": Reason,
     "profile_off": Reason, "retime_off": Reason, "lane_fault": LaneFault, "lane_back": LaneName,
     "lane_retired": LaneName, "retiming": Retiming, "retime": Retime, "audit": Audit, "profile": Profile,
+    "trace": Profile, "trace_off": Reason,
 }
 
 

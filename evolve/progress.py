@@ -163,6 +163,15 @@ def _profile(e) -> str:
             if r.ok else f"profiling #{c.id} failed after {r.seconds:.1f} s: {r.message}")
 
 
+def _trace(e) -> str:
+    c, r = e["candidate"], e["result"]
+    if not r.ok:
+        return f"tracing #{c.id} failed after {r.seconds:.1f} s: {r.message}"
+    top = max(r.summary["sections"], key=lambda s: s["share"])
+    return (f"traced #{c.id}'s sections on {r.summary.get('case')} in {r.seconds:.1f} s: {top['function']}/"
+            f"{top['name']} takes {100 * top['share']:.0f}% of the marked time")
+
+
 LINES = {
     "start": _start,
     "candidate": candidate_line,
@@ -188,4 +197,6 @@ LINES = {
     "profile_off": lambda e: f"profiling off for this run: {e['reason']}",
     "audit": lambda e: f"#{e['candidate'].id}: {e['audit'].line}",
     "profile": _profile,
+    "trace": _trace,
+    "trace_off": lambda e: f"tracing off for this run: {e['reason']}",
 }

@@ -137,5 +137,9 @@ class Contexts:
     def profile_text(self, cand: Candidate) -> str:
         from .profiling import render
 
-        found = self.archive.profile(cand.id)
-        return render(found["summary"]) if found and found["ok"] and found["summary"] else ""
+        from .tracing import render as render_trace
+
+        found, traced = self.archive.profile(cand.id), self.archive.trace(cand.id)
+        parts = [render(found["summary"]) if found and found["ok"] and found["summary"] else "",
+                 render_trace(traced["summary"]) if traced and traced["ok"] and traced["summary"] else ""]
+        return "\n".join(part for part in parts if part)

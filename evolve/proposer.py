@@ -74,7 +74,7 @@ class ProgramView:
     shapes: tuple[dict, ...] = ()  # per benchmark shape: case, ms, roofline_fraction, speedup_vs_torch, ...
     correctness: str | None = None  # the correctness rung's summary
     digest: tuple[dict, ...] = ()  # per kernel specialization, what its SASS shows (digest.KernelDigest.as_dict)
-    profile: str = ""  # its Nsight Compute summary (profiling.render), where it was profiled
+    profile: str = ""  # its Nsight Compute summary (profiling.render) and traced sections (tracing.render)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The rounds a run makes beside its search: Nsight Compute profiles of its best few correct kernels (every
---profile-every evaluations, and at the end), the end-of-run re-timing of the best against each other, and the launch
+--profile-every evaluations, and at the end) and traces of the sections they mark, the end-of-run re-timing of the best against each other, and the launch
 audit of the kernel the run reports. Each is advice or evidence: one that cannot run says why and the run goes on."""
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ class Rounds:
     def __init__(self, config, archive: Archive, problem, work: Path, emit, auditor=None):
         self.config, self.archive, self.problem, self.work, self.emit = config, archive, problem, work, emit
         self.profiler = None  # made at the first profile round; False once profiling is off for the run
+        self.tracer = None  # made at the first trace of marked sections; False once tracing is off for the run
         self.retimed: list = []  # retime.Retimed of the end of the run, best first
         self.auditor = auditor  # launch_audit.Auditor, made at the end of the run where none was given
         self.audited = None  # launch_audit.Picked: the reported best and its launch audit
@@ -72,6 +73,52 @@ class Rounds:
                                        bound_kind=kind, case_label=row["case"], gpu=gpu)
         self.archive.store_profile(cand.id, device, result, row["case"])
         self.emit({"kind": "profile", "candidate": cand, "result": result})
+
+    # -- traces of marked sections ------------------------------------------------------------------------------------
+    def trace(self, ranked: list, device: str, gpu: str | None) -> None:
+        """The sections the best few correct candidates mark (evolve/sections.py), traced on the case a profile would
+        take, where not yet traced on this device (GPU runs only; candidates without marks are left alone)."""
+        from .sections import SectionError, find
+
+        top = self.config.profile.top
+        if top <= 0 or self.tracer is False:
+            return
+        done = self.archive.traced(device)
+        chosen = []
+        for cand in ranked:
+            if len(chosen) == top or not (cand.ok and cand.fitness is not None):
+                continue
+            try:
+                marked = cand.id not in done and bool(find(cand.source or ""))
+            except SectionError:
+                marked = False
+            if marked:
+                chosen.append(cand)
+        if not chosen:
+            return
+        from .tracing import Tracer
+
+        if self.tracer is None:
+            self.tracer = Tracer(timeout_s=self.config.profile.timeout_s)
+        if self.tracer.unavailable:
+            self.emit({"kind": "trace_off", "reason": self.tracer.unavailable})
+            self.tracer = False
+            return
+        from .profiling import choose_case
+
+        labels = [case.label for case in self.problem.benchmarks]
+        for cand in chosen:
+            verdict = self.archive.verdict(cand.id)
+            index = choose_case(list(verdict.shapes)) if verdict is not None and verdict.mode == "gpu" else None
+            if index is None or verdict.shapes[index]["case"] not in labels:
+                continue
+            label = verdict.shapes[index]["case"]
+            path = self.work / f"trace_{cand.id}.py"
+            path.write_text(cand.source)
+            result = self.tracer.trace(path, self.problem.path, labels.index(label),
+                                       beside=self.problem.beside_files(), case_label=label, gpu=gpu)
+            self.archive.store_trace(cand.id, device, result, label)
+            self.emit({"kind": "trace", "candidate": cand, "result": result})
 
     # -- the end-of-run re-timing -----------------------------------------------------------------------------------
     def retime(self, ranked: list, run_id: int, evaluate, options, score_of) -> list:

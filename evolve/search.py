@@ -298,6 +298,8 @@ class Search:
 
     def profile_step(self) -> None:
         self.rounds.profile(self.population.ranked(), self.device, self._first_gpu())
+        if self.contexts.language.name == "triton":  # section marks are Triton's (evolve/sections.py)
+            self.rounds.trace(self.population.ranked(), self.device, self._first_gpu())
 
     def retime_step(self) -> list:
         """On a GPU, at the end: the best few re-timed against each other, on the first lane's card."""

@@ -12,6 +12,13 @@
                                                    ncu's report), import the candidate, call it twice per case, launch
                                                    the marker again
 
+    python -m evolve.harness.profile trace-target JOB
+                                                   (no ncu: `launch` execs it in process 1, jailed to the work
+                                                   folder and its own /proc entry) the case's inputs, a stamp buffer,
+                                                   the candidate's copy with its section marks turned into stamps,
+                                                   two calls (warm-up, traced), the buffer to trace.bin
+                                                   (evolve/tracing.py reads it)
+
 JOB is a JSON file the parent wrote: candidate, problem, case index, seed, ncu path and arguments, work folder.
 
 `launch` first moves into namespaces of its own (`isolate`): a network namespace with only loopback up (nothing
@@ -94,6 +101,13 @@ def _inside(job: dict, job_path: str) -> tuple[int, str]:
         return ISOLATION_FAILED, f"loopback could not be brought up ({exc})"
     from . import jail
 
+    if job.get("mode") == "trace":  # no ncu: this process becomes the traced one, and only its own /proc entry is
+        # writable (so as root nothing under /proc/sys is)
+        status = jail.apply([work, f"/proc/{os.getpid()}"])
+        if not status.startswith("landlock"):
+            return JAIL_FAILED, f"the jail could not be applied ({status})"
+        os.environ.update({"HOME": work, "TMPDIR": work})
+        os.execv(sys.executable, [sys.executable, "-m", "evolve.harness.profile", "trace-target", job_path])
     status = jail.apply([work, "/proc"], ports=NCU_PORTS)
     if not status.startswith("landlock"):
         return JAIL_FAILED, f"the jail could not be applied ({status})"
@@ -180,6 +194,45 @@ def target(job_path: str) -> int:
     call()
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStop()
+    return 0
+
+
+def trace_target(job_path: str) -> int:
+    """Make the case's inputs and a zeroed stamp buffer on the card, import the candidate's copy with its section
+    marks turned into stamps at that buffer's address (evolve/sections.py), call it once to compile and warm up, zero
+    the buffer, call it once more, and write the buffer to trace.bin."""
+    job = json.loads(Path(job_path).read_text())
+    import importlib.util
+
+    import torch
+
+    from .. import sections
+    from .formats import load_problem, reference_for
+
+    problem = load_problem(job["problem"])
+    reference = reference_for(problem)
+    inputs = reference.generate(problem.benchmarks[job["case"]], job["seed"], torch.device("cuda"))
+    source = Path(job["candidate"]).read_text()
+    marks = sections.find(source)
+    stamps = torch.zeros(sections.buffer_bytes(len(marks)) // 8, dtype=torch.int64, device="cuda")
+    traced = Path(job["work"], "traced.py")
+    traced.write_text(sections.instrument(source, stamps.data_ptr(), marks))
+    spec = importlib.util.spec_from_file_location("candidate", traced)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = module
+    if job.get("beside"):
+        sys.path.insert(0, str(Path(job["candidate"]).parent))
+    spec.loader.exec_module(module)
+
+    def call():
+        return module.custom_kernel(inputs.data) if inputs.tree is not None else module.custom_kernel(*inputs.leaves)
+
+    call()  # compiles, autotunes, warms caches
+    torch.cuda.synchronize()
+    stamps.zero_()
+    call()
+    torch.cuda.synchronize()
+    Path(job["work"], "trace.bin").write_bytes(stamps.cpu().numpy().tobytes())
     return 0
 
 
@@ -278,7 +331,7 @@ def audit_target(job_path: str) -> int:
 
 
 def main(argv) -> int:
-    commands = {"launch": launch, "target": target, "audit-target": audit_target}
+    commands = {"launch": launch, "target": target, "audit-target": audit_target, "trace-target": trace_target}
     if len(argv) != 3 or argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2

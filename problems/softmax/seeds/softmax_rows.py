@@ -3,7 +3,8 @@
 Rows up to KNOBS["MAX_SINGLE_BLOCK"] elements are held in registers in one block (one read, one write of x).
 Longer rows are looped over in chunks of KNOBS["CHUNK"]: pass 1 keeps a per-lane running max and rescaled sum
 (online softmax), pass 2 re-reads the row, normalises and stores, so a 131072-wide row does not spill registers.
-All arithmetic is float32 whatever the input dtype; the result is cast to the output dtype on store.
+All arithmetic is float32 whatever the input dtype; the result is cast to the output dtype on store. The
+`# section:` comments mark the parts `evolve trace` times.
 """
 import torch
 import triton
@@ -26,11 +27,15 @@ def softmax_row_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, BLO
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK_SIZE)
     mask = offs < n_cols
+    # section: load
     x = tl.load(x_ptr + row * x_row_stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    # section: reduce
     x = x - tl.max(x, axis=0)
     num = tl.exp(x)
     y = num / tl.sum(num, axis=0)
+    # section: store
     tl.store(out_ptr + row * out_row_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # section: end
 
 
 @triton.jit
@@ -40,6 +45,7 @@ def softmax_looped_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, 
     out_row = out_ptr + row * out_row_stride
     offs = tl.arange(0, CHUNK)
     # Pass 1: per-lane running max m and sum s of exp(x - m), rescaled when m grows.
+    # section: pass1
     m = tl.full([CHUNK], -float("inf"), tl.float32)
     s = tl.zeros([CHUNK], dtype=tl.float32)
     for start in range(0, n_cols, CHUNK):
@@ -50,16 +56,19 @@ def softmax_looped_kernel(out_ptr, x_ptr, x_row_stride, out_row_stride, n_cols, 
         alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
         s = s * alpha + tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
         m = m_new
+    # section: combine
     row_max = tl.max(m, axis=0)
     row_sum = tl.sum(s * tl.exp(m - row_max), axis=0)
     inv = 1.0 / row_sum
     # Pass 2: normalise and store.
+    # section: pass2
     for start in range(0, n_cols, CHUNK):
         cols = start + offs
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
         y = tl.exp(x - row_max) * inv
         tl.store(out_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    # section: end
 
 
 def custom_kernel(x):
