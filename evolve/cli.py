@@ -939,54 +939,110 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo(c.reply or "(none)")
 
 
+def _case_for(archive, c, case_label):
+    """(problem, index of the benchmark case to profile or trace): the one named, else the case nearest the
+    candidate's overall fitness on a GPU, else the first."""
+    from .archive import ArchiveError
+    from .harness import ProblemError, load_problem
+    from .profiling import choose_case
+
+    try:
+        problem = load_problem(archive.run(c.run_id)["problem_path"])
+    except (ArchiveError, KeyError) as exc:
+        _fail(str(exc), 1)
+    except ProblemError as exc:
+        _fail(f"candidate #{c.id}'s problem folder cannot be read: {exc}")
+    labels = [case.label for case in problem.benchmarks]
+    if case_label is not None:
+        if case_label not in labels:
+            _fail(f"no benchmark case {case_label!r} in {problem.name}; its cases: {', '.join(labels)}")
+        return problem, labels.index(case_label)
+    verdict = archive.verdict(c.id)
+    if verdict is not None and verdict.mode == "gpu":
+        chosen = choose_case(list(verdict.shapes))
+        if chosen is not None and verdict.shapes[chosen]["case"] in labels:
+            return problem, labels.index(verdict.shapes[chosen]["case"])
+    return problem, 0
+
+
+def _case_options(f):
+    f = click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0,
+                     show_default=True, help="Wall-clock limit in seconds of the child.")(f)
+    return click.option("--case", "case_label", help="The benchmark case, by its label (e.g. 'fp32 4096x4096') "
+                                                     "[default: the case nearest the candidate's overall fitness].")(f)
+
+
 @cli.command("trace")
 @click.argument("candidate_id", type=int)
 @_db_option
-@click.option("--case", "case_label", help="The benchmark case to trace, by its label (e.g. 'fp32 4096x4096') "
-                                           "[default: the case nearest the candidate's overall fitness].")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0,
-              show_default=True, help="Wall-clock limit in seconds of the traced child.")
+@_case_options
 def trace_command(candidate_id, db, case_label, timeout_s):
     """Time the sections a candidate's Triton kernel marks, on the GPU: per section, each warp's cycles and
     nanoseconds on one benchmark case, in a jailed child of its own (never part of a verdict). Mark sections with
     comment lines inside the @triton.jit function: `# section: load` where a part begins, `# section: end` after the
     last. The summary is kept for `evolve show` and the prompts of the candidate's children."""
-    from .archive import ArchiveError
-    from .harness import ProblemError, load_problem
-    from .profiling import choose_case
     import tempfile
 
+    from .archive import ArchiveError
     from .tracing import Tracer, render
 
     archive = _open_archive(db)
     try:
         c = archive.get(candidate_id)
-        problem = load_problem(archive.run(c.run_id)["problem_path"])
     except ArchiveError as exc:
         _fail(str(exc), 1)
-    except ProblemError as exc:
-        _fail(f"candidate #{candidate_id}'s problem folder cannot be read: {exc}")
-    labels = [case.label for case in problem.benchmarks]
-    if case_label is not None and case_label not in labels:
-        _fail(f"no benchmark case {case_label!r} in {problem.name}; its cases: {', '.join(labels)}")
-    verdict = archive.verdict(c.id)
-    index = labels.index(case_label) if case_label else None
-    if index is None and verdict is not None and verdict.mode == "gpu":
-        chosen = choose_case(list(verdict.shapes))
-        if chosen is not None and verdict.shapes[chosen]["case"] in labels:
-            index = labels.index(verdict.shapes[chosen]["case"])
-    index = 0 if index is None else index
-    tracer = Tracer(timeout_s=timeout_s)
+    problem, index = _case_for(archive, c, case_label)
+    label = problem.benchmarks[index].label
     with tempfile.TemporaryDirectory(prefix="evolve-trace-") as work:
         path = Path(work, "candidate.py")
         path.write_text(c.source or "")
-        click.echo(f"tracing #{c.id} on {labels[index]}", err=True)
-        result = tracer.trace(path, problem.path, index, beside=problem.beside_files(), case_label=labels[index])
+        click.echo(f"tracing #{c.id} on {label}", err=True)
+        result = Tracer(timeout_s=timeout_s).trace(path, problem.path, index, beside=problem.beside_files(),
+                                                   case_label=label)
     if not result.ok:
-        _fail(f"not traced: {result.message}" if not result.message.startswith("not traced") else result.message, 1)
+        _fail(result.message if result.message.startswith("not traced") else f"not traced: {result.message}", 1)
     import torch
 
-    archive.store_trace(c.id, torch.cuda.get_device_name(), result, labels[index])
+    archive.store_trace(c.id, torch.cuda.get_device_name(), result, label)
+    click.echo(render(result.summary))
+
+
+@cli.command("profile")
+@click.argument("candidate_id", type=int)
+@_db_option
+@_case_options
+@click.option("--as-root", is_flag=True, help="Profile even when running as root (as `evolve run --profile-as-root`).")
+def profile_command(candidate_id, db, case_label, timeout_s, as_root):
+    """Profile a candidate with Nsight Compute (ncu) on one benchmark case, in a jailed child of its own, as a run's
+    profile round does: per kernel its time, DRAM and SM throughput, occupancy and top stalls, and whether the case is
+    memory- or compute-bound. Kept for `evolve show` and the prompts of the candidate's children; never part of a
+    verdict."""
+    import tempfile
+
+    from .archive import ArchiveError
+    from .harness.ladder import gpu_available
+    from .profiling import Profiler, render
+
+    archive = _open_archive(db)
+    try:
+        c = archive.get(candidate_id)
+    except ArchiveError as exc:
+        _fail(str(exc), 1)
+    if not gpu_available():
+        _fail("not profiled: profiling needs a GPU (Nsight Compute reads the card's counters)", 1)
+    problem, index = _case_for(archive, c, case_label)
+    label = problem.benchmarks[index].label
+    profiler = Profiler(allow_root=as_root, timeout_s=timeout_s)
+    with tempfile.TemporaryDirectory(prefix="evolve-profile-") as work:
+        path = Path(work, "candidate.py")
+        path.write_text(c.source or "")
+        click.echo(f"profiling #{c.id} on {label}", err=True)
+        result = profiler.profile(path, problem.path, index, beside=problem.beside_files(), case_label=label)
+    if not result.ok:
+        _fail(f"not profiled: {result.message}", 1)
+    import torch
+
+    archive.store_profile(c.id, torch.cuda.get_device_name(), result, label)
     click.echo(render(result.summary))
 
 

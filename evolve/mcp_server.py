@@ -110,6 +110,18 @@ def asm(candidate_id: int, kind: str = "sass", kernel: str | None = None, db: st
     return _checked("show", str(int(candidate_id)), "--db", db, "--asm", kind, *(["--kernel", kernel] if kernel else []))
 
 
+def trace(candidate_id: int, case: str | None = None, db: str = DEFAULT_DB) -> str:
+    """Time the sections an archived Triton candidate marks (`# section: NAME` comment lines in its @triton.jit
+    function) on one benchmark case, on the GPU, in a jailed child: cycles and nanoseconds per section per warp."""
+    return _checked("trace", str(int(candidate_id)), "--db", db, *(["--case", case] if case else []))
+
+
+def profile(candidate_id: int, case: str | None = None, db: str = DEFAULT_DB) -> str:
+    """Nsight Compute on an archived candidate, one benchmark case, in a jailed child: per kernel time, DRAM and SM
+    throughput, occupancy, top stalls."""
+    return _checked("profile", str(int(candidate_id)), "--db", db, *(["--case", case] if case else []))
+
+
 def search_context(query: str, language: str = "triton", limit: int = 5) -> list[dict]:
     """Passages of evolve's notes for a language and the language's installed sources that match the words."""
     return [{"path": h.path, "lines": f"{h.start}-{h.end}", "title": h.title, "text": h.text}
@@ -163,8 +175,8 @@ def resume(db: str = DEFAULT_DB, run: int | None = None) -> str:
     return _checked("resume", "--db", db, *(["--run", str(int(run))] if run else []))
 
 
-TOOLS = (evaluate, compile_only, list_problems, read_problem, show, asm, search_context, read_context, best,
-         leaderboard, hint, pause, resume)
+TOOLS = (evaluate, compile_only, list_problems, read_problem, show, asm, trace, profile, search_context, read_context,
+         best, leaderboard, hint, pause, resume)
 
 
 def server():

@@ -77,7 +77,7 @@ def find(source: str) -> list[Mark]:
     except SyntaxError as exc:
         raise SectionError(f"the file does not parse ({exc.msg}, line {exc.lineno})") from None
     lines = source.splitlines()
-    spans = [(node.body[0].lineno, _last_line(node, lines), node.name) for node in ast.walk(tree)
+    spans = [(node.lineno, _last_line(node, lines), node.name) for node in ast.walk(tree)
              if isinstance(node, ast.FunctionDef) and _is_jit(node)]
     marks = []
     try:

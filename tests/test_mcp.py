@@ -1,5 +1,6 @@
 """`evolve mcp` driven over stdio by the MCP SDK's own client: the tools it lists, a seed evaluated under the CPU
-interpreter through the sealed harness, an archived candidate shown, the context searched, a run paused, and a
+interpreter through the sealed harness, an archived candidate shown and its trace refused for want of a GPU, the
+context searched, a run paused, and a
 malformed call answered as an error with the server still up."""
 import asyncio
 import json
@@ -24,7 +25,8 @@ def session_calls(calls, cwd):
     """Start `evolve mcp`, make the calls [(tool, arguments)] in order; their results (tool None: list the tools)."""
     async def go():
         params = StdioServerParameters(command=sys.executable, args=["-m", "evolve.cli", "mcp"], cwd=str(cwd),
-                                       env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                                       env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                                            "CUDA_VISIBLE_DEVICES": ""})  # as on a machine without a GPU
         results = []
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
@@ -49,19 +51,20 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
     run = archive.start_run("mini_softmax", str(MINI), {}, "cpu", {})
     cand = archive.add_candidate(run, source=(MINI / "seeds" / "softmax_rows.py").read_text(), proposer="seed")
     seed = str(MINI / "seeds" / "softmax_rows.py")
-    tools, problems, verdict, bad, shown, found, paused, after = session_calls([
+    tools, problems, verdict, bad, shown, traced, found, paused, after = session_calls([
         (None, None),
         ("list_problems", {"folder": str(ROOT / "problems")}),
         ("evaluate", {"problem": str(MINI), "candidate": seed, "device": "cpu"}),
         ("evaluate", {"problem": str(MINI)}),  # neither a candidate nor a source
         ("show", {"candidate_id": cand.id, "db": str(db)}),
+        ("trace", {"candidate_id": cand.id, "db": str(db)}),  # its sections are marked; no GPU to time them
         ("search_context", {"query": "online softmax running max", "language": "triton"}),
         ("pause", {"db": str(db)}),
         (None, None),
     ], tmp_path)
     names = {t.name for t in tools.tools}
-    assert {"evaluate", "compile_only", "list_problems", "read_problem", "show", "asm", "search_context",
-            "read_context", "best", "leaderboard", "hint", "pause", "resume"} <= names
+    assert {"evaluate", "compile_only", "list_problems", "read_problem", "show", "asm", "trace", "profile",
+            "search_context", "read_context", "best", "leaderboard", "hint", "pause", "resume"} <= names
     listed = json.loads(text(problems)) if not problems.structured_content else problems.structured_content
     assert "softmax" in json.dumps(listed) and "cutedsl" in json.dumps(listed)
     assert not verdict.is_error, text(verdict)
@@ -69,6 +72,7 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
     assert ladder["ok"] is True and [r["name"] for r in ladder["rungs"]][:3] == ["load", "compile", "run"]
     assert bad.is_error and "exactly one of candidate" in text(bad)
     assert not shown.is_error and f"candidate #{cand.id}" in text(shown)
+    assert traced.is_error and "tracing needs a GPU" in text(traced)
     assert not found.is_error and "softmax" in text(found).lower()
     assert not paused.is_error and "paused" in text(paused)
     assert {t.name for t in after.tools} == names  # the server outlived the malformed call
