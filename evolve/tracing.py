@@ -64,7 +64,7 @@ def parse(data: bytes, marks: list[sections.Mark]) -> dict:
 
 def render(summary: dict) -> str:
     """A few lines for a prompt or `evolve show`."""
-    capped = f" (the first {sections.MAX_CTAS})" if summary.get("capped") else ""
+    capped = f" (the most recorded: a larger grid's later CTAs are not)" if summary.get("capped") else ""
     lines = [f"Sections traced on {summary.get('case', 'one case')}: {summary['ctas']} CTAs{capped} of up to "
              f"{summary['warps_per_cta']} warps; per warp, from its mark to the next (a mark inside a loop keeps its "
              f"last pass):"]
@@ -98,6 +98,7 @@ class Tracer:
         if self.unavailable:
             return Result(False, 0.0, self.unavailable)
         work = Path(tempfile.mkdtemp(prefix="evolve-trace-"))
+        problem_dir = Path(problem_dir).resolve()  # the child starts in its work folder
         try:
             shutil.copyfile(candidate, work / "candidate.py")
             for name, path in dict(beside or {}).items():

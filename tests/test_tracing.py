@@ -184,3 +184,29 @@ def test_the_softmax_seed_traced_on_the_card(tmp_path):
     names = [s["name"] for s in result.summary["sections"]]
     assert names == ["pass1", "combine", "pass2"] and result.summary["ctas"] == 1024
     assert all(s["cycles_median"] > 0 for s in result.summary["sections"])
+
+
+def test_a_real_trace_from_an_h100_parses_as_it_did_on_the_card(tmp_path):
+    """The softmax seed's stamp buffer as `evolve trace` left it on an H100 (tests/data/traces), parsed here: the
+    looped kernel's three sections, every warp of its 1024 CTAs, the figures the card's run printed; then kept in an
+    archive and read back."""
+    import json
+    import zlib
+
+    saved = json.loads((ROOT / "tests/data/traces/softmax_seed_fp32_1024x131072.json").read_text())
+    data = zlib.decompress((ROOT / "tests/data/traces/softmax_seed_fp32_1024x131072.bin.z").read_bytes())
+    marks = [sections.Mark(function, name, line, "    ") for function, name, line in saved["marks"]]
+    summary = tracing.parse(data, marks)
+    assert [s["name"] for s in summary["sections"]] == ["pass1", "combine", "pass2"]
+    assert summary["ctas"] == 1024 and summary["warps_per_cta"] == 8
+    assert all(s["warps"] == 1024 * 8 for s in summary["sections"])
+    for mine, theirs in zip(summary["sections"], saved["summary"]["sections"]):
+        assert mine["cycles_median"] == theirs["cycles_median"] and mine["ns_median"] == theirs["ns_median"]
+    pass2 = summary["sections"][2]
+    assert 0.5 < pass2["share"] < 0.7 and pass2["cycles_p10"] < pass2["cycles_median"] < pass2["cycles_p90"]
+    archive = Archive(str(tmp_path / "evolve.db"))
+    run = archive.start_run("softmax", str(ROOT / "problems" / "softmax"), {}, "NVIDIA H100 80GB HBM3", {})
+    cand = archive.add_candidate(run, source=SEED.read_text(), proposer="seed")
+    kept = Result(True, 6.0, "", {**summary, "case": "fp32 1024x131072"})
+    archive.store_trace(cand.id, "NVIDIA H100 80GB HBM3", kept)
+    assert "softmax_looped_kernel/pass2: median 297,096 cycles" in tracing.render(archive.trace(cand.id)["summary"])
