@@ -1,6 +1,6 @@
 """The rounds a run makes beside its search: Nsight Compute profiles of its best few correct kernels (every
---profile-every evaluations, and at the end) and traces of the sections they mark, the end-of-run re-timing of the best against each other, and the launch
-audit of the kernel the run reports. Each is advice or evidence: one that cannot run says why and the run goes on."""
+--profile-every evaluations, and at the end) and traces of the sections they mark, the end-of-run re-timing of the
+best against each other, and the launch audit of the kernel the run reports. Each is advice or evidence: one that cannot run says why and the run goes on."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -76,9 +76,9 @@ class Rounds:
 
     # -- traces of marked sections ------------------------------------------------------------------------------------
     def trace(self, ranked: list, device: str, gpu: str | None) -> None:
-        """The sections the best few correct candidates mark (evolve/sections.py), traced on the case a profile would
+        """The sections the best few correct candidates mark (harness/sections.py), traced on the case a profile would
         take, where not yet traced on this device (GPU runs only; candidates without marks are left alone)."""
-        from .sections import SectionError, find
+        from .harness.sections import SectionError, find
 
         top = self.config.profile.top
         if top <= 0 or self.tracer is False:

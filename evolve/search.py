@@ -298,7 +298,7 @@ class Search:
 
     def profile_step(self) -> None:
         self.rounds.profile(self.population.ranked(), self.device, self._first_gpu())
-        if self.contexts.language.name == "triton":  # section marks are Triton's (evolve/sections.py)
+        if self.contexts.language.name == "triton":  # section marks are Triton's (evolve/harness/sections.py)
             self.rounds.trace(self.population.ranked(), self.device, self._first_gpu())
 
     def retime_step(self) -> list:

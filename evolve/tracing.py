@@ -1,4 +1,4 @@
-"""Time inside a kernel: the sections a Triton candidate marks (`# section: NAME`, evolve/sections.py), each warp's
+"""Time inside a kernel: the sections a Triton candidate marks (`# section: NAME`, harness/sections.py), each warp's
 cycles and nanoseconds per section on one benchmark case, for the archive, `evolve show` and the prompts.
 
 `Tracer.trace(...)` runs the candidate in the profiler's jailed child (harness/profile.py, `trace-target`: its own
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import sections
+from .harness import sections
 from .profiling import Result, _read_bytes, _remove, run_child
 
 NO_MARKS = ("no sections marked: put `# section: NAME` comment lines inside the @triton.jit function, one where each "
@@ -64,7 +64,7 @@ def parse(data: bytes, marks: list[sections.Mark]) -> dict:
 
 def render(summary: dict) -> str:
     """A few lines for a prompt or `evolve show`."""
-    capped = f" (the most recorded: a larger grid's later CTAs are not)" if summary.get("capped") else ""
+    capped = " (the most recorded: a larger grid's later CTAs are not)" if summary.get("capped") else ""
     lines = [f"Sections traced on {summary.get('case', 'one case')}: {summary['ctas']} CTAs{capped} of up to "
              f"{summary['warps_per_cta']} warps; per warp, from its mark to the next (a mark inside a loop keeps its "
              f"last pass):"]

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evolve import sections, tracing
+from evolve import tracing
+from evolve.harness import sections
 from evolve.archive import Archive
 from evolve.profiling import Result
 

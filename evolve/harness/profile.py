@@ -199,14 +199,14 @@ def target(job_path: str) -> int:
 
 def trace_target(job_path: str) -> int:
     """Make the case's inputs and a zeroed stamp buffer on the card, import the candidate's copy with its section
-    marks turned into stamps at that buffer's address (evolve/sections.py), call it once to compile and warm up, zero
-    the buffer, call it once more, and write the buffer to trace.bin."""
+    marks turned into stamps at that buffer's address (sections.py), call it once to compile and warm up, zero the
+    buffer, call it once more, and write the buffer to trace.bin."""
     job = json.loads(Path(job_path).read_text())
     import importlib.util
 
     import torch
 
-    from .. import sections
+    from . import sections
     from .formats import load_problem, reference_for
 
     problem = load_problem(job["problem"])
