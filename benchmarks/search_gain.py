@@ -2,7 +2,11 @@
 seed in a fixed time. One `evolve run` per problem, each in a fresh archive; prints one table: seed fitness, best
 fitness, the gain, the best's proposer and how many candidates it took.
 
-    python benchmarks/search_gain.py [--minutes 5] [--device cuda] [PROBLEM ...]
+    python benchmarks/search_gain.py [--minutes 5] [--device cuda] [--jobs N] [--keep DIR] [PROBLEM ...]
+
+--jobs N runs N problems' searches at once (on one GPU they share the card: each benchmark still runs alone on it,
+through evolve's card lock, so figures stay clean while each search gets a share of the card's time); --keep DIR keeps
+each run's archive. Each problem's row is printed as soon as its run ends.
 
 Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention. On a machine without a GPU the figures are
 interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
@@ -18,6 +22,19 @@ from evolve.archive import Archive
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ["softmax", "rmsnorm", "layernorm", "cross_entropy", "attention"]
+
+
+def row_line(row: dict) -> str:
+    if "error" in row:
+        return f"{row['problem']:<14} failed: {' '.join(row['error'])}"
+    seed, best = row["seed"], row["best"]
+    gain = f"{best.score / seed.score - 1:+.1%}" if seed and best and seed.score else "-"
+    return (f"{row['problem']:<14} {row['device'][:24]:<24} {figure(seed):>7} {figure(best):>7} {gain:>7}  "
+            f"{(best.proposer if best else '-'):<10} {row['taken'] or '-':>5} {row['evaluated']:>4}  {row['stop']}")
+
+
+HEADER = (f"{'problem':<14} {'device':<24} {'seed':>7} {'best':>7} {'gain':>7}  {'best by':<10} {'taken':>5} "
+          f"{'of':>4}  stop")
 
 
 def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
@@ -51,25 +68,21 @@ def main():
     parser.add_argument("problems", nargs="*", default=DEFAULT)
     parser.add_argument("--minutes", type=float, default=5.0, help="each run's budget [default: 5]")
     parser.add_argument("--device", default=None, help="cuda or cpu [default: evolve run's own choice]")
+    parser.add_argument("--jobs", type=int, default=1, help="problems searched at once [default: 1]")
+    parser.add_argument("--keep", type=Path, default=None, help="keep each run's archive (PROBLEM.db) in this folder")
     args = parser.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="evolve-gain-") as folder:
-        for problem in args.problems:
-            row = one(problem, args.minutes, args.device, Path(folder))
-            rows.append(row)
-            print(f"  {problem}: done ({row.get('evaluated', 0)} evaluated)", file=sys.stderr, flush=True)
-    print(f"{'problem':<14} {'device':<24} {'seed':>7} {'best':>7} {'gain':>7}  {'best by':<10} {'taken':>5} "
-          f"{'of':>4}  stop")
-    for row in rows:
-        if "error" in row:
-            print(f"{row['problem']:<14} failed: {' '.join(row['error'])}")
-            continue
-        seed, best = row["seed"], row["best"]
-        gain = f"{best.score / seed.score - 1:+.1%}" if seed and best and seed.score else "-"
-        print(f"{row['problem']:<14} {row['device'][:24]:<24} {figure(seed):>7} {figure(best):>7} {gain:>7}  "
-              f"{(best.proposer if best else '-'):<10} {row['taken'] or '-':>5} {row['evaluated']:>4}  "
-              f"{row['stop']}")
-    print("(* interpreter score, 1 / ms: no GPU; taken: the best's place among the run's evaluated candidates)")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with tempfile.TemporaryDirectory(prefix="evolve-gain-") as scratch:
+        folder = args.keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        print(HEADER, flush=True)
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            futures = [pool.submit(one, problem, args.minutes, args.device, folder) for problem in args.problems]
+            for future in futures:
+                print(row_line(future.result()), flush=True)
+    print(f"(* interpreter score, 1 / ms: no GPU; taken: the best's place among the run's evaluated candidates; "
+          f"{args.jobs} search{'es' if args.jobs != 1 else ''} at once)")
 
 
 if __name__ == "__main__":
