@@ -216,6 +216,15 @@ class Tuner:
         self.history: dict[str, list[tuple[dict, float | None, dict]]] = {}  # structure -> (values, score, cases)
         self.suggested: dict[str, int] = {}
         self._labels: dict[tuple, tuple[str, ...]] = {}  # (structure, regime) -> its case labels
+        # structure -> its knob space as first read: a range inferred around a launch literal moves with the value a
+        # setting writes, and a study's space must not
+        self.spaces: dict[str, dict] = {}
+
+    def _space(self, source: str) -> tuple[str, dict | None, dict]:
+        """(structure key, KNOBS, the structure's knob space as first read)."""
+        knobs, space = read_knobs(source)
+        key = structure_key(source)
+        return key, knobs, self.spaces.setdefault(key, space) if space else space
 
     def _study(self, key: str, space: dict, regime: str | None = None, labels: tuple = ()):
         if (key, regime) not in self.studies:
@@ -251,8 +260,7 @@ class Tuner:
 
     def remember(self, source: str, knobs: dict, score: float | None, cases: dict | None = None) -> None:
         """Feed an archived result (on resume, or the base candidate) into its structure's studies."""
-        _, space = read_knobs(source)
-        key = structure_key(source)
+        key, _, space = self._space(source)
         self._study(key, space)
         values = {k: knobs[k] for k in space if k in knobs}
         frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
@@ -262,8 +270,7 @@ class Tuner:
         self._record(key, space, values, score, cases)
 
     def exhausted(self, source: str) -> bool:
-        key = structure_key(source)
-        _, space = read_knobs(source)
+        key, _, space = self._space(source)
         size = math.prod(len(v) for v in space.values()) if space else 0
         return len(self.tried.get(key, ())) >= min(self.trials + 1, size)
 
@@ -286,10 +293,9 @@ class Tuner:
     def suggest(self, source: str) -> tuple[str, dict, Trial] | None:
         """(new source, knob values, trial) for an untried setting of this structure, or None when exhausted; every
         second one aims at the structure's weakest regime once per-case figures are known."""
-        knobs, space = read_knobs(source)
+        key, knobs, space = self._space(source)
         if knobs is None or self.exhausted(source):
             return None
-        key = structure_key(source)
         self.suggested[key] = self.suggested.get(key, 0) + 1
         aim = self.weakest(source) if self.suggested[key] % 2 == 0 else None
         regime, labels = aim if aim else (None, ())
@@ -307,4 +313,5 @@ class Tuner:
 
     def tell(self, source: str, handle: Trial, score: float | None, cases: dict | None = None) -> None:
         """A suggested setting's fitness and per-case figures ({case label: fraction}), for every study."""
-        self._record(structure_key(source), read_knobs(source)[1], handle.values, score, cases, asked=handle)
+        key, _, space = self._space(source)
+        self._record(key, space, handle.values, score, cases, asked=handle)

@@ -41,6 +41,26 @@ def test_a_kernel_without_knobs_is_tuned_through_its_launch_literals():
     assert structure_key(tuned) == structure_key(MULTI)
 
 
+def test_a_tuned_child_keeps_its_structures_knob_space():
+    """A range inferred around a launch literal moves with the value a setting writes (BLOCK=1024 reads as 256..4096);
+    tuning from a tuned child goes on in the structure's first space instead of asking optuna for a changed one,
+    which it refuses ("CategoricalDistribution does not support dynamic value space": an evolve run on transpose died
+    of it when a tuned child became the base)."""
+    tuner = Tuner(seed=0, trials=40)
+    base = LAUNCH
+    for round_ in range(12):
+        suggestion = tuner.suggest(base)
+        if suggestion is None:
+            break
+        source, values, trial = suggestion
+        assert values["BLOCK"] in [64, 128, 256, 512, 1024]  # the first space, whatever the base now writes
+        tuner.tell(source, trial, 1.0 + round_ / 100, {label: 0.5 + round_ / 100 for label in LABELS})
+        base = source  # the tuned child becomes the next base
+    assert round_ >= 6
+    tuner.remember(apply_knobs(LAUNCH, {"BLOCK": 4096}), {"BLOCK": 4096}, 2.0)  # outside the first space: left out
+    assert all(values.get("BLOCK") != 4096 for values, _, _ in tuner.history[structure_key(LAUNCH)])
+
+
 def test_regimes_are_a_dtype_each_and_the_two_halves_of_the_shapes():
     found = regimes(LABELS)
     assert found["fp32"] == ("fp32 4096x1024", "fp32 8192x8192", "fp32 4096x32768")
