@@ -54,7 +54,9 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     seed = max(seeds, key=lambda c: c.score) if seeds else None
     taken = next((i + 1 for i, c in enumerate(cands) if best is not None and c.id == best.id), None)
     return {"problem": problem, "device": run["device"], "seed": seed, "best": best, "taken": taken,
-            "evaluated": len(cands), "seconds": seconds, "stop": run["stop_reason"]}
+            "evaluated": len(cands), "seconds": seconds,
+            "stop": run["stop_reason"] if run["ended"] else
+            f"the run did not end (exit code {done.returncode}): {(done.stderr or '').strip().splitlines()[-1:]}"}
 
 
 def figure(cand) -> str:
