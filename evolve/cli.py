@@ -441,12 +441,15 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                   f"embedded default has nothing to tune: give a model (--model ...), which writes the first "
                   f"kernels itself, or add a seed")
     from .cluster import ClusterError
+    from .search import SearchFailed
 
     try:
         with Progress(config, archive) as progress:
             summary = Search(config, archive, proposer, on_event=progress, problem=loaded).run()
     except (ProblemError, LookupError, ArchiveError, ClusterError) as exc:
         _fail(str(exc.args[0]) if exc.args else str(exc))  # args[0]: a KeyError's str() adds quotes
+    except SearchFailed as exc:
+        _fail(str(exc), 1)
     _print_summary(summary, archive, problem)
     if summary.interrupted:
         sys.exit(130)  # the convention for Ctrl-C: a script can tell an interrupted run from a finished one

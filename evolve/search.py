@@ -84,6 +84,10 @@ QUEUE_AHEAD = 0
 UNEVALUATED_STOP = 3  # candidates in a row that no lane could evaluate before the run stops
 
 
+class SearchFailed(RuntimeError):
+    """evolve's own fault ended a run; the run is closed in the archive and can be resumed."""
+
+
 class Search:
     """The loop: ask for proposals (a model, or the knob tuner), evaluate each, archive it, admit it to the
     population, stop when a limit is reached. `evaluate` (the harness by default) and `clock` are injected, so the
@@ -458,6 +462,20 @@ class Search:
             self.audit_step()  # before the best is reported: what it runs on the device, seen from outside it
         except KeyboardInterrupt:
             stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
+        except Exception as exc:  # a fault of evolve's own: the run is closed as after Ctrl-C, and the fault named
+            import traceback
+
+            report = self.archive.path.parent / f"evolve-crash-run{self.run_id}.txt"
+            try:
+                report.write_text(traceback.format_exc())
+            except OSError:
+                report = None
+            stop = f"evolve failed: {type(exc).__name__}: {exc}"[:300] + "; continue with --resume"
+            self.pipeline.close()
+            self.archive.finish_run(self.run_id, stop)
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise SearchFailed(f"{stop} (every evaluated candidate is in the archive"
+                               + (f"; the traceback is in {report}, please report it)" if report else ")")) from exc
         self.pipeline.close()  # candidates still in it stay pending in the archive: --resume evaluates them
         self.keep_answered()
         self.archive.finish_run(self.run_id, stop)

@@ -215,3 +215,29 @@ def test_kept_material_verdicts_are_used_only_where_runners_cannot_write_the_cac
     assert not search().known_material
     monkeypatch.setattr(jail, "abi_version", lambda: 6)
     assert search().known_material
+
+
+def test_a_fault_of_evolves_own_closes_the_run_and_names_itself(tmp_path):
+    """An exception out of the search loop (evolve's bug, not a candidate's) ends the run as Ctrl-C does: the run is
+    closed in the archive with the fault as its stop reason, the traceback kept beside the archive, and the error
+    raised is one a person can act on (--resume)."""
+    import pytest
+
+    from evolve.search import SearchFailed
+
+    db = tmp_path / "a.db"
+    search = Search(RunConfig(problem_dir=str(MINI), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=2),
+                    Archive(db))
+
+    def broken_loop():
+        raise RuntimeError("a fault in a search step")
+
+    search._loop = broken_loop
+    with pytest.raises(SearchFailed, match="evolve failed: RuntimeError: a fault in a search step; continue with "
+                                           "--resume") as failed:
+        search.run()
+    assert "the traceback is in" in str(failed.value)
+    run = Archive(db).runs()[-1]
+    assert run["ended"] and run["stop_reason"].startswith("evolve failed: RuntimeError")
+    report = tmp_path / f"evolve-crash-run{run['id']}.txt"
+    assert "broken_loop" in report.read_text() and not search.work.exists()
