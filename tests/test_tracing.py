@@ -56,6 +56,9 @@ def test_marks_are_comment_lines_inside_triton_jit_functions():
     assert [m.name for m in seed if m.function == "softmax_looped_kernel"] == ["pass1", "combine", "pass2", "end"]
     with pytest.raises(sections.SectionError, match="does not parse"):
         sections.find("def broken(:\n")
+    inside = "import triton\n@triton.jit\ndef k(x):\n    y = max(\n        # section: split\n        x, 1)\n"
+    with pytest.raises(sections.SectionError, match="line 5 .split. is inside a statement"):
+        sections.find(inside)
     many = "import triton\n@triton.jit\ndef k():\n" + "".join(f"    # section: s{i}\n    x = {i}\n"
                                                            for i in range(sections.MAX_MARKS + 1))
     with pytest.raises(sections.SectionError, match="at most"):
@@ -75,6 +78,9 @@ def test_each_mark_becomes_a_stamp_that_compiles_for_sm90_without_a_gpu(tmp_path
     traced = tmp_path / "traced.py"
     traced.write_text(sections.instrument(SEED.read_text(), base, marks))
     assert traced.read_text().count("inline_asm_elementwise") == len(marks)
+    assert "as tl" in SEED.read_text()  # and a file that names triton.language otherwise is traced alike:
+    aliased = sections.instrument(SEED.read_text().replace("as tl", "as language").replace("tl.", "language."), base)
+    assert "_evolve_stamp_tl.inline_asm_elementwise" in aliased and " tl." not in aliased
     spec = importlib.util.spec_from_file_location("traced_seed", traced)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -30,6 +30,7 @@ WARPS = 32  # warp slots per CTA (1024 threads)
 MAX_MARKS = 32  # marks per file
 SLOT_BYTES = 16  # two u64: clock64, globaltimer
 END = "end"
+ALIAS = "_evolve_stamp_tl"  # triton.language, under a name of the traced copy's own
 
 
 class SectionError(ValueError):
@@ -96,6 +97,12 @@ def find(source: str) -> list[Mark]:
             marks.append(Mark(inside[-1], found.group(1), line, lines[line - 1][:tok.start[1]]))
     if len(marks) > MAX_MARKS:
         raise SectionError(f"{len(marks)} section marks; at most {MAX_MARKS} are traced")
+    for mark in marks:  # each must stand between statements, where its stamp will
+        try:
+            ast.parse(instrument(source, 0, [mark]))
+        except SyntaxError:
+            raise SectionError(f"the mark on line {mark.line} ({mark.name}) is inside a statement; put it on a line "
+                               "of its own between two statements") from None
     return marks
 
 
@@ -116,15 +123,17 @@ def stamp_ptx(base: int, index: int, marks: int) -> str:
 
 
 def instrument(source: str, base: int, marks: list[Mark] | None = None) -> str:
-    """The source with every mark replaced by its stamp (a statement at the comment's indentation). The module must
-    have `tl` bound to triton.language where a mark is (it does in any Triton kernel)."""
+    """The source with every mark replaced by its stamp (a statement at the comment's indentation), and
+    triton.language imported at its end under ALIAS for the stamps."""
     marks = find(source) if marks is None else marks
     lines = source.splitlines()
     for index, mark in enumerate(marks):
         asm = stamp_ptx(base, index, len(marks))
-        lines[mark.line - 1] = (f"{mark.indent}tl.inline_asm_elementwise({asm!r}, '=r,r', [tl.program_id(0)], "
-                                f"dtype=tl.int32, is_pure=False, pack=1)  # section: {mark.name}")
-    return "\n".join(lines) + "\n"
+        lines[mark.line - 1] = (f"{mark.indent}{ALIAS}.inline_asm_elementwise({asm!r}, '=r,r', "
+                                f"[{ALIAS}.program_id(0)], dtype={ALIAS}.int32, is_pure=False, pack=1)"
+                                f"  # section: {mark.name}")
+    # the alias the stamps use, bound at the end so no line moves (a kernel reads its globals when it compiles)
+    return "\n".join(lines) + f"\nimport triton.language as {ALIAS}  # noqa: E402\n"
 
 
 def buffer_bytes(marks: int) -> int:
