@@ -217,3 +217,30 @@ def test_a_real_trace_from_an_h100_parses_as_it_did_on_the_card(tmp_path):
     kept = Result(True, 6.0, "", {**summary, "case": "fp32 1024x131072"})
     archive.store_trace(cand.id, "NVIDIA H100 80GB HBM3", kept)
     assert "softmax_looped_kernel/pass2: median 297,096 cycles" in tracing.render(archive.trace(cand.id)["summary"])
+
+
+def test_a_runs_trace_round_takes_only_marked_correct_kernels_and_says_why_it_stops(tmp_path, monkeypatch):
+    """The profile round's tracing: a correct marked candidate is chosen, an unmarked or failed one is not; without a
+    GPU the round says so once (trace_off) and tracing stays off for the run."""
+    from evolve.config import RunConfig
+    from evolve.harness import EvalOptions, load_problem
+    from evolve.rounds import Rounds
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    archive = Archive(str(tmp_path / "evolve.db"))
+    run = archive.start_run("softmax", str(ROOT / "problems" / "softmax"), {}, "cpu", {})
+    marked = archive.add_candidate(run, source=SEED.read_text(), proposer="seed")
+    unmarked = archive.add_candidate(run, source=SEED.read_text().replace("# section:", "# part:")
+                                     .replace('"CHUNK": 4096', '"CHUNK": 2048'), proposer="tuner")
+    from dataclasses import replace
+
+    marked, unmarked = (replace(cand, ok=True, fitness=0.7) for cand in (marked, unmarked))  # as ranked after a pass
+    events = []
+    rounds = Rounds(RunConfig(problem_dir=str(ROOT / "problems" / "softmax"), eval=EvalOptions(device="cpu")),
+                    archive, load_problem(ROOT / "problems" / "softmax"), tmp_path, events.append)
+    rounds.trace([unmarked], "NVIDIA H200", None)
+    assert events == [] and rounds.tracer is None  # nothing marked: no tracer was even made
+    rounds.trace([unmarked, marked], "NVIDIA H200", None)
+    assert [e["kind"] for e in events] == ["trace_off"] and "needs a GPU" in events[0]["reason"]
+    rounds.trace([marked], "NVIDIA H200", None)
+    assert rounds.tracer is False and len(events) == 1  # off for the rest of the run, said once
