@@ -33,7 +33,7 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     assert site and all(f"evolve/leaderboard_site/{name}" in names for name in site), names  # the site's templates
     # what models search (evolve/knowledge.py): each language's notes, and the examples beside CuTeDSL's
     notes = sorted(str(p.relative_to(ROOT / "context")) for p in (ROOT / "context").rglob("*") if p.is_file())
-    assert {"triton/online_softmax.md", "cutedsl/basics.md", "cutedsl/examples/row_sum.py"} <= set(notes)
+    assert {"triton/online_softmax.md", "cutedsl/basics.md", "cutedsl/examples/vector_scale.py"} <= set(notes)
     assert all(f"evolve/context_docs/{name}" in names for name in notes), names
 
 
