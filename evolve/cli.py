@@ -942,110 +942,119 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo(c.reply or "(none)")
 
 
-def _case_for(archive, c, case_label):
-    """(problem, index of the benchmark case to profile or trace): the one named, else the case nearest the
-    candidate's overall fitness on a GPU, else the first."""
-    from .archive import ArchiveError
-    from .harness import ProblemError, load_problem
-    from .profiling import choose_case
+class _Target:
+    """What `evolve trace` and `evolve profile` look at: an archived candidate, or a file against a problem folder."""
 
-    try:
-        problem = load_problem(archive.run(c.run_id)["problem_path"])
-    except (ArchiveError, KeyError) as exc:
-        _fail(str(exc), 1)
-    except ProblemError as exc:
-        _fail(f"candidate #{c.id}'s problem folder cannot be read: {exc}")
-    labels = [case.label for case in problem.benchmarks]
-    if case_label is not None:
-        if case_label not in labels:
-            _fail(f"no benchmark case {case_label!r} in {problem.name}; its cases: {', '.join(labels)}")
-        return problem, labels.index(case_label)
-    verdict = archive.verdict(c.id)
-    if verdict is not None and verdict.mode == "gpu":
-        chosen = choose_case(list(verdict.shapes))
-        if chosen is not None and verdict.shapes[chosen]["case"] in labels:
-            return problem, labels.index(verdict.shapes[chosen]["case"])
-    return problem, 0
+    def __init__(self, target: str, problem_dir, db, case_label):
+        from .archive import ArchiveError
+        from .harness import ProblemError, load_problem
+
+        self.archive, self.candidate, self.verdict = None, None, None
+        try:
+            if target.isdigit():
+                if problem_dir:
+                    _fail("give --problem only with a file: an archived candidate's problem is its run's")
+                self.archive = _open_archive(db)
+                self.candidate = self.archive.get(int(target))
+                self.source = self.candidate.source or ""
+                self.verdict = self.archive.verdict(self.candidate.id)
+                problem_dir = self.archive.run(self.candidate.run_id)["problem_path"]
+            else:
+                if not Path(target).is_file():
+                    _fail(f"{target}: neither an archived candidate's id nor a file")
+                if not problem_dir:
+                    _fail(f"{target} is a file: say which problem it solves with --problem DIR")
+                self.source = Path(target).read_text()
+            self.problem = load_problem(problem_dir)
+        except ArchiveError as exc:
+            _fail(str(exc), 1)
+        except ProblemError as exc:
+            _fail(f"the problem folder cannot be read: {exc}")
+        self.index = self._case(case_label)
+        self.label = self.problem.benchmarks[self.index].label
+        self.name = f"#{self.candidate.id}" if self.candidate else target
+
+    def _case(self, case_label) -> int:
+        """The case named, else the one nearest the candidate's overall fitness on a GPU, else the first."""
+        from .profiling import choose_case
+
+        labels = [case.label for case in self.problem.benchmarks]
+        if case_label is not None:
+            if case_label not in labels:
+                _fail(f"no benchmark case {case_label!r} in {self.problem.name}; its cases: {', '.join(labels)}")
+            return labels.index(case_label)
+        if self.verdict is not None and self.verdict.mode == "gpu":
+            chosen = choose_case(list(self.verdict.shapes))
+            if chosen is not None and self.verdict.shapes[chosen]["case"] in labels:
+                return labels.index(self.verdict.shapes[chosen]["case"])
+        return 0
+
+    def run(self, what: str, tool) -> object:
+        """tool(path, problem dir, case index, beside=..., case_label=...) on a copy of the source; its result."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix=f"evolve-{what}-") as work:
+            path = Path(work, "candidate.py")
+            path.write_text(self.source)
+            click.echo(f"{what} {self.name} on {self.label} (--case picks another)", err=True)
+            return tool(path, self.problem.path, self.index, beside=self.problem.beside_files(),
+                        case_label=self.label)
 
 
-def _case_options(f):
+def _target_options(f):
     f = click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0,
                      show_default=True, help="Wall-clock limit in seconds of the child.")(f)
-    return click.option("--case", "case_label", help="The benchmark case, by its label (e.g. 'fp32 4096x4096') "
-                                                     "[default: the case nearest the candidate's overall fitness].")(f)
+    f = click.option("--case", "case_label", help="The benchmark case, by its label (e.g. 'fp32 4096x4096') "
+                                                  "[default: the case nearest the candidate's overall fitness, "
+                                                  "else the first].")(f)
+    f = click.option("--problem", "problem_dir", type=click.Path(exists=True, file_okay=False),
+                     help="With a file: the problem folder it solves.")(f)
+    f = _db_option(f)
+    return click.argument("target")(f)
 
 
 @cli.command("trace")
-@click.argument("candidate_id", type=int)
-@_db_option
-@_case_options
-def trace_command(candidate_id, db, case_label, timeout_s):
-    """Time the sections a candidate's Triton kernel marks, on the GPU: per section, each warp's cycles and
-    nanoseconds on one benchmark case, in a jailed child of its own (never part of a verdict). Mark sections with
-    comment lines inside the @triton.jit function: `# section: load` where a part begins, `# section: end` after the
-    last. The summary is kept for `evolve show` and the prompts of the candidate's children."""
-    import tempfile
-
-    from .archive import ArchiveError
+@_target_options
+def trace_command(target, db, problem_dir, case_label, timeout_s):
+    """Time the sections a Triton kernel marks, on the GPU: per section, each warp's cycles and nanoseconds on one
+    benchmark case, in a jailed child of its own (never part of a verdict). TARGET is an archived candidate's id, or
+    a file with --problem. Mark sections with comment lines inside the @triton.jit function: `# section: load` where a
+    part begins, `# section: end` after the last. An archived candidate's summary is kept for `evolve show` and the
+    prompts of its children."""
     from .tracing import Tracer, render
 
-    archive = _open_archive(db)
-    try:
-        c = archive.get(candidate_id)
-    except ArchiveError as exc:
-        _fail(str(exc), 1)
-    problem, index = _case_for(archive, c, case_label)
-    label = problem.benchmarks[index].label
-    with tempfile.TemporaryDirectory(prefix="evolve-trace-") as work:
-        path = Path(work, "candidate.py")
-        path.write_text(c.source or "")
-        click.echo(f"tracing #{c.id} on {label}", err=True)
-        result = Tracer(timeout_s=timeout_s).trace(path, problem.path, index, beside=problem.beside_files(),
-                                                   case_label=label)
+    chosen = _Target(target, problem_dir, db, case_label)
+    result = chosen.run("tracing", Tracer(timeout_s=timeout_s).trace)
     if not result.ok:
         _fail(result.message if result.message.startswith("not traced") else f"not traced: {result.message}", 1)
-    import torch
+    if chosen.candidate is not None:
+        import torch
 
-    archive.store_trace(c.id, torch.cuda.get_device_name(), result, label)
+        chosen.archive.store_trace(chosen.candidate.id, torch.cuda.get_device_name(), result, chosen.label)
     click.echo(render(result.summary))
 
 
 @cli.command("profile")
-@click.argument("candidate_id", type=int)
-@_db_option
-@_case_options
+@_target_options
 @click.option("--as-root", is_flag=True, help="Profile even when running as root (as `evolve run --profile-as-root`).")
-def profile_command(candidate_id, db, case_label, timeout_s, as_root):
-    """Profile a candidate with Nsight Compute (ncu) on one benchmark case, in a jailed child of its own, as a run's
+def profile_command(target, db, problem_dir, case_label, timeout_s, as_root):
+    """Profile a kernel with Nsight Compute (ncu) on one benchmark case, in a jailed child of its own, as a run's
     profile round does: per kernel its time, DRAM and SM throughput, occupancy and top stalls, and whether the case is
-    memory- or compute-bound. Kept for `evolve show` and the prompts of the candidate's children; never part of a
-    verdict."""
-    import tempfile
-
-    from .archive import ArchiveError
+    memory- or compute-bound. TARGET is an archived candidate's id, or a file with --problem. An archived candidate's
+    summary is kept for `evolve show` and the prompts of its children; never part of a verdict."""
     from .harness.ladder import gpu_available
     from .profiling import Profiler, render
 
-    archive = _open_archive(db)
-    try:
-        c = archive.get(candidate_id)
-    except ArchiveError as exc:
-        _fail(str(exc), 1)
+    chosen = _Target(target, problem_dir, db, case_label)
     if not gpu_available():
         _fail("not profiled: profiling needs a GPU (Nsight Compute reads the card's counters)", 1)
-    problem, index = _case_for(archive, c, case_label)
-    label = problem.benchmarks[index].label
-    profiler = Profiler(allow_root=as_root, timeout_s=timeout_s)
-    with tempfile.TemporaryDirectory(prefix="evolve-profile-") as work:
-        path = Path(work, "candidate.py")
-        path.write_text(c.source or "")
-        click.echo(f"profiling #{c.id} on {label}", err=True)
-        result = profiler.profile(path, problem.path, index, beside=problem.beside_files(), case_label=label)
+    result = chosen.run("profiling", Profiler(allow_root=as_root, timeout_s=timeout_s).profile)
     if not result.ok:
         _fail(f"not profiled: {result.message}", 1)
-    import torch
+    if chosen.candidate is not None:
+        import torch
 
-    archive.store_profile(c.id, torch.cuda.get_device_name(), result, label)
+        chosen.archive.store_profile(chosen.candidate.id, torch.cuda.get_device_name(), result, chosen.label)
     click.echo(render(result.summary))
 
 

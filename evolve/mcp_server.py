@@ -110,16 +110,33 @@ def asm(candidate_id: int, kind: str = "sass", kernel: str | None = None, db: st
     return _checked("show", str(int(candidate_id)), "--db", db, "--asm", kind, *(["--kernel", kernel] if kernel else []))
 
 
-def trace(candidate_id: int, case: str | None = None, db: str = DEFAULT_DB) -> str:
-    """Time the sections an archived Triton candidate marks (`# section: NAME` comment lines in its @triton.jit
-    function) on one benchmark case, on the GPU, in a jailed child: cycles and nanoseconds per section per warp."""
-    return _checked("trace", str(int(candidate_id)), "--db", db, *(["--case", case] if case else []))
+def _looked_at(command: str, candidate_id: int | None, candidate: str | None, source: str | None,
+               problem: str | None, case: str | None, db: str) -> str:
+    """`evolve trace|profile` on an archived candidate (candidate_id) or on a file or source against a problem."""
+    tail = ["--case", case] if case else []
+    if candidate_id is not None:
+        if candidate or source:
+            raise CommandFailed("give candidate_id, or a candidate file or source with problem, not both")
+        return _checked(command, str(int(candidate_id)), "--db", db, *tail)
+    if not problem:
+        raise CommandFailed("give candidate_id, or a candidate file or source together with problem")
+    with tempfile.TemporaryDirectory(prefix="evolve-mcp-") as folder:
+        return _checked(command, _candidate_file(candidate, source, folder), "--problem", problem, *tail)
 
 
-def profile(candidate_id: int, case: str | None = None, db: str = DEFAULT_DB) -> str:
-    """Nsight Compute on an archived candidate, one benchmark case, in a jailed child: per kernel time, DRAM and SM
-    throughput, occupancy, top stalls."""
-    return _checked("profile", str(int(candidate_id)), "--db", db, *(["--case", case] if case else []))
+def trace(candidate_id: int | None = None, candidate: str | None = None, source: str | None = None,
+          problem: str | None = None, case: str | None = None, db: str = DEFAULT_DB) -> str:
+    """Time the sections a Triton kernel marks (`# section: NAME` comment lines in its @triton.jit function) on one
+    benchmark case, on the GPU, in a jailed child: cycles and nanoseconds per section per warp. An archived candidate
+    (candidate_id), or a file or source with the problem folder it solves."""
+    return _looked_at("trace", candidate_id, candidate, source, problem, case, db)
+
+
+def profile(candidate_id: int | None = None, candidate: str | None = None, source: str | None = None,
+            problem: str | None = None, case: str | None = None, db: str = DEFAULT_DB) -> str:
+    """Nsight Compute on one benchmark case, in a jailed child: per kernel time, DRAM and SM throughput, occupancy,
+    top stalls. An archived candidate (candidate_id), or a file or source with the problem folder it solves."""
+    return _looked_at("profile", candidate_id, candidate, source, problem, case, db)
 
 
 def search_context(query: str, language: str = "triton", limit: int = 5) -> list[dict]:

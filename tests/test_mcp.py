@@ -51,13 +51,14 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
     run = archive.start_run("mini_softmax", str(MINI), {}, "cpu", {})
     cand = archive.add_candidate(run, source=(MINI / "seeds" / "softmax_rows.py").read_text(), proposer="seed")
     seed = str(MINI / "seeds" / "softmax_rows.py")
-    tools, problems, verdict, bad, shown, traced, found, paused, after = session_calls([
+    tools, problems, verdict, bad, shown, traced, traced_file, found, paused, after = session_calls([
         (None, None),
         ("list_problems", {"folder": str(ROOT / "problems")}),
         ("evaluate", {"problem": str(MINI), "candidate": seed, "device": "cpu"}),
         ("evaluate", {"problem": str(MINI)}),  # neither a candidate nor a source
         ("show", {"candidate_id": cand.id, "db": str(db)}),
         ("trace", {"candidate_id": cand.id, "db": str(db)}),  # its sections are marked; no GPU to time them
+        ("trace", {"source": (MINI / "seeds" / "softmax_rows.py").read_text(), "problem": str(MINI)}),
         ("search_context", {"query": "online softmax running max", "language": "triton"}),
         ("pause", {"db": str(db)}),
         (None, None),
@@ -73,6 +74,7 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
     assert bad.is_error and "exactly one of candidate" in text(bad)
     assert not shown.is_error and f"candidate #{cand.id}" in text(shown)
     assert traced.is_error and "tracing needs a GPU" in text(traced)
+    assert traced_file.is_error and "tracing needs a GPU" in text(traced_file)
     assert not found.is_error and "softmax" in text(found).lower()
     assert not paused.is_error and "paused" in text(paused)
     assert {t.name for t in after.tools} == names  # the server outlived the malformed call

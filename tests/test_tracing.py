@@ -174,6 +174,15 @@ def test_evolve_trace_says_what_it_needs(tmp_path):
     wrong_case = trace(str(marked.id), "--case", "fp32 3x3")
     assert wrong_case.returncode == 2 and "its cases: fp32 4096x1024" in wrong_case.stderr
     assert Archive(str(db)).trace(marked.id) is None  # nothing stored for a trace that did not run
+    softmax = str(ROOT / "problems" / "softmax")
+    a_file = subprocess.run([sys.executable, "-m", "evolve.cli", "trace", str(SEED), "--problem", softmax],
+                            capture_output=True, text=True, timeout=120, env=env)  # a file, not archived
+    assert a_file.returncode == 1 and "tracing needs a GPU" in a_file.stderr
+    assert f"tracing {SEED} on fp32 4096x1024" in a_file.stderr
+    no_problem = trace(str(SEED))
+    assert no_problem.returncode == 2 and "say which problem it solves with --problem DIR" in no_problem.stderr
+    neither = trace("nothing_here.py")
+    assert neither.returncode == 2 and "neither an archived candidate's id nor a file" in neither.stderr
 
 
 @pytest.mark.gpu
