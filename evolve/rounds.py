@@ -1,6 +1,7 @@
 """The rounds a run makes beside its search: Nsight Compute profiles of its best few correct kernels (every
 --profile-every evaluations, and at the end) and traces of the sections they mark, the end-of-run re-timing of the
-best against each other, and the launch audit of the kernel the run reports. Each is advice or evidence: one that cannot run says why and the run goes on."""
+best against each other, and the launch audit of the kernel the run reports. Each is advice or evidence: one that
+cannot run says why and the run goes on."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -86,7 +87,9 @@ class Rounds:
         done = self.archive.traced(device)
         chosen = []
         for cand in ranked:
-            if len(chosen) == top or not (cand.ok and cand.fitness is not None):
+            if len(chosen) == top:
+                break
+            if not (cand.ok and cand.fitness is not None):
                 continue
             try:
                 marked = cand.id not in done and bool(find(cand.source or ""))
