@@ -5,8 +5,8 @@ fitness, the gain, the best's proposer and how many candidates it took.
     python benchmarks/search_gain.py [--minutes 5] [--device cuda] [--jobs N] [--keep DIR] [PROBLEM ...]
 
 --jobs N runs N problems' searches at once (on one GPU they take turns on the card: evolve's card lock lets one
-process's evaluations on a card at a time, so figures stay clean while each search gets a share of the card's time); --keep DIR keeps
-each run's archive. Each problem's row is printed as soon as its run ends.
+process's evaluations on a card at a time, so figures stay clean while each search gets a share of the card's
+time); --keep DIR keeps each run's archive. Each problem's row is printed as soon as its run ends.
 
 Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention. On a machine without a GPU the figures are
 interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
