@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .harness import sections
-from .profiling import Result, _read_bytes, _remove, run_child
+from .profiling import Result, _number, _read_bytes, _remove, run_child
 
 NO_MARKS = ("no sections marked: put `# section: NAME` comment lines inside the @triton.jit function, one where each "
             "part begins and `# section: end` after the last")
@@ -73,7 +73,9 @@ def render(summary: dict) -> str:
                      f"({r['ns_median'] / 1000:.2f} us), p10-p90 {r['cycles_p10']:,.0f}-{r['cycles_p90']:,.0f}; "
                      f"{100 * r['share']:.0f}% of the marked time; {r['warps']} warps")
     lines.append(f"A CTA took {summary['cta_ns_median'] / 1000:.2f} us (median) from its first mark to its last; the "
-                 f"CTAs' first marks spread over {summary['start_spread_ns'] / 1000:.1f} us.")
+                 f"CTAs' first marks spread over {summary['start_spread_ns'] / 1000:.1f} us."
+                 + (f" The traced call took {summary['call_ms']:.3f} ms, stamps included (the verdict times the "
+                    f"file without them)." if summary.get("call_ms") else ""))
     return "\n".join(lines)
 
 
@@ -116,6 +118,8 @@ class Tracer:
                 return Result(False, seconds, f"the traced child failed (exit code {code}): {tail}")
             summary = parse(data, marks)
             summary["case"] = case_label or f"benchmark case {case}"
+            ms = _number(_read_bytes(work / "trace_ms", 64).decode(errors="replace"))  # advice, as the stamps are
+            summary["call_ms"] = ms if ms and ms > 0 else None
             return Result(True, seconds, "", summary, "")
         except Exception as exc:  # noqa: BLE001 - a trace is advice: whatever goes wrong, the caller goes on
             return Result(False, time.monotonic() - started, f"tracing failed: {type(exc).__name__}: {exc}"[:300])

@@ -122,6 +122,8 @@ def test_the_parser_sums_sections_per_warp_and_skips_what_a_warp_did_not_reach()
     assert summary["start_spread_ns"] == 9000.0
     text = tracing.render({**summary, "case": "fp32 4x4"})
     assert "row_sum_kernel/load: median 2,000 cycles" in text and "83% of the marked time" in text
+    assert "traced call" not in text
+    assert "The traced call took 0.565 ms, stamps included" in tracing.render({**summary, "call_ms": 0.5654})
     with pytest.raises(ValueError, match="bytes"):
         tracing.parse(b"\0" * 64, marks)
     with pytest.raises(ValueError, match="no warp recorded"):
@@ -199,7 +201,7 @@ def test_the_softmax_seed_traced_on_the_card(tmp_path):
     assert result.ok, result.message
     names = [s["name"] for s in result.summary["sections"]]
     assert names == ["pass1", "combine", "pass2"] and result.summary["ctas"] == 1024
-    assert all(s["cycles_median"] > 0 for s in result.summary["sections"])
+    assert all(s["cycles_median"] > 0 for s in result.summary["sections"]) and result.summary["call_ms"] > 0
 
 
 def test_a_real_trace_from_an_h100_parses_as_it_did_on_the_card(tmp_path):

@@ -200,7 +200,7 @@ def target(job_path: str) -> int:
 def trace_target(job_path: str) -> int:
     """Make the case's inputs and a zeroed stamp buffer on the card, import the candidate's copy with its section
     marks turned into stamps at that buffer's address (sections.py), call it once to compile and warm up, zero the
-    buffer, call it once more, and write the buffer to trace.bin."""
+    buffer, call it once more, and write the buffer to trace.bin and that call's time (CUDA events) to trace_ms."""
     job = json.loads(Path(job_path).read_text())
     import importlib.util
 
@@ -230,9 +230,13 @@ def trace_target(job_path: str) -> int:
     call()  # compiles, autotunes, warms caches
     torch.cuda.synchronize()
     stamps.zero_()
+    began, ended = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    began.record()
     call()
+    ended.record()
     torch.cuda.synchronize()
     Path(job["work"], "trace.bin").write_bytes(stamps.cpu().numpy().tobytes())
+    Path(job["work"], "trace_ms").write_text(repr(began.elapsed_time(ended)))  # the traced call, stamps and all
     return 0
 
 
