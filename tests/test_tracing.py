@@ -255,3 +255,26 @@ def test_a_runs_trace_round_takes_only_marked_correct_kernels_and_says_why_it_st
     assert [e["kind"] for e in events] == ["trace_off"] and "needs a GPU" in events[0]["reason"]
     rounds.trace([marked], "NVIDIA H200", None)
     assert rounds.tracer is False and len(events) == 1  # off for the rest of the run, said once
+
+
+def test_the_traced_child_starts_in_its_jail_without_a_gpu(tmp_path):
+    """The trace's child path as far as a machine without a GPU takes it: the launcher makes its namespaces, process 1
+    jails itself to the work folder and its own /proc entry and execs the trace target, which stops at the card it
+    does not find: exit code 1 with the CUDA error, never the launcher's refusal codes."""
+    from test_profiling import ISOLATION
+
+    from evolve.harness.profile import ISOLATION_FAILED, JAIL_FAILED
+    from evolve.profiling import run_child
+
+    if ISOLATION is not None:
+        pytest.skip(ISOLATION)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "candidate.py").write_text(SEED.read_text())
+    job = {"candidate": str(work / "candidate.py"), "problem": str(ROOT / "problems" / "softmax"), "case": 0,
+           "work": str(work), "seed": 1, "beside": False, "mode": "trace"}
+    code = run_child(work, job, 120, None)
+    stderr = (work / "stderr").read_text()
+    assert code == 1 and code not in (ISOLATION_FAILED, JAIL_FAILED), stderr[-500:]
+    assert "trace_target" in stderr and ("CUDA" in stderr or "cuda" in stderr), stderr[-500:]
+    assert not (work / "trace.bin").exists()
