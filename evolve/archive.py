@@ -870,8 +870,12 @@ class Archive:
 
     def profile(self, candidate_id: int) -> dict | None:
         """The candidate's latest profile (summary decoded; the report left out), or None."""
+        return self._latest_advice("profiles", candidate_id)
+
+    def _latest_advice(self, table: str, candidate_id: int) -> dict | None:
+        """The candidate's latest row of `profiles` or `traces` (summary decoded), or None."""
         rows = self._dicts("SELECT id, candidate_id, device, case_label, ok, seconds, message, summary, created "
-                           "FROM profiles WHERE candidate_id = ? ORDER BY id DESC LIMIT 1", [candidate_id])
+                           f"FROM {table} WHERE candidate_id = ? ORDER BY id DESC LIMIT 1", [candidate_id])
         if not rows:
             return None
         row = rows[0]
@@ -888,13 +892,7 @@ class Archive:
 
     def trace(self, candidate_id: int) -> dict | None:
         """The candidate's latest trace (summary decoded), or None."""
-        rows = self._dicts("SELECT id, candidate_id, device, case_label, ok, seconds, message, summary, created "
-                           "FROM traces WHERE candidate_id = ? ORDER BY id DESC LIMIT 1", [candidate_id])
-        if not rows:
-            return None
-        row = rows[0]
-        row["summary"] = json.loads(row["summary"]) if row["summary"] else None
-        return row
+        return self._latest_advice("traces", candidate_id)
 
     def traced(self, device: str) -> set[int]:
         """Candidates with a trace attempt on record on this device."""

@@ -893,26 +893,18 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo(audit.line)
         if audit.kernels:
             click.echo("  seen during the calls: " + ", ".join(f"{n} x{k}" for n, k in audit.kernels[:8]))
-    profiled = archive.profile(c.id)
-    if profiled:
-        from .profiling import render as render_profile
+    from .profiling import render as render_profile
+    from .tracing import render as render_trace
 
-        click.echo("")
-        if profiled["ok"] and profiled["summary"]:
-            click.echo(f"profile ({profiled['device']}, {profiled['seconds']:.1f} s; advice, not part of the verdict):")
-            click.echo(render_profile(profiled["summary"]))
-        else:
-            click.echo(f"profile: none ({profiled['message']})")
-    traced = archive.trace(c.id)
-    if traced:
-        from .tracing import render as render_trace
-
-        click.echo("")
-        if traced["ok"] and traced["summary"]:
-            click.echo(f"trace ({traced['device']}, {traced['seconds']:.1f} s; advice, not part of the verdict):")
-            click.echo(render_trace(traced["summary"]))
-        else:
-            click.echo(f"trace: none ({traced['message']})")
+    for what, row, render in (("profile", archive.profile(c.id), render_profile),
+                              ("trace", archive.trace(c.id), render_trace)):
+        if row:
+            click.echo("")
+            if row["ok"] and row["summary"]:
+                click.echo(f"{what} ({row['device']}, {row['seconds']:.1f} s; advice, not part of the verdict):")
+                click.echo(render(row["summary"]))
+            else:
+                click.echo(f"{what}: none ({row['message']})")
     if verdict and c.parent_ids:
         from .render import against_parent
 
@@ -976,18 +968,15 @@ class _Target:
 
     def _case(self, case_label) -> int:
         """The case named, else the one nearest the candidate's overall fitness on a GPU, else the first."""
-        from .profiling import choose_case
+        from .profiling import chosen_row
 
         labels = [case.label for case in self.problem.benchmarks]
         if case_label is not None:
             if case_label not in labels:
                 _fail(f"no benchmark case {case_label!r} in {self.problem.name}; its cases: {', '.join(labels)}")
             return labels.index(case_label)
-        if self.verdict is not None and self.verdict.mode == "gpu":
-            chosen = choose_case(list(self.verdict.shapes))
-            if chosen is not None and self.verdict.shapes[chosen]["case"] in labels:
-                return labels.index(self.verdict.shapes[chosen]["case"])
-        return 0
+        row = chosen_row(self.verdict, labels)
+        return labels.index(row["case"]) if row else 0
 
     def run(self, what: str, tool) -> object:
         """tool(path, problem dir, case index, beside=..., case_label=...) on a copy of the source; its result."""

@@ -168,6 +168,17 @@ def choose_case(shapes: list[dict]) -> int | None:
     return min(fractions, key=lambda item: (abs(math.log(item[1] / mean)), -(shapes[item[0]].get("bound_ms") or 0)))[0]
 
 
+def chosen_row(verdict, labels: list[str]) -> dict | None:
+    """The per-case row of a GPU verdict that choose_case picks, where its case is one of the problem's benchmark
+    labels; None for a CPU verdict, none at all, or no such case."""
+    if verdict is None or verdict.mode != "gpu":
+        return None
+    index = choose_case(list(verdict.shapes))
+    if index is None or verdict.shapes[index]["case"] not in labels:
+        return None
+    return verdict.shapes[index]
+
+
 @dataclass
 class Result:
     ok: bool

@@ -52,16 +52,13 @@ class Rounds:
                 return
 
     def _profile_one(self, cand: Candidate, device: str, gpu: str | None) -> None:
-        from .profiling import choose_case
+        from .profiling import chosen_row
 
         verdict = self.archive.verdict(cand.id)
-        if verdict is None or verdict.mode != "gpu":
-            return
         labels = [case.label for case in self.problem.benchmarks]
-        index = choose_case(list(verdict.shapes))
-        if index is None or verdict.shapes[index]["case"] not in labels:
+        row = chosen_row(verdict, labels)
+        if row is None:
             return
-        row = verdict.shapes[index]
         peaks = verdict.rung("roofline").metrics.get("peaks") or {}
         kind = None
         if row.get("bound_ms") and row.get("bytes_per_s") and peaks.get("bandwidth"):
@@ -107,15 +104,14 @@ class Rounds:
             self.emit({"kind": "trace_off", "reason": self.tracer.unavailable})
             self.tracer = False
             return
-        from .profiling import choose_case
+        from .profiling import chosen_row
 
         labels = [case.label for case in self.problem.benchmarks]
         for cand in chosen:
-            verdict = self.archive.verdict(cand.id)
-            index = choose_case(list(verdict.shapes)) if verdict is not None and verdict.mode == "gpu" else None
-            if index is None or verdict.shapes[index]["case"] not in labels:
+            row = chosen_row(self.archive.verdict(cand.id), labels)
+            if row is None:
                 continue
-            label = verdict.shapes[index]["case"]
+            label = row["case"]
             path = self.work / f"trace_{cand.id}.py"
             path.write_text(cand.source)
             result = self.tracer.trace(path, self.problem.path, labels.index(label),

@@ -44,6 +44,7 @@ can have written it) and exits: the audit was not run, and says why.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -166,10 +167,27 @@ def launch(job_path: str) -> int:
             return 1
 
 
+def _import_candidate(job: dict, path):
+    """The candidate (the file at path, as the module `candidate`), with its folder on sys.path where the problem
+    keeps files beside it."""
+    spec = importlib.util.spec_from_file_location("candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = module
+    if job.get("beside"):
+        sys.path.insert(0, str(Path(job["candidate"]).parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+def _caller(module, inputs):
+    """One call of the candidate on a case's inputs, as the runner makes it."""
+    if inputs.tree is not None:
+        return lambda: module.custom_kernel(inputs.data)
+    return lambda: module.custom_kernel(*inputs.leaves)
+
+
 def target(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
-    import importlib.util
-
     import torch
 
     from .formats import load_problem, reference_for
@@ -178,16 +196,7 @@ def target(job_path: str) -> int:
     reference = reference_for(problem)
     case = problem.benchmarks[job["case"]]
     inputs = reference.generate(case, job["seed"], torch.device("cuda"))
-    spec = importlib.util.spec_from_file_location("candidate", job["candidate"])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["candidate"] = module
-    if job.get("beside"):
-        sys.path.insert(0, str(Path(job["candidate"]).parent))
-    spec.loader.exec_module(module)
-
-    def call():
-        return module.custom_kernel(inputs.data) if inputs.tree is not None else module.custom_kernel(*inputs.leaves)
-
+    call = _caller(_import_candidate(job, job["candidate"]), inputs)
     call()  # compiles, autotunes, warms caches
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()
@@ -202,8 +211,6 @@ def trace_target(job_path: str) -> int:
     marks turned into stamps at that buffer's address (sections.py), call it once to compile and warm up, zero the
     buffer, call it once more, and write the buffer to trace.bin and that call's time (CUDA events) to trace_ms."""
     job = json.loads(Path(job_path).read_text())
-    import importlib.util
-
     import torch
 
     from . import sections
@@ -217,16 +224,7 @@ def trace_target(job_path: str) -> int:
     stamps = torch.zeros(sections.buffer_bytes(len(marks)) // 8, dtype=torch.int64, device="cuda")
     traced = Path(job["work"], "traced.py")
     traced.write_text(sections.instrument(source, stamps.data_ptr(), marks))
-    spec = importlib.util.spec_from_file_location("candidate", traced)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["candidate"] = module
-    if job.get("beside"):
-        sys.path.insert(0, str(Path(job["candidate"]).parent))
-    spec.loader.exec_module(module)
-
-    def call():
-        return module.custom_kernel(inputs.data) if inputs.tree is not None else module.custom_kernel(*inputs.leaves)
-
+    call = _caller(_import_candidate(job, traced), inputs)
     call()  # compiles, autotunes, warms caches
     torch.cuda.synchronize()
     stamps.zero_()
@@ -283,8 +281,6 @@ def audit_target(job_path: str) -> int:
     if why:
         return _refuse(work, why)
     try:
-        import importlib.util
-
         import torch
         import triton  # noqa: F401 - imported while the installed packages are surely readable (before the drop)
 
@@ -313,12 +309,7 @@ def audit_target(job_path: str) -> int:
         why = drop(UNPRIVILEGED)
         if why:
             return _refuse(work, why)
-    spec = importlib.util.spec_from_file_location("candidate", job["candidate"])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["candidate"] = module
-    if job.get("beside"):
-        sys.path.insert(0, str(Path(job["candidate"]).parent))
-    spec.loader.exec_module(module)
+    module = _import_candidate(job, job["candidate"])
     for sets in cases:
         for _ in range(2):  # warming, then alone
             out = module.custom_kernel(*sets[0])
