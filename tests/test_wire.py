@@ -17,6 +17,17 @@ def test_a_well_formed_message_passes():
     assert parse(json.dumps(GOOD_OUTPUTS).encode(), RUNNER) == GOOD_OUTPUTS
 
 
+def test_an_output_that_is_a_handed_out_buffer_names_its_input():
+    """The GPU runner's description of an output the task handed out (GPU MODE's pmpp_v2): read where it lies."""
+    handed = {"kind": "outputs", "call": 3, "outputs": [[{"handle": "", "offset": 0, "nbytes": 28, "shape": [1, 7],
+                                                          "dtype": "float32", "input": 1}]]}
+    assert parse(json.dumps(handed).encode(), RUNNER) == handed
+    for bad in ({"input": "1"}, {"input": 1, "owner": 2}, {"pointer": 5}):
+        row = {**handed["outputs"][0][0], **bad}
+        with pytest.raises(Malformed, match=r"outputs\[0\]\[0\]"):
+            parse(json.dumps({**handed, "outputs": [[row]]}).encode(), RUNNER)
+
+
 @pytest.mark.parametrize("line, fragment", [
     (b"not json", "not JSON"),
     (b"[1, 2]", "an object with a string 'kind'"),

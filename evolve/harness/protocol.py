@@ -13,6 +13,8 @@ OPT_FLOAT = (float, None)
 KERNEL = {"name": str, "num_warps": OPT_INT, "num_stages": OPT_INT, "smem": OPT_INT, "regs": OPT_INT,
           "spills": OPT_INT, "arch": OPT_STR, "local_bytes": OPT_INT, "files": [str]}
 OUTPUT = {"handle": str, "offset": int, "nbytes": int, "shape": [int], "dtype": str}
+# an output that is a buffer the task handed out (GPU MODE's pmpp_v2): the index of that input, read where it lies
+HANDED_OUTPUT = {**OUTPUT, "input": int}
 
 RUNNER = {
     "ready": {"kind": str, "jail": str, "torch": str, "language": str, "version": str, "device": str, "warm_s": float},
@@ -21,7 +23,7 @@ RUNNER = {
     "compiled": {"kind": str, "seconds": float, "compile_seconds": float, "cache_hits": int, "fresh": int,
                  "calls_seconds": float, "inputs_seconds": float,
                  "describe_seconds": float, "kernels": [KERNEL], "error": str},
-    "outputs": {"kind": str, "call": int, "outputs": [[OUTPUT]]},
+    "outputs": {"kind": str, "call": int, "outputs": [[(OUTPUT, HANDED_OUTPUT)]]},
     "checked": {"kind": str, "call": int},
     "precompiled": {"kind": str, "seconds": float, "sets": int, "kernels": int, "launchers": int, "error": str},
     "failed": {"kind": str, "reason": str, "log": str, "seconds": float},
