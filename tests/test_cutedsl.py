@@ -50,6 +50,48 @@ def test_the_static_rules_are_the_dsls():
     assert any("imports numpy" in p for p in check_source(numpy, "k.py", language="cutedsl"))
 
 
+BLOCK_SUM = """
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32
+
+
+@cute.jit
+def block_sum(val: Float32, slots: cute.Tensor, num_warps: cutlass.Constexpr[int]) -> Float32:
+{bind}    val = cute.arch.warp_reduction(val, lambda a, b: a + b)
+    if {test}:
+        slots[{warp}] = val
+    cute.arch.barrier()
+    total = slots[0]
+    for w in cutlass.range_constexpr(1, num_warps):
+        total = total + slots[w]{loop}
+    return total
+
+
+def custom_kernel(x):
+    return x
+"""
+
+
+@pytest.mark.parametrize("bind, test, warp, loop, refused", [
+    # the form that hung on an H100: warp_idx's full-warp shuffle reached by lane 0 alone
+    ("", "cute.arch.lane_idx() == 0", "cute.arch.warp_idx()", "", True),
+    ("", "cute.arch.lane_idx() == 0", "0 if cute.arch.lane_idx() else cute.arch.warp_idx()", "", True),
+    ("", "cute.arch.lane_idx() == 0", "0", " + (cute.arch.warp_idx() if w else 0)", True),
+    ("    lane, warp = cute.arch.lane_idx(), cute.arch.warp_idx()\n", "lane == 0", "warp", "", False),
+    ("", "cutlass.const_expr(num_warps > 1)", "cute.arch.warp_idx()", "", False),  # decided while tracing
+    ("", "cute.arch.lane_idx() == 0", "0", " + cute.arch.warp_idx() * 0", False),  # an unrolled loop
+])
+def test_a_warp_index_taken_where_some_lanes_cannot_reach_it_is_refused(bind, test, warp, loop, refused):
+    source = BLOCK_SUM.format(bind=bind, test=test, warp=warp, loop=loop)
+    problems = check_source(source, "block_sum.py", language="cutedsl")
+    hang = [p for p in problems if "cutlass.cute.arch.warp_idx inside a runtime if, while or for" in p]
+    assert bool(hang) == refused, problems
+    assert not [p for p in problems if p not in hang]
+    if refused:
+        assert "the kernel hangs" in hang[0] and "warp = cute.arch.warp_idx()" in hang[0]
+
+
 def test_a_candidate_compiles_for_sm_90a_and_its_other_rungs_are_skipped(problem, tmp_path):
     options = EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path / "cache"),
                           dump_dir=str(tmp_path / "dump"))

@@ -82,6 +82,11 @@ def _is_main_guard(node) -> bool:
             and test.comparators[0].value == "__main__" and not node.orelse)
 
 
+# A kernel's loops and conditions that the DSL unrolls or decides while tracing: every lane runs the same code.
+UNROLLED_LOOPS = frozenset({"cutlass.range_constexpr", "triton.language.static_range"})
+COMPILE_TIME_TESTS = frozenset({"cutlass.const_expr", "cutlass.constexpr"})
+
+
 class _Checker(ast.NodeVisitor):
     def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=(), *, flow: Flow, library: _Library):
         self.flow, self.lib, self.rules = flow, library, library.rules
@@ -96,6 +101,7 @@ class _Checker(ast.NodeVisitor):
         self.known = bound | set(dir(builtins)) | {"__name__", "__file__", "__doc__", "__annotations__"}
         self.aliases: dict[str, str] = {}
         self.in_jit = 0
+        self.branches = 0  # runtime branches and loops around the node, inside a kernel body
         self.jit_params: set[str] = set()
         self.jit_locals: set[str] = set()
         self.problems: list[tuple[int, str]] = []
@@ -326,6 +332,12 @@ class _Checker(ast.NodeVisitor):
                             f"{', '.join(self.lib.safe[:4])} and pure standard modules")
             return
         if self.in_jit:
+            if self.branches and names & self.rules.warp_uniform_calls:
+                self.fail(node, f"uses {name} inside a runtime if, while or for of a {self.kernel_word} function: "
+                                f"it shuffles over all 32 lanes of the warp, so where only some lanes get there "
+                                f"they wait for the rest forever and the kernel hangs; bind its value once at the "
+                                f"top of the kernel (`warp = cute.arch.warp_idx()`) and use that")
+                return
             if any(p == "torch" or p.startswith("torch.") for p in names):
                 self.fail(node, f"uses {name} inside a {self.kernel_word} function: kernels use "
                                 f"{self.rules.kernel_module}")
@@ -468,7 +480,41 @@ class _Checker(ast.NodeVisitor):
 
     def visit_For(self, node):
         self._check_target(node.target)
-        self.generic_visit(node)
+        unrolled = isinstance(node.iter, ast.Call) and self._dotted(node.iter.func) in UNROLLED_LOOPS
+        self._visit_branching(node, node.iter, unrolled)
+
+    def visit_If(self, node):
+        self._visit_branching(node, node.test, self._compile_time(node.test))
+
+    def visit_While(self, node):
+        self._visit_branching(node, node.test, self._compile_time(node.test))
+
+    def visit_IfExp(self, node):
+        self.visit(node.test)
+        self.branches += bool(self.in_jit) and not self._compile_time(node.test)
+        try:
+            self.visit(node.body)
+            self.visit(node.orelse)
+        finally:
+            self.branches -= bool(self.in_jit) and not self._compile_time(node.test)
+
+    def _compile_time(self, test) -> bool:
+        """A kernel's condition the DSL decides while tracing (`cutlass.const_expr(...)`), not each lane at run time."""
+        return isinstance(test, ast.Call) and self._dotted(test.func) in COMPILE_TIME_TESTS
+
+    def _visit_branching(self, node, head, decided: bool) -> None:
+        """The head (a test or an iterable) as it stands, the rest as code some lanes may reach without the others."""
+        runtime = bool(self.in_jit) and not decided
+        for field, value in ast.iter_fields(node):
+            values = value if isinstance(value, list) else [value]
+            inside = value is not head and field != "target"
+            self.branches += runtime and inside
+            try:
+                for child in values:
+                    if isinstance(child, ast.AST):
+                        self.visit(child)
+            finally:
+                self.branches -= runtime and inside
 
     visit_AsyncFor = visit_For
 

@@ -33,6 +33,9 @@ class StaticRules:
     kernel_module: str = "triton.language"  # what a kernel computes with, as the messages say it
     kernel_names: str = "triton.language (and math)"  # what a kernel may name, as the messages say it
     launches: str = "Triton kernels"  # what host code may launch, as the messages say it
+    # Calls every lane of a warp must reach together (a full-warp shuffle inside): named under a runtime branch or
+    # loop of a kernel body, the lanes that took it wait for the others forever and the kernel hangs.
+    warp_uniform_calls: frozenset = frozenset()
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ LANGUAGE = Language(
         kernel_introspection_builtins=host.KERNEL_INTROSPECTION_BUILTINS,
         kernel_introspection_attributes=frozenset(), kernel_decorators=rules.KERNEL_DECORATORS,
         kernel_modules=rules.KERNEL_MODULES, kernel_helpers=rules.KERNEL_HELPERS, rules=rules.RULES,
+        warp_uniform_calls=rules.WARP_UNIFORM_CALLS,
         kernel_markers=rules.KERNEL_MARKERS, kernel_word="@cute.jit or @cute.kernel", kernel_module="cutlass.cute",
         kernel_names="cutlass.cute, cutlass.utils, cutlass.pipeline, cutlass.memory, the DSL's numeric types and "
                      "control flow, math and operator",

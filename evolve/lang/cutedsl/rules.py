@@ -51,6 +51,11 @@ RULES = {
                                  "(`isinstance`, `hasattr`, `getattr`, `type`, `callable`, `id`, calling a function "
                                  "passed as an argument) or format a value in an f-string",
                                  "this check's reading of a kernel: what it names is what it runs"),
+    "warp-index-in-branch": Rule("call `cute.arch.warp_idx()` (or `make_warp_uniform`) inside a runtime `if`, "
+                                 "`while` or `for` of a kernel: bind `warp = cute.arch.warp_idx()` before any branch",
+                                 "the kernel itself: the call shuffles over all 32 lanes (shfl.sync, full mask), "
+                                 "so under `if lane_idx() == 0:` lane 0 waits for the other 31 forever and the "
+                                 "kernel hangs until the evaluation's time limit"),
     "typing-eval": host.TYPING_EVAL,
     "rebind": host.REBIND,
     "entry": host.ENTRY,
@@ -60,6 +65,8 @@ RULES = {
 ALLOWED_MODULES = ("torch", "cutlass", "math", "typing", *STANDARD_MODULES)
 KERNEL_MARKERS = frozenset({"cutlass.cute.kernel", "cutlass.cute.jit"})  # what makes a function a kernel body
 KERNEL_DECORATORS = KERNEL_MARKERS
+# made warp-uniform with a full-warp shuffle (shfl.sync.idx, mask 0xffffffff, as the sm_90a PTX shows)
+WARP_UNIFORM_CALLS = frozenset({"cutlass.cute.arch.warp_idx", "cutlass.cute.arch.make_warp_uniform"})
 # What a kernel body may name: these modules and their public members (the DSL's types count as modules here: a
 # value of theirs has their methods), and the DSL's top-level helpers below.
 _TYPES = ("Float16", "BFloat16", "Float32", "Float64", "TFloat32", "Float8E4M3FN", "Float8E5M2", "Int8", "Int16",

@@ -24,9 +24,10 @@ SIDE = {}
 
 @cute.jit
 def _block_max(val: Float32, buf: cute.Tensor) -> Float32:
+    lane, warp = cute.arch.lane_idx(), cute.arch.warp_idx()  # before any branch: warp_idx shuffles the warp
     val = cute.arch.warp_reduction(val, cute.arch.fmax)
-    if cute.arch.lane_idx() == 0:
-        buf[cute.arch.warp_idx()] = val
+    if lane == 0:
+        buf[warp] = val
     cute.arch.barrier()
     total = buf[0]
     for w in cutlass.range_constexpr(1, _THREADS // 32):
@@ -36,9 +37,10 @@ def _block_max(val: Float32, buf: cute.Tensor) -> Float32:
 
 @cute.jit
 def _block_sum(val: Float32, buf: cute.Tensor) -> Float32:
+    lane, warp = cute.arch.lane_idx(), cute.arch.warp_idx()  # before any branch: warp_idx shuffles the warp
     val = cute.arch.warp_reduction(val, lambda a, b: a + b)
-    if cute.arch.lane_idx() == 0:
-        buf[cute.arch.warp_idx()] = val
+    if lane == 0:
+        buf[warp] = val
     cute.arch.barrier()
     total = buf[0]
     for w in cutlass.range_constexpr(1, _THREADS // 32):
