@@ -165,3 +165,27 @@ def test_the_notes_examples_match_torch_on_the_card(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.check("cuda") == "ok"
+
+
+def test_a_source_compiles_once_across_evaluations(problem, tmp_path):
+    """TileLang keeps its kernels four folders deep (version/platform/kernels/key): a second evaluation of the same
+    bytes gets them all and builds none; a source that differs by a comment gets none of them."""
+    options = EvalOptions(device="cpu", language="tilelang", cache_dir=str(tmp_path / "cache"))
+
+    def compile_rung(verdict):
+        assert verdict.rung("compile").status == "ok", verdict.rungs
+        return verdict.rung("compile").metrics
+
+    first = evaluate(DATA / "copy_rows.py", problem, options)
+    second = evaluate(DATA / "copy_rows.py", problem, options)
+    other = tmp_path / "other.py"
+    other.write_text((DATA / "copy_rows.py").read_text() + "\n# another source\n")
+    third = evaluate(other, problem, options)
+    before, after = compile_rung(first), compile_rung(second)
+    assert first.setup[-1]["compiled_restored"] == 0 and third.setup[-1]["compiled_restored"] == 0
+    assert second.setup[-1]["compiled_restored"] > 0
+    assert before["fresh"] == 2 and before["cache_hits"] == 0  # a kernel per shape
+    assert after["fresh"] == 0 and after["cache_hits"] == 2
+    assert compile_rung(third)["fresh"] == 2
+    kept = list((tmp_path / "cache" / "compiled").glob("*/*/*/kernels/*/executable.so"))
+    assert len(kept) == 4, kept  # two kernels for each of the two sources

@@ -1,6 +1,7 @@
 """Compiling ahead, off the card: in GPU mode the compile-only runner (no GPU device files in its jail, so it goes on
 while other evaluations hold the card's lease) is handed the candidate with the shapes the GPU runner will call it on,
-and what its Triton cache holds is copied into the GPU runner's before each part's first call."""
+and what its compiled-kernel cache holds (the language's: Triton's, TileLang's) is copied into the GPU runner's before
+each part's first call."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,8 @@ import time
 
 import torch
 
+from ..lang import DEFAULT as DEFAULT_LANGUAGE
+from ..lang import get as get_language
 from . import compiled
 from .exchange import RunnerLost
 from .formats import reference_for
@@ -83,7 +86,7 @@ class CompileAhead:
 
     def take(self, part: str) -> None:
         """Before the GPU runner first calls the candidate on a part's shapes: wait (up to PRECOMPILE_WAIT_S from the
-        start) for the compile-only runner's answer on that part, and copy what its Triton cache holds into the GPU
+        start) for the compile-only runner's answer on that part, and copy what its kernel cache holds into the GPU
         runner's; after the last part, stop it. Both run the same candidate, and nothing the copy brings decides a
         verdict (a kernel missing or not matching is compiled by the GPU runner under its own key)."""
         if part not in self.pending:
@@ -102,8 +105,10 @@ class CompileAhead:
         # what the runner has written so far (a kernel's files appear under their final names complete, the group
         # file that lists them last), whether or not it answered
         owner = os.environ.get(UID_ENV)  # the GPU runner runs as this user (harness/privilege.py): its files too
-        record["files"] = compiled.copy_cache(os.path.join(os.getcwd(), "compile", "triton"),
-                                              os.path.join(os.getcwd(), "gpu", "triton"), int(owner) if owner else None)
+        language = get_language(self.job.get("language") or DEFAULT_LANGUAGE)
+        record["files"] = compiled.copy_cache(os.path.join(os.getcwd(), "compile", language.cache_folder),
+                                              os.path.join(os.getcwd(), "gpu", language.cache_folder),
+                                              int(owner) if owner else None, language.cache_levels)
         self.records[part] = record
 
     def _answer(self) -> dict | None:

@@ -1,6 +1,7 @@
-"""Compiled kernels handed from one Triton cache to another, and kept per candidate source across evaluations.
+"""Compiled kernels handed from one cache to another (a language's own: Triton's, TileLang's), and kept per candidate
+source across evaluations.
 
-A Triton cache is written by the process that runs the candidate, so what it holds is the candidate's: it may be
+A kernel cache is written by the process that runs the candidate, so what it holds is the candidate's: it may be
 handed only to processes that run the same candidate. Within an evaluation the compile-only runner's cache goes to the
 GPU runner (harness/ahead.py). Across evaluations the parent keeps a runner's cache under a key made of the
 candidate's exact bytes (and the files beside it), the evaluation mode and the torch and Triton versions, and hands it
@@ -9,8 +10,9 @@ same source compiles nothing again, and no other candidate ever reads it. What s
 evaluation, the same source could do there itself at run time; every check still runs on whatever the runner calls.
 
 Copies take plain files only (none through a link, none larger than FILE_BYTES, none the target has already, no
-more than COPY_BYTES and COPY_FILES in all), two levels deep as Triton lays them out; a group file (Triton's list of a kernel's files, by absolute path) is written
-anew pointing into the target, and only when every file it lists is there.
+more than COPY_BYTES and COPY_FILES in all), as many folders deep as the language lays them out; a group file
+(Triton's list of a kernel's files, by absolute path) is written anew pointing into the target, and only when every
+file it lists is there.
 """
 from __future__ import annotations
 
@@ -110,11 +112,12 @@ def _write_new(name: str, dir_fd: int, write, owner: int | None = None) -> None:
         raise
 
 
-def copy_cache(source: str, target: str, owner: int | None = None) -> int:
-    """Copy a Triton cache's files into another cache, up to COPY_BYTES and COPY_FILES; returns how many were
+def copy_cache(source: str, target: str, owner: int | None = None, levels: int = 1) -> int:
+    """Copy a compiled-kernel cache's files into another cache, up to COPY_BYTES and COPY_FILES; returns how many were
     written. Neither root may be a link; below them, nothing is read or written through one (descriptors, O_NOFOLLOW).
-    owner: the uid the target's folders and files are given (a runner's cache, where the runner gave up root)."""
-    copied, budget = 0, COPY_BYTES
+    owner: the uid the target's folders and files are given (a runner's cache, where the runner gave up root).
+    levels: how many folders deep below the root the language keeps files (Triton 1: key/file; TileLang 4:
+    version/platform/kernels/key/file); the root's own files and dot-named entries are not copied."""
     source_fd = _open_folder(source)
     if source_fd is None:
         return 0
@@ -123,66 +126,80 @@ def copy_cache(source: str, target: str, owner: int | None = None) -> int:
     if target_fd is None:
         os.close(source_fd)
         return 0
+    files = COPY_FILES
+    budget = {"bytes": COPY_BYTES, "files": files}
     try:
         if owner is not None:
             os.fchown(target_fd, owner, owner)
-        for entry in os.listdir(source_fd):
-            if not SAFE_NAME.match(entry):
-                continue
-            folder_fd = _open_folder(entry, source_fd)
-            if folder_fd is None:
-                continue
-            into_fd = None
-            try:
-                names = sorted(os.listdir(folder_fd), key=lambda n: n.startswith(GROUP_PREFIX))  # groups last
-                for name in names:
-                    if not SAFE_NAME.match(name) or name.startswith(".partial-"):
-                        continue
-                    if copied >= COPY_FILES:
-                        return copied
-                    if into_fd is None:
-                        into_fd = _open_folder(entry, target_fd, create=True)
-                        if into_fd is None:
-                            break
-                        if owner is not None:
-                            os.fchown(into_fd, owner, owner)
-                    try:
-                        os.stat(name, dir_fd=into_fd, follow_symlinks=False)
-                        continue  # the target has it (or has something under its name)
-                    except FileNotFoundError:
-                        pass
-                    group = name.startswith(GROUP_PREFIX)
-                    fd = _open_plain(name, GROUP_BYTES if group else FILE_BYTES, folder_fd)
-                    if fd is None:
-                        continue
-                    try:
-                        size = os.fstat(fd).st_size
-                        if size > budget:
-                            continue
-                        budget -= size
-                        if group:
-                            text = _group(fd, os.path.join(target, entry), into_fd)
-                            if text is None:
-                                continue
-                            _write_new(name, into_fd, lambda out: out.write(text.encode()), owner)
-                        else:
-                            with os.fdopen(os.dup(fd), "rb") as src:
-                                _write_new(name, into_fd, lambda out: shutil.copyfileobj(src, out), owner)
-                        copied += 1
-                    except OSError:
-                        continue
-                    finally:
-                        os.close(fd)
-            except OSError:
-                continue
-            finally:
-                os.close(folder_fd)
-                if into_fd is not None:
-                    os.close(into_fd)
+        _copy_folders(source_fd, target_fd, target, levels, owner, budget)
     finally:
         os.close(source_fd)
         os.close(target_fd)
-    return copied
+    return files - budget["files"]
+
+
+def _copy_folders(source_fd: int, target_fd: int, target: str, levels: int, owner, budget: dict) -> None:
+    """Each folder of source_fd into target_fd (made where missing): its files, then its own folders, down to
+    `levels` folders deep."""
+    for entry in sorted(os.listdir(source_fd)):
+        if not SAFE_NAME.match(entry) or entry.startswith(".") or budget["files"] <= 0:
+            continue
+        folder_fd = _open_folder(entry, source_fd)
+        if folder_fd is None:
+            continue
+        into_fd = None
+        try:
+            into_fd = _open_folder(entry, target_fd, create=True)
+            if into_fd is None:
+                continue
+            if owner is not None:
+                os.fchown(into_fd, owner, owner)
+            _copy_files(folder_fd, into_fd, os.path.join(target, entry), owner, budget)
+            if levels > 1:
+                _copy_folders(folder_fd, into_fd, os.path.join(target, entry), levels - 1, owner, budget)
+        except OSError:
+            continue
+        finally:
+            os.close(folder_fd)
+            if into_fd is not None:
+                os.close(into_fd)
+
+
+def _copy_files(folder_fd: int, into_fd: int, into: str, owner, budget: dict) -> None:
+    """The plain files of one folder that the target lacks, a group file last (rewritten to point into `into`)."""
+    names = sorted(os.listdir(folder_fd), key=lambda n: n.startswith(GROUP_PREFIX))  # groups last
+    for name in names:
+        if not SAFE_NAME.match(name) or name.startswith("."):
+            continue
+        if budget["files"] <= 0:
+            return
+        try:
+            os.stat(name, dir_fd=into_fd, follow_symlinks=False)
+            continue  # the target has it (or has something under its name)
+        except FileNotFoundError:
+            pass
+        group = name.startswith(GROUP_PREFIX)
+        fd = _open_plain(name, GROUP_BYTES if group else FILE_BYTES, folder_fd)
+        if fd is None:
+            continue
+        try:
+            size = os.fstat(fd).st_size
+            if size > budget["bytes"]:
+                continue
+            budget["bytes"] -= size
+            if group:
+                text = _group(fd, into, into_fd)
+                if text is None:
+                    continue
+                _write_new(name, into_fd, lambda out: out.write(text.encode()), owner)
+            else:
+                with os.fdopen(os.dup(fd), "rb") as src:
+                    _write_new(name, into_fd, lambda out: shutil.copyfileobj(src, out), owner)
+            budget["files"] -= 1
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
 
 
 def source_key(candidate: Path, beside: list, mode: str, versions: dict) -> str:
@@ -199,7 +216,7 @@ def kept_folder(cache_dir: Path, key: str) -> Path:
     return Path(cache_dir) / "compiled" / key
 
 
-def restore(cache_dir: Path, key: str, targets: list, owner: int | None = None) -> int:
+def restore(cache_dir: Path, key: str, targets: list, owner: int | None = None, levels: int = 1) -> int:
     """Hand a source's kept cache to the runners' caches (their files given to owner, where runners gave up root);
     marks it used (for pruning). Returns the files copied."""
     folder = kept_folder(cache_dir, key)
@@ -209,14 +226,14 @@ def restore(cache_dir: Path, key: str, targets: list, owner: int | None = None) 
         os.utime(folder)
     except OSError:
         pass
-    return sum(copy_cache(str(folder), str(target), owner) for target in targets)
+    return sum(copy_cache(str(folder), str(target), owner, levels) for target in targets)
 
 
-def keep(cache_dir: Path, key: str, runner_cache: Path) -> int:
+def keep(cache_dir: Path, key: str, runner_cache: Path, levels: int = 1) -> int:
     """Keep what a runner compiled for this source (added to what is kept already), then prune."""
     folder = kept_folder(cache_dir, key)
     folder.mkdir(parents=True, exist_ok=True)
-    copied = copy_cache(str(runner_cache), str(folder))
+    copied = copy_cache(str(runner_cache), str(folder), levels=levels)
     if copied:
         prune(Path(cache_dir) / "compiled", KEPT_BYTES)
     return copied

@@ -262,7 +262,8 @@ class _Evaluation:
         kept, restored = None, 0
         if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
             kept = compiled.source_key(self.candidate, list(problem.beside_files().values()), mode, _versions())
-            restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid)
+            restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid,
+                                        crew.language.cache_levels)
         if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
             self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
         job = {"mode": mode, "language": self.language, "problem": str(problem.path),
@@ -285,7 +286,7 @@ class _Evaluation:
         if kept:
             if setup:
                 setup[-1]["compiled_restored"] = restored
-            compiled.keep(cache, kept, crew.compiled_cache())
+            compiled.keep(cache, kept, crew.compiled_cache(), crew.language.cache_levels)
         if crew.party is not None and crew.party.evicted:
             raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
                           "queued before the stop kept the card busy)")

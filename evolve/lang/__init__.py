@@ -54,6 +54,7 @@ class Language:
     runner_side: Callable[[str], object]
     runner_env: Callable[..., dict]  # (runner name, its folder) -> what its environment adds (caches, interpreter)
     cache_folder: str  # the compiled-kernel cache under a runner's folder, handed between runners (harness/compiled.py)
+    cache_levels: int = 1  # how many folders below that cache's root it keeps files (harness/compiled.copy_cache)
     warm_modules: tuple[str, ...] = ()  # what the fork server imports ahead for its runners (harness/forkserver.py)
     prompt_folder: str = ""  # a folder in the prompt templates whose templates come before the shared (Triton's) ones
     context_folder: str = ""  # its folder of evolve's context notes (context/<folder>), which its models search

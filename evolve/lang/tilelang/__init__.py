@@ -47,6 +47,7 @@ LANGUAGE = Language(
     runner_side=_runner_side,
     runner_env=_runner_env,
     cache_folder="tilelang",
+    cache_levels=4,  # <version>/<platform>/kernels/<key>/executable.so, <version>/cuda-binaries/<key>/kernel.cubin
     warm_modules=("tilelang", "tilelang.language", "evolve.lang.tilelang.runner_side"),
     prompt_folder="tilelang",
     context_folder="tilelang",  # context/tilelang: the project's own TileLang notes and their examples

@@ -2,7 +2,8 @@
 imported: every compiled kernel (a `tilelang.JITKernel`, made by `tilelang.compile` or `@tilelang.jit`) is timed and
 kept, and every call of one is counted. In the compile-only runner (no GPU: TileLang targets sm_90a, as the runner's
 environment says) a call is counted and nothing runs. The compile rung's figures (registers, spills, shared memory,
-SASS) come from the kernel's CUDA source built to a cubin by nvcc, as TileLang builds it.
+SASS) come from the cubin TileLang built for the kernel (read back through its own build step, which its binary cache
+answers).
 
 It runs in the runner, beside candidate code: what it says is a first line that gives a model early, clear reasons.
 No verdict depends on it."""
@@ -27,7 +28,8 @@ class RunnerSide:
         self.launches = 0
         self.kernels: dict[str, object] = {}  # "prim_func name/id" -> the compiled kernel
         self.compile_seconds = 0.0
-        self._artifacts_made: dict[int, dict] = {}
+        self.loaded = 0  # kernels TileLang read back from its disk cache (a restored evaluation's) instead of building
+        self._cubins: dict[int, bytes | None] = {}
         side = self
         init_original = JITKernel.__init__
 
@@ -35,6 +37,7 @@ class RunnerSide:
             began = time.perf_counter()
             init_original(self, *args, **kwargs)
             side.compile_seconds += time.perf_counter() - began
+            side.loaded += bool(kwargs.get("from_database"))
             if self.target.kind.name != "cuda":  # a host target computes outside any GPU kernel
                 raise ValueError(f"a TileLang kernel compiled for {self.target.kind.name}: candidates compile for "
                                  f"the GPU (tilelang.compile's default target)")
@@ -58,7 +61,8 @@ class RunnerSide:
         return tilelang.__version__
 
     def compile_figures(self) -> dict:
-        return {"compile_seconds": round(self.compile_seconds, 3), "cache_hits": 0, "fresh": len(self.kernels)}
+        return {"compile_seconds": round(self.compile_seconds, 3), "cache_hits": self.loaded,
+                "fresh": max(0, len(self.kernels) - self.loaded)}
 
     @staticmethod
     def copy_is_its_own() -> bool:
@@ -69,35 +73,72 @@ class RunnerSide:
         module = type(error).__module__
         return module.startswith(("tvm", "tilelang")) or type(error).__name__ in ("TVMError", "InternalError")
 
-    def _artifacts(self, kernel) -> dict:
-        """The kernel's PTX (text) and cubin (bytes), built from its CUDA source by nvcc as TileLang builds it."""
-        made = self._artifacts_made.get(id(kernel))
-        if made is not None:
-            return made
+    def _cubin(self, kernel) -> bytes | None:
+        """The kernel's cubin as TileLang built it: its own build step, which its binary cache answers without
+        compiling again; else its PTX assembled by ptxas. None where neither can be had (no nvcc here)."""
+        if id(kernel) in self._cubins:
+            return self._cubins[id(kernel)]
+        cubin = None
+        try:
+            from tilelang.cuda.backend import tilelang_callback_cuda_compile
+
+            with kernel.target:
+                built = tilelang_callback_cuda_compile(kernel.get_kernel_source(), kernel.target, kernel.pass_configs)
+            cubin = bytes(built) if bytes(built[:4]) == b"\x7fELF" else None  # a fatbin (several archs) is not read
+        except Exception:  # noqa: BLE001 - its build step moved or failed: the PTX route below
+            pass
+        if cubin is None:
+            cubin = _assembled(self._ptx(kernel), str(kernel.target.attrs.get("arch", "")))
+        self._cubins[id(kernel)] = cubin
+        return cubin
+
+    @staticmethod
+    def _ptx(kernel) -> str | None:
+        """The kernel's PTX, built from its CUDA source by nvcc as TileLang builds it (for --dump and the PTX route)."""
         from tilelang.contrib import nvcc
 
-        made = {}
         try:
-            source = kernel.get_kernel_source()
-            options = nvcc.default_compile_options(kernel.compile_flags)
             with kernel.target:
-                made["ptx"] = nvcc.compile_cuda(source, target_format="ptx", options=options).decode()
-                made["cubin"] = bytes(nvcc.compile_cuda(source, target_format="cubin", options=options))
+                return nvcc.compile_cuda(kernel.get_kernel_source(), target_format="ptx",
+                                         options=nvcc.default_compile_options(kernel.compile_flags)).decode()
         except Exception:  # noqa: BLE001 - no nvcc here: the rung says what it could not read
-            pass
-        self._artifacts_made[id(kernel)] = made
-        return made
+            return None
 
     def describe(self, work: Path, sass: bool) -> list[dict]:
-        return describe_kernels(self.kernels, self._artifacts, work, sass)
+        return describe_kernels(self.kernels, lambda kernel: {"cubin": self._cubin(kernel)}, work, sass)
 
     def dump(self, info: dict, folder: Path, index: int) -> list[str]:
         """The index-th compiled kernel's CUDA source, PTX, cubin and (where read) SASS under folder; the file names."""
         kernel = list(self.kernels.values())[index]
-        return dump_kernel(info, folder, index, {"cu": kernel.get_kernel_source(), **self._artifacts(kernel)})
+        files = {"cu": kernel.get_kernel_source(), "ptx": self._ptx(kernel), "cubin": self._cubin(kernel)}
+        return dump_kernel(info, folder, index, {kind: content for kind, content in files.items() if content})
 
     def build_launchers(self) -> int:
         return 0  # TileLang builds its host launcher inside tilelang.compile
+
+
+def _assembled(ptx: str | None, arch: str) -> bytes | None:
+    """PTX built to a cubin by the ptxas beside TileLang's nvcc, or None where that cannot be done."""
+    import os
+    import subprocess
+    import tempfile
+
+    from tilelang.contrib import nvcc
+
+    if not ptx or not re.fullmatch(r"sm_\d+[a-z]?", arch):
+        return None
+    try:
+        ptxas = os.path.join(nvcc.find_cuda_path(), "bin", "ptxas")
+        with tempfile.TemporaryDirectory() as folder:
+            source, target = os.path.join(folder, "kernel.ptx"), os.path.join(folder, "kernel.cubin")
+            with open(source, "w") as f:
+                f.write(ptx)
+            subprocess.run([ptxas, f"-arch={arch}", source, "-o", target], check=True, capture_output=True,
+                           timeout=120)
+            with open(target, "rb") as f:
+                return f.read()
+    except Exception:  # noqa: BLE001 - no toolkit here, or ptxas refused it
+        return None
 
 
 def _name(kernel) -> str:
