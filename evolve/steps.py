@@ -126,10 +126,14 @@ class Steps:
 
     # -- the tuner and the composer -----------------------------------------------------------------------------------
     def tune(self, island: int) -> bool:
-        """One knob setting for the best structure that still has untried settings; False when none has."""
+        """One knob setting for the best structure that still has untried settings; False when none has. Before
+        any verdict is in, the problem's own kernels still in the pipeline are tuned ahead of their verdicts: lanes
+        that would wait for them idle (a TileLang seed's first evaluation takes minutes) try their settings meanwhile."""
         s = self.search
         interpreted = s.device.startswith("cpu")  # the interpreter ignores launch options: nothing to learn there
-        for base in s.population.ranked(s.population.islands[island]) + s.population.ranked():
+        in_flight = [cand for key, (cand, _) in s.waiting.items()
+                     if isinstance(key, int) and cand.proposer in ("seed", "solution")]
+        for base in s.population.ranked(s.population.islands[island]) + s.population.ranked() + in_flight:
             knobs, space = read_knobs(base.source)
             if knobs is None or s.tuner.exhausted(base.source) or (interpreted and set(space) <= set(LAUNCH_OPTIONS)):
                 continue

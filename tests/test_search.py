@@ -241,3 +241,34 @@ def test_a_fault_of_evolves_own_closes_the_run_and_names_itself(tmp_path):
     assert run["ended"] and run["stop_reason"].startswith("evolve failed: RuntimeError")
     report = tmp_path / f"evolve-crash-run{run['id']}.txt"
     assert "broken_loop" in report.read_text() and not search.work.exists()
+
+
+def test_lanes_that_would_wait_for_the_first_verdict_tune_the_seed_meanwhile(tmp_path):
+    """Two lanes, one seed: while the seed is evaluated the other lane evaluates a setting of its knobs (its parent
+    the seed), instead of waiting for the seed's verdict."""
+    import threading
+
+    other_started, order, overlapped = threading.Event(), [], []
+
+    def evaluate(path, problem, options):
+        source = Path(path).read_text()
+        seed = source == (MINI / "seeds" / "softmax_rows.py").read_text()
+        order.append("seed" if seed else "other")
+        if seed:
+            overlapped.append(other_started.wait(10))  # the seed's evaluation lasts until the other lane starts
+        else:
+            other_started.set()
+        return ladder(fitness=0.5 if seed else 0.4)
+
+    config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu", per_gpu=2),
+                       max_candidates=3, retime_top=0, artifacts=False)
+    archive = Archive(tmp_path / "a.db")
+    try:
+        summary = Search(config, archive, evaluate=evaluate).run()
+        cands = archive.candidates(summary.run_id)
+    finally:
+        archive.close()
+    assert overlapped == [True] and order[:2] == ["seed", "other"], order
+    seed, tuned = cands[0], cands[1]
+    assert seed.proposer == "seed" and tuned.proposer == "tuner" and tuned.parent_ids == (seed.id,), cands
+    assert tuned.knobs and seed.score is not None and tuned.score is not None
