@@ -1,5 +1,5 @@
 """Compiling ahead, off the card: the compile-only runner compiles a candidate's kernels from input shapes alone (meta
-tensors, no data), and the measurer hands its Triton cache to the GPU runner only as plain files it does not have."""
+tensors, no data), and the measurer hands its kernel cache (Triton's, TileLang's) to the GPU runner only as plain files it does not have."""
 import os
 import subprocess
 import sys
@@ -17,16 +17,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "problems" / "softmax" / "seeds"
 
 
-def _runner(work: Path):
+def _runner(work: Path, language: str = "triton"):
     """A compile-only runner as a crew starts it (its own folder, jailed where Landlock exists), and its link."""
+    from evolve import lang
+
     to_r, to_w = os.pipe()
     from_r, from_w = os.pipe()
     (work / "tmp").mkdir(parents=True)
-    env = {**os.environ, "TRITON_CACHE_DIR": str(work / "triton"), "TRITON_HOME": str(work), "TMPDIR": str(work / "tmp"),
+    env = {**os.environ, **lang.get(language).runner_env("compile", work), "TMPDIR": str(work / "tmp"),
            "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
     env.pop("TRITON_INTERPRET", None)
     proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner", str(to_r), str(from_w), "compile", str(work),
-                             str(work / "tmp"), "triton"],
+                             str(work / "tmp"), language],
                             pass_fds=(to_r, from_w), env=env, cwd=work, start_new_session=True)
     os.close(to_r)
     os.close(from_w)
@@ -244,6 +246,52 @@ def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypa
         assert list((tmp_path / "gpu" / "triton").glob("*/*.cubin"))
         assert proc.wait(timeout=10) == -signal.SIGKILL and compiling.pending == []
         compiling.take("benchmarks")  # taken already: nothing happens
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_tilelangs_kernels_reach_the_gpu_runners_folder_four_folders_deep(tmp_path, monkeypatch):
+    """TileLang's cache keeps a kernel at <version>/<platform>/kernels/<key>/: what the compile-only runner built for
+    the tests' shapes is in the GPU runner's own TileLang folder when the part is taken, every kernel whole."""
+    import shutil
+
+    import torch
+
+    from evolve.harness.exchange import Caller
+    from evolve.harness.formats import load_problem
+    from evolve.harness.timing_lease import TimingLease
+
+    pytest.importorskip("tilelang")
+    folder = tmp_path / "mini"
+    shutil.copytree(ROOT / "tests" / "data" / "mini_softmax", folder)
+    (folder / "problem.toml").write_text('languages = ["triton", "tilelang"]\n' + (folder / "problem.toml").read_text())
+    monkeypatch.chdir(tmp_path)
+    proc, link = _runner(tmp_path / "compile", "tilelang")
+
+    class Channel:
+        def send(self, message):
+            pass
+
+    problem = load_problem(str(folder))
+    device = torch.device("cpu")
+    job = {"candidate": str(ROOT / "problems" / "softmax" / "seeds" / "tilelang" / "softmax_rows.py"),
+           "language": "tilelang"}
+    caller = Caller("compile", link, None, device)
+    compiling = ahead.CompileAhead(job, problem, 7, device, caller, Channel(),
+                                   TimingLease(Channel(), -1, device, {"compile": proc.pid}))
+    monkeypatch.setattr(ahead, "PRECOMPILE_WAIT_S", 300.0)
+    try:
+        compiling.start(caller.recv("ready")["jail"])
+        compiling.take("tests")
+        tests = compiling.records["tests"]
+        assert tests["sets"] == len(problem.tests) and tests["kernels"] >= 1, tests
+        handed = list((tmp_path / "gpu" / "tilelang").glob("*/*/kernels/*/executable.so"))
+        assert len(handed) >= tests["kernels"], handed  # the benchmark's shapes may be there too, still compiling
+        for so in handed:  # each kernel whole: its manifest and the files it lists
+            kept = {p.name for p in so.parent.iterdir()}
+            assert {"manifest.json", "params.json", "device_kernel.cu", "host_kernel.cu"} <= kept, kept
+        assert list((tmp_path / "gpu" / "tilelang").glob("*/cuda-binaries/*/kernel.cubin"))
     finally:
         proc.kill()
         proc.wait()
