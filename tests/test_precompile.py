@@ -1,5 +1,6 @@
 """Compiling ahead, off the card: the compile-only runner compiles a candidate's kernels from input shapes alone (meta
-tensors, no data), and the measurer hands its kernel cache (Triton's, TileLang's) to the GPU runner only as plain files it does not have."""
+tensors, no data), and the measurer hands its kernel cache (Triton's, TileLang's) to the GPU runner only as plain files
+it does not have."""
 import os
 import subprocess
 import sys
