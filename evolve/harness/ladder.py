@@ -26,6 +26,15 @@ from .static_check import screen, summary
 from .verdict import RUNGS, BenchmarkRow, RungResult, Verdict
 from .wire import Malformed, check
 
+# What had not returned when an evaluation ran out of time, by the rung it was on (the reason a model reads).
+_NEVER_ENDS = "a kernel that waits at a barrier or a warp shuffle some of its threads never reach runs until the limit"
+UNFINISHED = {
+    "compile": f"its first calls (its kernels compiled and run once) had not returned; {_NEVER_ENDS}",
+    "run": f"its calls on the test inputs had not returned; {_NEVER_ENDS}",
+    "correctness": "its outputs on the test inputs had not all been checked",
+    "benchmark": "its timed calls had not finished",
+}
+
 ROOFLINE_CEILING = 1.05
 
 
@@ -244,6 +253,8 @@ class _Evaluation:
                 rung = lost["rung"] if lost["rung"] in pending else pending[0]
             elif not result.finished:
                 reason, rung = result.death(options.timeout_s, options.max_rss_gb), pending[0]
+                if result.timed_out and rung in UNFINISHED:
+                    reason += f": {UNFINISHED[rung]}"
             else:
                 reason, rung = "the evaluation ended without deciding this rung", pending[0]
             self.decide(RungResult(rung, "failed", reason, result.seconds))
