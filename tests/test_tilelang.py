@@ -186,6 +186,9 @@ def test_a_source_compiles_once_across_evaluations(problem, tmp_path):
     assert second.setup[-1]["compiled_restored"] > 0
     assert before["fresh"] == 2 and before["cache_hits"] == 0  # a kernel per shape
     assert after["fresh"] == 0 and after["cache_hits"] == 2
+    # the figures of a kernel read back from the cache: its cubin from TileLang's binary cache, kept beside it
+    assert [(k["regs"], k["spills"]) for k in after["kernels"]] == [(k["regs"], k["spills"]) for k in before["kernels"]]
+    assert all(k["regs"] for k in after["kernels"])
     assert compile_rung(third)["fresh"] == 2
     kept = list((tmp_path / "cache" / "compiled").glob("*/*/*/kernels/*/executable.so"))
     assert len(kept) == 4, kept  # two kernels for each of the two sources
