@@ -490,13 +490,7 @@ class _Checker(ast.NodeVisitor):
         self._visit_branching(node, node.test, self._compile_time(node.test))
 
     def visit_IfExp(self, node):
-        self.visit(node.test)
-        self.branches += bool(self.in_jit) and not self._compile_time(node.test)
-        try:
-            self.visit(node.body)
-            self.visit(node.orelse)
-        finally:
-            self.branches -= bool(self.in_jit) and not self._compile_time(node.test)
+        self._visit_branching(node, node.test, self._compile_time(node.test))
 
     def _compile_time(self, test) -> bool:
         """A kernel's condition the DSL decides while tracing (`cutlass.const_expr(...)`), not each lane at run time."""

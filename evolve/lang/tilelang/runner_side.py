@@ -75,7 +75,7 @@ class RunnerSide:
 
     def _cubin(self, kernel) -> bytes | None:
         """The kernel's cubin as TileLang built it: its own build step, which its binary cache answers without
-        compiling again; else its PTX assembled by ptxas. None where neither can be had (no nvcc here)."""
+        compiling again; else built anew by nvcc from its CUDA source. None where neither can be had (no nvcc)."""
         if id(kernel) in self._cubins:
             return self._cubins[id(kernel)]
         cubin = None
@@ -85,24 +85,18 @@ class RunnerSide:
             with kernel.target:
                 built = tilelang_callback_cuda_compile(kernel.get_kernel_source(), kernel.target, kernel.pass_configs)
             cubin = bytes(built) if bytes(built[:4]) == b"\x7fELF" else None  # a fatbin (several archs) is not read
-        except Exception:  # noqa: BLE001 - its build step moved or failed: the PTX route below
+        except Exception:  # noqa: BLE001 - its build step moved or failed: nvcc below
             pass
         if cubin is None:
-            cubin = _assembled(self._ptx(kernel), str(kernel.target.attrs.get("arch", "")))
+            cubin = _nvcc(kernel, "cubin")
         self._cubins[id(kernel)] = cubin
         return cubin
 
     @staticmethod
     def _ptx(kernel) -> str | None:
-        """The kernel's PTX, built from its CUDA source by nvcc as TileLang builds it (for --dump and the PTX route)."""
-        from tilelang.contrib import nvcc
-
-        try:
-            with kernel.target:
-                return nvcc.compile_cuda(kernel.get_kernel_source(), target_format="ptx",
-                                         options=nvcc.default_compile_options(kernel.compile_flags)).decode()
-        except Exception:  # noqa: BLE001 - no nvcc here: the rung says what it could not read
-            return None
+        """The kernel's PTX, built from its CUDA source by nvcc as TileLang builds it (for --dump)."""
+        ptx = _nvcc(kernel, "ptx")
+        return ptx.decode() if ptx else None
 
     def describe(self, work: Path, sass: bool) -> list[dict]:
         return describe_kernels(self.kernels, lambda kernel: {"cubin": self._cubin(kernel)}, work, sass)
@@ -117,27 +111,16 @@ class RunnerSide:
         return 0  # TileLang builds its host launcher inside tilelang.compile
 
 
-def _assembled(ptx: str | None, arch: str) -> bytes | None:
-    """PTX built to a cubin by the ptxas beside TileLang's nvcc, or None where that cannot be done."""
-    import os
-    import subprocess
-    import tempfile
-
+def _nvcc(kernel, target_format: str) -> bytes | None:
+    """The kernel's CUDA source built by nvcc to `target_format` ("ptx", "cubin") with TileLang's default options, or
+    None where that cannot be done (no nvcc here)."""
     from tilelang.contrib import nvcc
 
-    if not ptx or not re.fullmatch(r"sm_\d+[a-z]?", arch):
-        return None
     try:
-        ptxas = os.path.join(nvcc.find_cuda_path(), "bin", "ptxas")
-        with tempfile.TemporaryDirectory() as folder:
-            source, target = os.path.join(folder, "kernel.ptx"), os.path.join(folder, "kernel.cubin")
-            with open(source, "w") as f:
-                f.write(ptx)
-            subprocess.run([ptxas, f"-arch={arch}", source, "-o", target], check=True, capture_output=True,
-                           timeout=120)
-            with open(target, "rb") as f:
-                return f.read()
-    except Exception:  # noqa: BLE001 - no toolkit here, or ptxas refused it
+        with kernel.target:
+            return bytes(nvcc.compile_cuda(kernel.get_kernel_source(), target_format=target_format,
+                                           options=nvcc.default_compile_options(kernel.compile_flags)))
+    except Exception:  # noqa: BLE001 - no nvcc here: the rung says what it could not read
         return None
 
 
