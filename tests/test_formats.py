@@ -150,6 +150,23 @@ def test_a_gpumode_submission_may_return_float32_into_the_buffer_the_task_hands_
     assert verdict.rung("correctness").ok, failure(verdict)
 
 
+def test_a_handed_out_buffer_is_found_where_the_reference_varies_from_run_to_run(tmp_path):
+    """A cumsum on a GPU sums in an order that varies between runs, so the reference run with the buffer NaN-filled
+    is not bit for bit the first run: the buffer is still the task's, and only the input it reads is not."""
+    shutil.copytree(UPSTREAM, tmp_path / "group", ignore=shutil.ignore_patterns("__pycache__"))
+    reference_py = tmp_path / "group" / "prefixsum_py" / "reference.py"
+    reference_py.write_text(reference_py.read_text().replace(
+        "    return torch.cumsum(x.to(torch.float64), dim=0)\n",
+        "    import os\n    wobble = 1 + 1e-13 * int.from_bytes(os.urandom(2), 'little')  # as a GPU's scan order\n"
+        "    return torch.cumsum(x.to(torch.float64), dim=0) * wobble\n"))
+    problem = load_problem(tmp_path / "group" / "prefixsum_py")
+    reference = reference_for(problem)
+    case = problem.tests[2]
+    sample = reference.generate(case, 3, "cpu")
+    assert not torch.equal(reference._run(sample)[0][0], reference._run(sample)[0][0])  # it does vary
+    assert reference.buffers(case, sample) == {1}
+
+
 @pytest.mark.parametrize("name, rung, reason", [
     ("handed_unwritten.py", "run", "not finite"),  # the handed-out buffer is NaN until written
     ("unread_input_returned.py", "run", "output aliases an input"),  # an input the reference reads
