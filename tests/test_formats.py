@@ -192,6 +192,21 @@ def test_a_foreign_problems_roofline_counts_the_references_floating_point_work()
     assert reference_for(relu).profile(relu.benchmarks[0])["flops"] == 0
 
 
+def test_a_handed_out_buffer_counts_once_as_the_output_it_holds():
+    """The roofline's bytes: the prefix sum reads x and writes the float32 buffer it was handed (8 bytes an element),
+    not x, the buffer read and a float64 output (16); on an H100 the old count put honest kernels at 1.24 of the
+    roofline. The histogram reads its data and writes its int64 counts."""
+    problem = load_problem(UPSTREAM / "prefixsum_py")
+    case = problem.benchmarks[0]
+    assert reference_for(problem).profile(case)["bytes"] == 8 * dict(case.params)["size"]
+    histogram = load_problem(UPSTREAM / "histogram_py")
+    case = histogram.benchmarks[0]
+    sample = reference_for(histogram).generate(case, 0, "cpu")
+    data, counts = sample.leaves[0], sample.leaves[1]
+    assert reference_for(histogram).profile(case)["bytes"] == \
+        data.numel() * data.element_size() + counts.numel() * counts.element_size()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without a GPU")
 def test_a_task_that_makes_its_inputs_on_cuda_is_told_in_one_line_without_a_gpu(tmp_path):
     """10 of GPU MODE's 11 tasks draw their inputs on the card: check-problem, eval and run say so before any

@@ -175,8 +175,7 @@ class Reference:
         if moved is None or dtype is None:
             sample = sample or self.generate(case, 0, "cpu")
             if moved is None:
-                moved = nbytes(sample.leaves) + sum(math.prod(shape) * torch.empty((), dtype=getattr(torch, d))
-                                                    .element_size() for shape, d in self.expects(case, sample))
+                moved = self._moved(case, sample)
             if dtype is None:
                 floats = [t for t in sample.leaves if isinstance(t, torch.Tensor) and t.is_floating_point()]
                 dtype = dtype_name(max(floats, key=lambda t: t.numel())) if floats else "float32"  # the bulk
@@ -185,6 +184,22 @@ class Reference:
         profile = {"bytes": int(moved), "flops": int(work or 0), "dtype": dtype}
         self._profiles[case.label] = profile
         return profile
+
+    def _moved(self, case: Case, sample: Inputs) -> int:
+        """The bytes a case must move at least: its inputs read once and its outputs written once. An output buffer
+        the task hands out is written, not read: it counts once, in its own dtype, as the output of its shape."""
+        handed = self.buffers(case, sample)
+        read = [t for i, t in enumerate(sample.leaves) if i not in handed]
+        free = [sample.leaves[i] for i in sorted(handed)]
+        written = 0
+        for shape, d in self.expects(case, sample):
+            at = next((j for j, t in enumerate(free) if list(t.shape) == list(shape)), None)
+            if at is not None:
+                buffer = free.pop(at)
+                written += buffer.numel() * buffer.element_size()
+            else:
+                written += math.prod(shape) * torch.empty((), dtype=getattr(torch, d)).element_size()
+        return nbytes(read) + written
 
     def _counted_flops(self, sample: Inputs) -> int:
         """The floating point work of the reference on this sample, as torch's FlopCounterMode counts it (matmuls,
