@@ -192,6 +192,28 @@ def test_a_foreign_problems_roofline_counts_the_references_floating_point_work()
     assert reference_for(relu).profile(relu.benchmarks[0])["flops"] == 0
 
 
+def test_the_outputs_shapes_come_from_meta_tensors_where_the_reference_runs_on_them(tmp_path):
+    """Today's KernelBench inputs are up to 9 GB: the outputs' shapes and dtypes are read from the reference run on
+    meta tensors, which hold no memory, and from a real copy only where the reference cannot run on meta."""
+    problem_py = tmp_path / "softmax_seen.py"
+    problem_py.write_text(
+        "import torch\n\nseen = []\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+        "        seen.append(x.device.type)\n        if x.device.type == 'meta' and MEAN_ON_HOST:\n"
+        "            x.sum().item()  # data a meta tensor does not have\n"
+        "        return torch.softmax(x, dim=1)\n\n\nMEAN_ON_HOST = False\n\n\n"
+        "def get_inputs():\n    return [torch.rand(4, 8)]\n\n\ndef get_init_inputs():\n    return []\n")
+    for on_host, devices in ((False, ["meta"]), (True, ["meta", "cpu"])):
+        problem_py.write_text(problem_py.read_text().replace(f"MEAN_ON_HOST = {not on_host}",
+                                                             f"MEAN_ON_HOST = {on_host}"))
+        problem = load_problem(problem_py)
+        reference = reference_for(problem)
+        case = problem.benchmarks[0]
+        sample = reference.generate(case, 0, "cpu")
+        reference.module.seen.clear()
+        assert reference.expects(case, sample) == [([4, 8], "float32")]
+        assert reference.module.seen == devices
+
+
 def test_a_handed_out_buffer_counts_once_as_the_output_it_holds():
     """The roofline's bytes: the prefix sum reads x and writes the float32 buffer it was handed (8 bytes an element),
     not x, the buffer read and a float64 output (16); on an H100 the old count put honest kernels at 1.24 of the

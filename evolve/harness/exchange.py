@@ -188,6 +188,7 @@ class Pool:
             offset = slab.cut(nbytes)
             if offset is not None:
                 return slab, offset
+        torch.cuda.empty_cache()  # torch's cached blocks are no use to a slab, which is allocated outside its cache
         slab = Slab(max(SLAB_BYTES, nbytes))
         self.slabs.append(slab)
         self.handles.add(slab.handle)

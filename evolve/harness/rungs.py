@@ -197,9 +197,20 @@ class Measurer(abc.ABC):
                      **self.benchmark_extra())
         return True
 
+    def _memory_note(self) -> str:
+        """The card's memory, for an out-of-memory reason: a case's inputs and outputs live in the measurer, in the
+        shared buffers and in the runner at once, so a case needs several times its own size."""
+        try:
+            free, total = torch.cuda.mem_get_info(self.device)
+        except Exception:  # noqa: BLE001 - no card, or a context a kernel broke
+            return ""
+        return f" ({free / 2**30:.1f} of {total / 2**30:.1f} GiB free on the card)"
+
     def step(self, ch, name: str, step) -> bool:
         """One rung: whether it passed; its failure (a lost runner, a refusal, a crash) said on ch."""
         try:
+            if self.device.type == "cuda":  # the rung before's cached blocks: the runner and the shared slabs need them
+                torch.cuda.empty_cache()
             return bool(step())
         except RunnerLost as exc:
             if exc.runner in self.callers:
@@ -210,7 +221,7 @@ class Measurer(abc.ABC):
         except Fail as exc:
             ch.rung(name, False, str(exc))
         except torch.OutOfMemoryError as exc:
-            ch.rung(name, False, f"out of device memory while measuring: {short_error(exc)}")
+            ch.rung(name, False, f"out of device memory while measuring{self._memory_note()}: {short_error(exc)}")
         except Exception as exc:  # noqa: BLE001 - e.g. a CUDA context the runner's kernel broke
             ch.rung(name, False, f"crashed: {short_error(exc)}", log=traceback.format_exc()[-4000:])
         return False
