@@ -75,7 +75,7 @@ def main() -> int:
     folders = {"gpumode": args.gpumode, "kernelbench": args.kernelbench}
     cache = args.cache or tempfile.mkdtemp(prefix="evolve-foreign-")
     options = EvalOptions(device=args.device, timeout_s=args.timeout, max_rss_gb=args.max_memory, cache_dir=cache)
-    failed = 0
+    failed, reasons = 0, []
     for i, name in enumerate(names):
         suite, task = TASKS[name]
         started = time.perf_counter()
@@ -85,7 +85,11 @@ def main() -> int:
             print(HEADER)
         print("\n".join(rows(name, verdict, time.perf_counter() - started, args.width)), flush=True)
         failed += not verdict.ok
+        if verdict.failure:
+            reasons.append(f"{name}: {verdict.failure.name}: {' '.join((verdict.failure.reason or '').split())}")
     print(f"{len(names) - failed} of {len(names)} tasks passed")
+    for line in reasons:  # whole, where the table cut them
+        print(line)
     return 1 if failed else 0
 
 
