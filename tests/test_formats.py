@@ -214,6 +214,20 @@ def test_the_outputs_shapes_come_from_meta_tensors_where_the_reference_runs_on_t
         assert reference.module.seen == devices
 
 
+def test_a_leaf_the_reference_reads_is_never_taken_for_a_buffer_for_the_spread_it_allows():
+    """The comparison behind a handed-out buffer: a float32 sum's varying order passes, a NaN that moved, an infinity
+    of the other sign, an integer off by one or a value moved by more than the spread does not."""
+    from evolve.harness.formats.gpumode import _unchanged
+
+    base = torch.tensor([1000.0, -3.0, float("nan"), float("inf")])
+    assert _unchanged([base], [base + torch.tensor([0.05, 0.0, 0.0, 0.0])])  # 5e-5 of the largest value
+    assert not _unchanged([base], [base + torch.tensor([0.5, 0.0, 0.0, 0.0])])
+    assert not _unchanged([base], [torch.tensor([1000.0, float("nan"), float("nan"), float("inf")])])
+    assert not _unchanged([base], [torch.tensor([1000.0, -3.0, float("nan"), -float("inf")])])
+    assert not _unchanged([torch.tensor([5, 7])], [torch.tensor([5, 8])])
+    assert not _unchanged([base], [base.double()])  # another dtype
+
+
 def test_a_handed_out_buffer_counts_once_as_the_output_it_holds():
     """The roofline's bytes: the prefix sum reads x and writes the float32 buffer it was handed (8 bytes an element),
     not x, the buffer read and a float64 output (16); on an H100 the old count put honest kernels at 1.24 of the
