@@ -243,3 +243,21 @@ def test_the_device_comparison_gives_max_rel_figures_under_the_interpreter():
 @pytest.mark.gpu
 def test_the_device_comparison_gives_max_rel_figures_on_the_gpu():
     assert compare_mismatches("cuda") == []
+
+
+def test_the_whole_output_check_sums_a_chunk_at_a_time_to_the_same_verdict():
+    """scale_reason walks a large output in chunks (no float64 copies of the whole of it on the card): the same verdict
+    and figures whatever the chunk, for an output that passes, one at twice the scale and one of zeros."""
+    from evolve.harness.metrics import scale_reason
+
+    torch.manual_seed(0)
+    ref = torch.randn(1000, 37)
+    close = ref + 1e-7 * torch.randn(1000, 37)
+    for out in (close, 2 * ref, torch.zeros_like(ref)):
+        whole = scale_reason(out, ref.double(), 1e-6, 0.99999, chunk=1 << 30)
+        for chunk in (7, 4096, 37000):
+            assert scale_reason(out, ref.double(), 1e-6, 0.99999, chunk=chunk) == whole
+    assert scale_reason(close, ref, 1e-6, 0.99999, chunk=7) is None
+    assert "its norm is 2x the reference's" in scale_reason(2 * ref, ref, 1e-6, 0.99999, chunk=7)
+    assert "all zeros" in scale_reason(torch.zeros(5), torch.ones(5), 1e-6, 0.99999, chunk=2)
+    assert scale_reason(torch.zeros(0), torch.zeros(0), 1e-6, 0.99999) is None

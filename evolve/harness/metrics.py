@@ -26,6 +26,7 @@ _all = torch.all
 _to = torch.Tensor.to
 _item = torch.Tensor.item
 _reshape = torch.reshape
+_narrow = torch.narrow
 _float64 = torch.float64
 _float32 = torch.float32
 _zeros = torch.zeros
@@ -100,14 +101,24 @@ def l2_bound(min_cosine: float) -> float:
     return math.sqrt(2.0 * max(0.0, 1.0 - min_cosine))
 
 
-def scale_reason(out, ref, floor: float, min_cosine: float) -> str | None:
+SCALE_CHUNK = 1 << 25  # elements per pass of scale_reason: 256 MB of float64 an operand, whatever the output's size
+
+
+def scale_reason(out, ref, floor: float, min_cosine: float, chunk: int = SCALE_CHUNK) -> str | None:
     """The whole-output check of judge(), on the tensors themselves (on out's device, in float64, one wait): for the
-    formats whose own check is not scale-aware, applied to every checked and timed output."""
-    o = _reshape(_to(out, dtype=_float64), (-1,))
-    r = _reshape(_to(ref, device=o.device, dtype=_float64), (-1,))
-    d = _sub(o, r)
-    dd, oo, rr = _tolist(_stack([_sum(_mul(d, d)), _sum(_mul(o, o)), _sum(_mul(r, r))]))
-    n = max(o.numel(), 1)
+    formats whose own check is not scale-aware, applied to every checked and timed output. Summed a chunk at a time:
+    a 6.4 GB float32 output would otherwise take four 12.9 GB float64 temporaries on the card."""
+    o_all, r_all = _reshape(out, (-1,)), _reshape(ref, (-1,))
+    n = o_all.numel()
+    parts = []
+    for start in range(0, n, chunk):
+        size = min(chunk, n - start)
+        o = _to(_narrow(o_all, 0, start, size), dtype=_float64)
+        r = _to(_narrow(r_all, 0, start, size), device=o.device, dtype=_float64)
+        d = _sub(o, r)
+        parts.append(_stack([_sum(_mul(d, d)), _sum(_mul(o, o)), _sum(_mul(r, r))]))
+    dd, oo, rr = _tolist(_sum(_stack(parts), 0)) if parts else (0.0, 0.0, 0.0)
+    n = max(n, 1)
     return whole_reason(*whole(dd, oo, rr, n, floor), math.sqrt(dd / n), l2_bound(min_cosine))
 
 
