@@ -261,3 +261,25 @@ def test_the_whole_output_check_sums_a_chunk_at_a_time_to_the_same_verdict():
     assert "its norm is 2x the reference's" in scale_reason(2 * ref, ref, 1e-6, 0.99999, chunk=7)
     assert "all zeros" in scale_reason(torch.zeros(5), torch.ones(5), 1e-6, 0.99999, chunk=2)
     assert scale_reason(torch.zeros(0), torch.zeros(0), 1e-6, 0.99999) is None
+
+
+@pytest.mark.parametrize("poison", [None, "nan", "inf"])
+def test_the_error_metrics_are_the_same_a_chunk_at_a_time(poison):
+    """error_metrics sums a chunk at a time (a large output never has several float64 copies of itself at once): every
+    figure as for the whole, the worst element the first largest (a NaN the first NaN) wherever the chunks fall."""
+    torch.manual_seed(1)
+    ref = torch.randn(300, 41)
+    out = ref + 1e-3 * torch.randn(300, 41)
+    if poison:
+        out[250, 7] = out[290, 1] = float(poison)
+    whole = error_metrics(out, ref, 1e-6, 1e-2, chunk=1 << 30)
+    for chunk in (1, 7, 4100, 12300):
+        part = error_metrics(out, ref, 1e-6, 1e-2, chunk=chunk)
+        assert part["worst_index"] == whole["worst_index"] and part["n_off"] == whole["n_off"]
+        for key, value in whole.items():
+            if isinstance(value, float) and math.isfinite(value):
+                assert part[key] == pytest.approx(value, rel=1e-9), key
+            elif isinstance(value, float):
+                assert math.isnan(value) == math.isnan(part[key]) and (math.isnan(value) or value == part[key]), key
+    if poison:
+        assert whole["worst_index"] == [250, 7]

@@ -27,6 +27,7 @@ _to = torch.Tensor.to
 _item = torch.Tensor.item
 _reshape = torch.reshape
 _narrow = torch.narrow
+_add = torch.add
 _float64 = torch.float64
 _float32 = torch.float32
 _zeros = torch.zeros
@@ -42,29 +43,40 @@ def all_finite(t) -> bool:
     return bool(_item(_all(_isfinite(t))))
 
 
-def error_metrics(out, ref, floor: float, rtol: float) -> dict:
+def error_metrics(out, ref, floor: float, rtol: float, chunk: int = 1 << 25) -> dict:
     """Max abs/rel error, MSE, RMSE, PSNR, cosine similarity, the whole output's relative L2 error and norm ratio
-    (whole()) and the share of elements off, all in float64.
+    (whole()) and the share of elements off, all in float64, summed `chunk` elements at a time (a 6.4 GB output
+    would otherwise take several float64 copies of itself at once).
 
     rel error of an element = |out - ref| / max(|ref|, floor); an element is off when that exceeds rtol.
     """
-    o = _reshape(_to(out, dtype=_float64), (-1,))
-    r = _reshape(_to(ref, dtype=_float64), (-1,))
-    n = o.numel()
-    diff = _abs(_sub(o, r))
-    rel = _div(diff, _clamp_min(_abs(r), floor))
-    worst = int(_item(_argmax(rel)))
-    dd = _scalar(_sum(_mul(diff, diff)))
+    o_all, r_all = _reshape(out, (-1,)), _reshape(ref, (-1,))
+    n = o_all.numel()
+    rows = []  # per chunk: max rel, its index, max abs, dd, dot, oo, rr, peak, elements off
+    for start in range(0, n, chunk):
+        size = min(chunk, n - start)
+        o = _to(_narrow(o_all, 0, start, size), dtype=_float64)
+        r = _to(_narrow(r_all, 0, start, size), dtype=_float64)
+        diff = _abs(_sub(o, r))
+        rel = _div(diff, _clamp_min(_abs(r), floor))
+        at = _argmax(rel)
+        rows.append(_stack([rel[at], _add(_to(at, dtype=_float64), start), _max(diff), _sum(_mul(diff, diff)),
+                            _sum(_mul(o, r)), _sum(_mul(o, o)), _sum(_mul(r, r)), _max(_abs(r)),
+                            _to(_count_nonzero(_gt(rel, rtol)), dtype=_float64)]))
+    if rows:
+        table = _stack(rows)
+        pick = int(_item(_argmax(table[:, 0])))  # the first chunk holding the largest (or a NaN) error
+        worst_rel, worst, max_abs = _scalar(table[pick, 0]), int(_item(table[pick, 1])), _scalar(_max(table[:, 2]))
+        dd, dot, oo, rr, bad = _tolist(_sum(table[:, [3, 4, 5, 6, 8]], 0))
+        peak, bad = _scalar(_max(table[:, 7])), int(bad)
+    else:
+        worst_rel = worst = max_abs = dd = dot = oo = rr = peak = bad = 0
     mse = dd / max(n, 1)
-    peak = _scalar(_max(_abs(r))) if n else 0.0
-    dot = _scalar(_sum(_mul(o, r)))
-    oo, rr = _scalar(_sum(_mul(o, o))), _scalar(_sum(_mul(r, r)))
     norms = math.sqrt(oo * rr)
-    bad = int(_item(_count_nonzero(_gt(rel, rtol))))
     rel_l2, norm_ratio = whole(dd, oo, rr, n, floor)
     return {
-        "max_abs": _scalar(_max(diff)) if n else 0.0,
-        "max_rel": _scalar(rel[worst]) if n else 0.0,
+        "max_abs": max_abs,
+        "max_rel": worst_rel,
         "mse": mse,
         "rmse": math.sqrt(mse),
         "psnr": psnr(mse, peak),
@@ -163,7 +175,9 @@ def psnr(mse: float, peak: float) -> float:
     """Peak signal-to-noise ratio in dB against the reference's largest magnitude; inf for an exact match."""
     if mse == 0:
         return math.inf
-    if peak == 0:
+    if math.isnan(mse):
+        return math.nan
+    if peak == 0 or math.isinf(mse):
         return -math.inf
     return 10.0 * math.log10(peak * peak / mse)
 
