@@ -460,3 +460,21 @@ def test_export_formats(softmax_dir):
     with pytest.raises(ProblemError, match="not a KernelBench problem"):
         export("def custom_kernel(x):\n    return x\n", native, "kernelbench")
     assert export("src", native, "evolve") == "src"
+
+
+def test_kernelbenchs_own_check_a_chunk_at_a_time_judges_as_on_the_whole(monkeypatch):
+    """KernelBench's allclose runs on the host a chunk at a time (today's outputs are up to 6.4 GB): an element off by
+    more than its tolerance fails wherever the chunks fall, with the whole output's largest difference."""
+    from evolve.harness.formats import kernelbench
+
+    problem = load_problem(KERNELBENCH / "19_ReLU.py")
+    reference = reference_for(problem)
+    ref = torch.randn(50, 30)
+    ref[40, 7] = 0.0
+    out = ref.clone()
+    out[40, 7] = 0.05  # within evolve's scale check, beyond KernelBench's atol
+    for chunk in (7, 100, 1 << 25):
+        monkeypatch.setattr(kernelbench, "CHECK_CHUNK", chunk)
+        assert reference.check(None, (ref.clone(),), (ref.double(),)) is None
+        reason = reference.check(None, (out,), (ref.double(),))
+        assert reason and "max |out - ref| = 0.05 exceeds atol" in reason, (chunk, reason)

@@ -22,6 +22,7 @@ from .base import Inputs, Reference, as_tuple, dtype_name, import_file, parse, s
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 ATOL = RTOL = 1e-2  # KernelBench's eval: torch.allclose(output, output_new, atol=1e-02, rtol=1e-02)
+CHECK_CHUNK = 1 << 25  # elements of an output checked at a time
 CONTRACT = ("This is a KernelBench problem: `custom_kernel(*inputs)` receives the forward's arguments in order (as "
             "get_inputs() returns them), then the model's parameters in `Model.named_parameters()` order, then its "
             "buffers in `Model.named_buffers()` order, and returns what `Model.forward` returns.")
@@ -124,11 +125,17 @@ class KernelBenchReference(Reference):
         if wrong_scale:
             return wrong_scale
         for index, (o, r) in enumerate(zip(outputs, refs)):
-            o, r = o.to("cpu", torch.float64), r.to("cpu", torch.float64)
-            if not torch.allclose(o, r, atol=ATOL, rtol=RTOL):
-                worst = float((o - r).abs().max())
-                return (f"KernelBench's check: output {index} max |out - ref| = {worst:.3g} exceeds atol {ATOL} + "
-                        f"rtol {RTOL} * |ref|")
+            o, r = o.reshape(-1), r.reshape(-1)
+            # a chunk at a time on the host: today's outputs are up to 6.4 GB, 12.9 GB each in float64
+            for start in range(0, o.numel(), CHECK_CHUNK):
+                oc = o[start:start + CHECK_CHUNK].to("cpu", torch.float64)
+                rc = r[start:start + CHECK_CHUNK].to("cpu", torch.float64)
+                if not torch.allclose(oc, rc, atol=ATOL, rtol=RTOL):
+                    worst = float(torch.stack([(o[i:i + CHECK_CHUNK].to("cpu", torch.float64)
+                                                - r[i:i + CHECK_CHUNK].to("cpu", torch.float64)).abs().max()
+                                               for i in range(0, o.numel(), CHECK_CHUNK)]).max())
+                    return (f"KernelBench's check: output {index} max |out - ref| = {worst:.3g} exceeds atol {ATOL} + "
+                            f"rtol {RTOL} * |ref|")
         return None
 
     @property
