@@ -3,11 +3,22 @@ pristine CPU copy, every element) and the timed calls' (every output of a window
 and read once)."""
 from __future__ import annotations
 
+import os
+
 import torch
 
 from . import metrics
-from .exchange import CallSet, Fail
-from .formats.base import dtype_name
+from .exchange import CallSet, Fail, nbytes_of
+from .formats.base import dtype_name, nbytes
+
+CALL_MEMORY_SHARE = 0.2  # of the card's memory, for one correctness call's inputs and outputs (x3 copies)
+
+
+def _device_memory(device) -> float:
+    """The card's memory in bytes, or the host's where the calls go through shared files (the CPU)."""
+    if getattr(device, "type", device) != "cuda":
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return float(torch.cuda.get_device_properties(device).total_memory)
 
 
 class Checks:
@@ -15,23 +26,33 @@ class Checks:
         self.problem, self.reference, self.maker = problem, reference, maker
 
     def correctness(self, caller, case, seeds, device) -> list[dict]:
-        """Fresh inputs for each seed, the reference on a pristine CPU copy in float64, one call, every element: the
-        worst error metrics of each call, with the reason it fails (None where it passes)."""
-        sets, refs_all, kept = [], [], []
+        """Fresh inputs for each seed, the reference on a pristine CPU copy in float64, every element: the worst error
+        metrics of each call, with the reason it fails (None where it passes). The seeds go in one call where their
+        inputs and outputs fit CALL_MEMORY_SHARE of the card (three copies of each: the measurer's, the shared one,
+        the read-back), else in as many calls as it takes: today's KernelBench cases are 13 GB a seed."""
+        budget = CALL_MEMORY_SHARE * _device_memory(device)
+        results, group, used = [], [], 0
         for seed in seeds:
             inputs = self.maker.make(case, seed, device)
             refs = self.reference.reference(inputs, on_cpu=True)
-            refs_all.append(refs)
-            kept.append(inputs)  # the measurer's own copy: the runner only ever sees the shared one
             # each output's shape from this input's own reference (it may depend on the seed), dtype from the problem
             dtypes = [dtype for _, dtype in self.reference.expects(case, inputs)]
-            sets.append(CallSet(inputs.leaves, [(list(r.shape), d) for r, d in zip(refs, dtypes)], inputs.tree,
-                                inputs.buffers))
+            call_set = CallSet(inputs.leaves, [(list(r.shape), d) for r, d in zip(refs, dtypes)], inputs.tree,
+                               inputs.buffers)
+            size = 3 * (nbytes(inputs.leaves) + sum(nbytes_of(shape, d) for shape, d in call_set.expects))
+            if group and used + size > budget:
+                results += self._check_group(caller, case, group)
+                group, used = [], 0
+            group.append((inputs, refs, call_set))  # inputs: the measurer's own copy, the runner sees the shared one
+            used += size
+        return results + (self._check_group(caller, case, group) if group else [])
+
+    def _check_group(self, caller, case, group) -> list[dict]:
         try:
-            outs = caller.call(sets, "check", poison=True)
+            outs = caller.call([s for _, _, s in group], "check", poison=True)
         except Fail as exc:
             raise Fail(f"{case.label}: {exc}") from None
-        return [self._judge(case, out, refs, inputs, s) for out, refs, inputs, s in zip(outs, refs_all, kept, sets)]
+        return [self._judge(case, out, refs, inputs, s) for out, (inputs, refs, s) in zip(outs, group)]
 
     def _judge(self, case, out, refs, inputs, call_set) -> dict:
         worst, reason = None, None
