@@ -283,3 +283,18 @@ def test_the_error_metrics_are_the_same_a_chunk_at_a_time(poison):
                 assert math.isnan(value) == math.isnan(part[key]) and (math.isnan(value) or value == part[key]), key
     if poison:
         assert whole["worst_index"] == [250, 7]
+
+
+def test_the_largest_relative_error_is_the_same_a_chunk_at_a_time():
+    """max_rel_tensor walks the output in chunks, each chunk of the reference brought to the output's device (a
+    reference computed on the host for a case the card has no room for): the same figure, NaN where out has one."""
+    from evolve.harness.metrics import max_rel_tensor
+
+    torch.manual_seed(2)
+    ref = torch.randn(97, 13, dtype=torch.float64)
+    out = ref.float() + 1e-4 * torch.randn(97, 13)
+    whole = float(max_rel_tensor(out, ref, 1e-6, chunk=1 << 30))
+    assert whole > 0 and all(float(max_rel_tensor(out, ref, 1e-6, chunk=c)) == whole for c in (1, 10, 500))
+    out[96, 12] = float("nan")
+    assert math.isnan(float(max_rel_tensor(out, ref, 1e-6, chunk=10)))
+    assert float(max_rel_tensor(torch.zeros(0), torch.zeros(0), 1e-6)) == 0.0

@@ -34,6 +34,8 @@ _zeros = torch.zeros
 _stack = torch.stack
 _tolist = torch.Tensor.tolist
 
+CHUNK = 1 << 25  # elements a pass of the whole-output figures takes: 256 MB of float64 an operand, whatever the size
+
 
 def _scalar(t) -> float:
     return float(_item(t))
@@ -43,7 +45,7 @@ def all_finite(t) -> bool:
     return bool(_item(_all(_isfinite(t))))
 
 
-def error_metrics(out, ref, floor: float, rtol: float, chunk: int = 1 << 25) -> dict:
+def error_metrics(out, ref, floor: float, rtol: float, chunk: int = CHUNK) -> dict:
     """Max abs/rel error, MSE, RMSE, PSNR, cosine similarity, the whole output's relative L2 error and norm ratio
     (whole()) and the share of elements off, all in float64, summed `chunk` elements at a time (a 6.4 GB output
     would otherwise take several float64 copies of itself at once).
@@ -113,10 +115,7 @@ def l2_bound(min_cosine: float) -> float:
     return math.sqrt(2.0 * max(0.0, 1.0 - min_cosine))
 
 
-SCALE_CHUNK = 1 << 25  # elements per pass of scale_reason: 256 MB of float64 an operand, whatever the output's size
-
-
-def scale_reason(out, ref, floor: float, min_cosine: float, chunk: int = SCALE_CHUNK) -> str | None:
+def scale_reason(out, ref, floor: float, min_cosine: float, chunk: int = CHUNK) -> str | None:
     """The whole-output check of judge(), on the tensors themselves (on out's device, in float64, one wait): for the
     formats whose own check is not scale-aware, applied to every checked and timed output. Summed a chunk at a time:
     a 6.4 GB float32 output would otherwise take four 12.9 GB float64 temporaries on the card."""
@@ -154,13 +153,20 @@ def max_rel(out, ref, floor: float) -> float:
     return _scalar(max_rel_tensor(out, ref, floor))
 
 
-def max_rel_tensor(out, ref, floor: float):
-    """max_rel as a 0-d tensor on the tensors' device, without waiting for it (NaN if out has NaN)."""
-    o = _to(out, dtype=_float32)
-    r = _to(ref, dtype=_float32)
-    if not o.numel():
-        return _zeros((), dtype=_float32, device=o.device)
-    return _max(_div(_abs(_sub(o, r)), _clamp_min(_abs(r), floor)))
+def max_rel_tensor(out, ref, floor: float, chunk: int = CHUNK):
+    """max_rel as a 0-d tensor on out's device, without waiting for it (NaN if out has NaN), a chunk at a time (ref
+    may lie on the host: each chunk goes to out's device)."""
+    o_all, r_all = _reshape(out, (-1,)), _reshape(ref, (-1,))
+    n = o_all.numel()
+    if not n:
+        return _zeros((), dtype=_float32, device=out.device)
+    parts = []
+    for start in range(0, n, chunk):
+        size = min(chunk, n - start)
+        o = _to(_narrow(o_all, 0, start, size), dtype=_float32)
+        r = _to(_narrow(r_all, 0, start, size), device=o.device, dtype=_float32)
+        parts.append(_max(_div(_abs(_sub(o, r)), _clamp_min(_abs(r), floor))))
+    return _max(_stack(parts))
 
 
 def unravel(flat: int, shape: tuple) -> list[int]:
