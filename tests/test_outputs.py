@@ -53,8 +53,8 @@ def test_correctness_calls_take_as_many_seeds_as_fit_a_share_of_the_memory(monke
     problem = load_problem(Path(__file__).resolve().parents[1] / "problems" / "softmax")
     reference = reference_for(problem)
     judge = checks.Checks(problem, reference, InputMaker(problem, reference, 7, torch.device("cpu")))
-    for share, calls in ((checks.CALL_MEMORY_SHARE, [3]), (1e-15, [1, 1, 1])):
-        monkeypatch.setattr(checks, "CALL_MEMORY_SHARE", share)
+    for share, calls in ((checks.MEASURER_MEMORY_SHARE, [3]), (1e-15, [1, 1, 1])):
+        monkeypatch.setattr(checks, "MEASURER_MEMORY_SHARE", share)
         runner = _RecordingRunner()
         results = judge.correctness(runner, problem.tests[0], [11, 12, 13], torch.device("cpu"))
         assert runner.calls == calls

@@ -8,11 +8,9 @@ import os
 import torch
 
 from . import metrics
+from .calibration import MEASURER_MEMORY_SHARE
 from .exchange import CallSet, Fail, nbytes_of
 from .formats.base import dtype_name, nbytes
-
-CALL_MEMORY_SHARE = 0.2  # of the card's memory, for one correctness call's inputs and outputs (x3 copies)
-
 
 def _room_for_reference(inputs) -> bool:
     """Whether the card has room for a float64 reference of these inputs (a float64 copy of the inputs, the output and
@@ -39,9 +37,9 @@ class Checks:
     def correctness(self, caller, case, seeds, device) -> list[dict]:
         """Fresh inputs for each seed, the reference on a pristine CPU copy in float64, every element: the worst error
         metrics of each call, with the reason it fails (None where it passes). The seeds go in one call where their
-        inputs and outputs fit CALL_MEMORY_SHARE of the card (three copies of each: the measurer's, the shared one,
+        inputs and outputs fit the measurer's share of the card (as a timing window's do) (three copies of each: the measurer's, the shared one,
         the read-back), else in as many calls as it takes: today's KernelBench cases are 13 GB a seed."""
-        budget = CALL_MEMORY_SHARE * _device_memory(device)
+        budget = MEASURER_MEMORY_SHARE * _device_memory(device)
         results, group, used = [], [], 0
         for seed in seeds:
             inputs = self.maker.make(case, seed, device)
@@ -115,12 +113,11 @@ class Checks:
         if any(w != w for w in read):
             excess = float("nan")
         if not excess <= 0:
-            self._timed_each(case, outs, sets_inputs)
+            self._timed_each(case, outs, sets_inputs, on_cpu)
             raise Fail(f"{case.label}: a timed call returned a wrong output (an error of {excess:.3g} over "
                        "its tolerance)")
 
-    def _timed_each(self, case, outs, sets_inputs) -> None:
-        on_cpu = bool(sets_inputs) and not _room_for_reference(sets_inputs[0])
+    def _timed_each(self, case, outs, sets_inputs, on_cpu: bool) -> None:
         for out, inputs in zip(outs, sets_inputs):
             refs = self.reference.reference(inputs, on_cpu=on_cpu)
             for o, r in zip(out, refs):

@@ -37,6 +37,17 @@ _tolist = torch.Tensor.tolist
 CHUNK = 1 << 25  # elements a pass of the whole-output figures takes: 256 MB of float64 an operand, whatever the size
 
 
+def _chunks(out, ref, dtype, chunk: int):
+    """(start, a chunk of out, the same chunk of ref on out's device), both flattened and in dtype, `chunk` elements
+    at a time: the whole-output figures never hold a full-size copy of either."""
+    o_all, r_all = _reshape(out, (-1,)), _reshape(ref, (-1,))
+    n = o_all.numel()
+    for start in range(0, n, chunk):
+        size = min(chunk, n - start)
+        o = _to(_narrow(o_all, 0, start, size), dtype=dtype)
+        yield start, o, _to(_narrow(r_all, 0, start, size), device=o.device, dtype=dtype)
+
+
 def _scalar(t) -> float:
     return float(_item(t))
 
@@ -52,13 +63,9 @@ def error_metrics(out, ref, floor: float, rtol: float, chunk: int = CHUNK) -> di
 
     rel error of an element = |out - ref| / max(|ref|, floor); an element is off when that exceeds rtol.
     """
-    o_all, r_all = _reshape(out, (-1,)), _reshape(ref, (-1,))
-    n = o_all.numel()
+    n = out.numel()
     rows = []  # per chunk: max rel, its index, max abs, dd, dot, oo, rr, peak, elements off
-    for start in range(0, n, chunk):
-        size = min(chunk, n - start)
-        o = _to(_narrow(o_all, 0, start, size), dtype=_float64)
-        r = _to(_narrow(r_all, 0, start, size), dtype=_float64)
+    for start, o, r in _chunks(out, ref, _float64, chunk):
         diff = _abs(_sub(o, r))
         rel = _div(diff, _clamp_min(_abs(r), floor))
         at = _argmax(rel)
@@ -119,13 +126,9 @@ def scale_reason(out, ref, floor: float, min_cosine: float, chunk: int = CHUNK) 
     """The whole-output check of judge(), on the tensors themselves (on out's device, in float64, one wait): for the
     formats whose own check is not scale-aware, applied to every checked and timed output. Summed a chunk at a time:
     a 6.4 GB float32 output would otherwise take four 12.9 GB float64 temporaries on the card."""
-    o_all, r_all = _reshape(out, (-1,)), _reshape(ref, (-1,))
-    n = o_all.numel()
+    n = out.numel()
     parts = []
-    for start in range(0, n, chunk):
-        size = min(chunk, n - start)
-        o = _to(_narrow(o_all, 0, start, size), dtype=_float64)
-        r = _to(_narrow(r_all, 0, start, size), device=o.device, dtype=_float64)
+    for _, o, r in _chunks(out, ref, _float64, chunk):
         d = _sub(o, r)
         parts.append(_stack([_sum(_mul(d, d)), _sum(_mul(o, o)), _sum(_mul(r, r))]))
     dd, oo, rr = _tolist(_sum(_stack(parts), 0)) if parts else (0.0, 0.0, 0.0)
@@ -156,15 +159,10 @@ def max_rel(out, ref, floor: float) -> float:
 def max_rel_tensor(out, ref, floor: float, chunk: int = CHUNK):
     """max_rel as a 0-d tensor on out's device, without waiting for it (NaN if out has NaN), a chunk at a time (ref
     may lie on the host: each chunk goes to out's device)."""
-    o_all, r_all = _reshape(out, (-1,)), _reshape(ref, (-1,))
-    n = o_all.numel()
-    if not n:
+    if not out.numel():
         return _zeros((), dtype=_float32, device=out.device)
     parts = []
-    for start in range(0, n, chunk):
-        size = min(chunk, n - start)
-        o = _to(_narrow(o_all, 0, start, size), dtype=_float32)
-        r = _to(_narrow(r_all, 0, start, size), device=o.device, dtype=_float32)
+    for _, o, r in _chunks(out, ref, _float32, chunk):
         parts.append(_max(_div(_abs(_sub(o, r)), _clamp_min(_abs(r), floor))))
     return _max(_stack(parts))
 
