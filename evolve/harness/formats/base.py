@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import math
 import sys
 from pathlib import Path
 
@@ -187,8 +188,6 @@ class Reference:
     def _moved(self, case: Case, sample: Inputs) -> int:
         """The bytes a case must move at least: its inputs read once and its outputs written once. An output buffer
         the task hands out is written, not read: it counts once, in its own dtype, as the output of its shape."""
-        from ..exchange import nbytes_of
-
         handed = self.buffers(case, sample)
         read = [t for i, t in enumerate(sample.leaves) if i not in handed]
         free = [sample.leaves[i] for i in sorted(handed)]
@@ -199,7 +198,7 @@ class Reference:
                 buffer = free.pop(at)
                 written += buffer.numel() * buffer.element_size()
             else:
-                written += nbytes_of(shape, d)
+                written += math.prod(shape) * torch.empty((), dtype=getattr(torch, d)).element_size()
         return nbytes(read) + written
 
     def _counted_flops(self, sample: Inputs) -> int:
