@@ -1,6 +1,7 @@
 """The formats people already use: GPU MODE task folders and KernelBench files, as they are, through `evolve eval`,
 `evolve run` (a scripted model over real HTTP) and `evolve best --export-format`, whose output passes the format's
 own check."""
+import re
 import shutil
 import subprocess
 import sys
@@ -165,6 +166,26 @@ def test_a_handed_out_buffer_is_found_where_the_reference_varies_from_run_to_run
     sample = reference.generate(case, 3, "cpu")
     assert not torch.equal(reference._run(sample)[0][0], reference._run(sample)[0][0])  # it does vary
     assert reference.buffers(case, sample) == {1}
+
+
+def test_a_refused_output_is_set_beside_a_float64_run_of_the_tasks_reference(tmp_path):
+    """A task whose reference is looser than its own check (here it rounds its input to float16 first, as a float32
+    algorithm may lose more than the check allows over a long reduction): an honest float32 prefix sum is refused,
+    and the reason says the output lies nearer ref_kernel run on float64 inputs than the task's reference does."""
+    shutil.copytree(UPSTREAM, tmp_path / "group", ignore=shutil.ignore_patterns("__pycache__"))
+    reference_py = tmp_path / "group" / "prefixsum_py" / "reference.py"
+    reference_py.write_text(reference_py.read_text().replace(
+        "    return torch.cumsum(x.to(torch.float64), dim=0)\n",
+        "    loose = x.half() if x.dtype == torch.float32 else x\n"
+        "    return torch.cumsum(loose.to(torch.float64), dim=0)\n"))
+    verdict = evaluate(UPSTREAM / "submissions" / "prefix_alias.py", tmp_path / "group" / "prefixsum_py",
+                       EvalOptions(cache_dir=str(tmp_path / "cache")))
+    rung, reason = failure(verdict)
+    found = re.search(r"against ref_kernel on float64 inputs, the output's largest error is (\S+) and the task's "
+                      r"reference's (\S+)$", reason)
+    assert rung == "correctness" and "check_implementation: mismatch" in reason and found, (rung, reason)
+    mine, theirs = float(found.group(1)), float(found.group(2))
+    assert mine * 100 < theirs, (mine, theirs)  # about 1.6e-05 against 9.4e-03
 
 
 @pytest.mark.parametrize("name, rung, reason", [
