@@ -1,6 +1,9 @@
 """What the embedded search (no model: the problem's own kernels, the tuner, the composer) gains over each problem's
 seed in a fixed time. One `evolve run` per problem, each in a fresh archive; prints one table: seed fitness, best
-fitness, the gain, the best's proposer and how many candidates it took.
+fitness, the gain, the best's proposer and how many candidates it took, and the per-case best: for each benchmark case
+the highest figure any kernel of the run reached there, their geometric mean, which is the most a shape-dispatch
+composite of the run's kernels could score (where the gain is small and the per-case best is near the best, no kernel
+the run evaluated is much faster than the best on any case).
 
     python benchmarks/search_gain.py [--minutes 5] [--device cuda] [--jobs N] [--keep DIR] [PROBLEM ...]
 
@@ -12,6 +15,7 @@ Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention. On a ma
 interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
 """
 import argparse
+import math
 import subprocess
 import sys
 import tempfile
@@ -19,6 +23,7 @@ import time
 from pathlib import Path
 
 from evolve.archive import Archive
+from evolve.compose import case_value
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ["softmax", "rmsnorm", "layernorm", "cross_entropy", "attention"]
@@ -30,11 +35,30 @@ def row_line(row: dict) -> str:
     seed, best = row["seed"], row["best"]
     gain = f"{best.score / seed.score - 1:+.1%}" if seed and best and seed.score else "-"
     return (f"{row['problem']:<14} {row['device'][:24]:<24} {figure(seed):>7} {figure(best):>7} {gain:>7}  "
-            f"{(best.proposer if best else '-'):<10} {row['taken'] or '-':>5} {row['evaluated']:>4}  {row['stop']}")
+            f"{(best.proposer if best else '-'):<10} {row['taken'] or '-':>5} {row['evaluated']:>4} "
+            f"{number(row['per_case'], best):>9}  {row['stop']}")
 
 
 HEADER = (f"{'problem':<14} {'device':<24} {'seed':>7} {'best':>7} {'gain':>7}  {'best by':<10} {'taken':>5} "
-          f"{'of':>4}  stop")
+          f"{'of':>4} {'per-case':>9}  stop")
+
+
+def per_case_best(archive: Archive, cands: list) -> float | None:
+    """The geometric mean over benchmark cases of the highest figure any of `cands` reached on each (fraction of
+    roofline on a GPU, 1 / interpreter ms on the CPU), over the cases every one of them was measured on."""
+    best: dict = {}
+    counts: dict = {}
+    for cand in cands:
+        verdict = archive.verdict(cand.id)
+        if verdict is None or not verdict.ok:
+            continue
+        for row in verdict.shapes:
+            value = case_value(row, verdict.mode == "gpu")
+            if row.get("case") and value is not None:
+                best[row["case"]] = max(best.get(row["case"], 0.0), value)
+                counts[row["case"]] = counts.get(row["case"], 0) + 1
+    cases = [label for label in best if counts[label] == max(counts.values())]
+    return math.exp(sum(math.log(best[label]) for label in cases) / len(cases)) if cases else None
 
 
 def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
@@ -54,7 +78,7 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     seed = max(seeds, key=lambda c: c.score) if seeds else None
     taken = next((i + 1 for i, c in enumerate(cands) if best is not None and c.id == best.id), None)
     return {"problem": problem, "device": run["device"], "seed": seed, "best": best, "taken": taken,
-            "evaluated": len(cands), "seconds": seconds,
+            "evaluated": len(cands), "seconds": seconds, "per_case": per_case_best(archive, cands),
             "stop": run["stop_reason"] if run["ended"] else
             f"the run did not end (exit code {done.returncode}): {(done.stderr or '').strip().splitlines()[-1:]}"}
 
@@ -63,6 +87,13 @@ def figure(cand) -> str:
     if cand is None:
         return "-"
     return f"{cand.fitness:.3f}" if cand.fitness is not None else f"{cand.score:.4g}*"
+
+
+def number(value: float | None, like) -> str:
+    """A figure in the unit of `like`'s (fitness, or a starred interpreter score)."""
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if like is not None and like.fitness is not None else f"{value:.4g}*"
 
 
 def main():
