@@ -7,6 +7,7 @@ Six GPU MODE pmpp_v2 tasks and four KernelBench level-1 files, each evaluated by
 the GPU. One row per benchmark case: task, case, the kernel's time (ms), its fraction of the roofline, and its
 speed-up over the eager reference (GPU MODE's ref_kernel, KernelBench's Model.forward); the task's fitness (geomean
 fraction of roofline) stands on its first row, and a task that fails prints the failing rung and reason instead.
+Each rung's outcome is said on stderr as it is decided, with the seconds since its task began.
 TASK names (the kernel files' stems, e.g. gpumode_matmul) pick some; without them every task runs.
 Exit status 1 if any task failed.
 """
@@ -79,7 +80,11 @@ def main() -> int:
     for i, name in enumerate(names):
         suite, task = TASKS[name]
         started = time.perf_counter()
-        verdict = evaluate(KERNELS / f"{name}.py", folders[suite] / task, options)
+        print(f"{name}: evaluating {folders[suite] / task}", file=sys.stderr, flush=True)
+        verdict = evaluate(KERNELS / f"{name}.py", folders[suite] / task, options,
+                           on_rung=lambda rung, name=name, began=started: print(
+                               f"{name}: {rung.name} {rung.status} after {time.perf_counter() - began:.1f} s",
+                               file=sys.stderr, flush=True))
         if i == 0:
             print(f"device: {verdict.device}  mode: {verdict.mode}")
             print(HEADER)
