@@ -151,16 +151,21 @@ def test_a_gpumode_submission_may_return_float32_into_the_buffer_the_task_hands_
     assert verdict.rung("correctness").ok, failure(verdict)
 
 
-def test_a_handed_out_buffer_is_found_where_the_reference_varies_from_run_to_run(tmp_path):
-    """A cumsum on a GPU sums in an order that varies between runs, so the reference run with the buffer NaN-filled
-    is not bit for bit the first run: the buffer is still the task's, and only the input it reads is not."""
+def _prefix_sum_returning(tmp_path, lines: str) -> Path:
+    """A copy of the upstream-layout prefix-sum task whose ref_kernel ends in `lines` instead of its own return."""
     shutil.copytree(UPSTREAM, tmp_path / "group", ignore=shutil.ignore_patterns("__pycache__"))
     reference_py = tmp_path / "group" / "prefixsum_py" / "reference.py"
     reference_py.write_text(reference_py.read_text().replace(
-        "    return torch.cumsum(x.to(torch.float64), dim=0)\n",
-        "    import os\n    wobble = 1 + 1e-13 * int.from_bytes(os.urandom(2), 'little')  # as a GPU's scan order\n"
-        "    return torch.cumsum(x.to(torch.float64), dim=0) * wobble\n"))
-    problem = load_problem(tmp_path / "group" / "prefixsum_py")
+        "    return torch.cumsum(x.to(torch.float64), dim=0)\n", lines))
+    return tmp_path / "group" / "prefixsum_py"
+
+
+def test_a_handed_out_buffer_is_found_where_the_reference_varies_from_run_to_run(tmp_path):
+    """A cumsum on a GPU sums in an order that varies between runs, so the reference run with the buffer NaN-filled
+    is not bit for bit the first run: the buffer is still the task's, and only the input it reads is not."""
+    problem = load_problem(_prefix_sum_returning(
+        tmp_path, "    import os\n    wobble = 1 + 1e-13 * int.from_bytes(os.urandom(2), 'little')  # as a GPU's scan "
+        "order\n    return torch.cumsum(x.to(torch.float64), dim=0) * wobble\n"))
     reference = reference_for(problem)
     case = problem.tests[2]
     sample = reference.generate(case, 3, "cpu")
@@ -172,14 +177,10 @@ def test_a_refused_output_is_set_beside_a_float64_run_of_the_tasks_reference(tmp
     """A task whose reference is looser than its own check (here it rounds its input to float16 first, as a float32
     algorithm may lose more than the check allows over a long reduction): an honest float32 prefix sum is refused,
     and the reason says the output lies nearer ref_kernel run on float64 inputs than the task's reference does."""
-    shutil.copytree(UPSTREAM, tmp_path / "group", ignore=shutil.ignore_patterns("__pycache__"))
-    reference_py = tmp_path / "group" / "prefixsum_py" / "reference.py"
-    reference_py.write_text(reference_py.read_text().replace(
-        "    return torch.cumsum(x.to(torch.float64), dim=0)\n",
-        "    loose = x.half() if x.dtype == torch.float32 else x\n"
-        "    return torch.cumsum(loose.to(torch.float64), dim=0)\n"))
-    verdict = evaluate(UPSTREAM / "submissions" / "prefix_alias.py", tmp_path / "group" / "prefixsum_py",
-                       EvalOptions(cache_dir=str(tmp_path / "cache")))
+    task = _prefix_sum_returning(tmp_path, "    loose = x.half() if x.dtype == torch.float32 else x\n"
+                                           "    return torch.cumsum(loose.to(torch.float64), dim=0)\n")
+    options = EvalOptions(cache_dir=str(tmp_path / "cache"))
+    verdict = evaluate(UPSTREAM / "submissions" / "prefix_alias.py", task, options)
     rung, reason = failure(verdict)
     found = re.search(r"against ref_kernel on float64 inputs, the output's largest error is (\S+) and the task's "
                       r"reference's (\S+)$", reason)
