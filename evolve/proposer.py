@@ -7,6 +7,9 @@ that `import evolve.proposer` stays cheap.
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
+import json
 import math
 import os
 import random
@@ -147,13 +150,28 @@ def _missing_key(name: str, variables) -> str:
             f"OpenAI-compatible server and pass --api-base http://HOST:PORT/v1 --model openai/<served-name>")
 
 
+@functools.lru_cache(maxsize=1)
+def _model_providers() -> dict:
+    """litellm's bundled model map (a name without a provider prefix, gpt-5 say, -> its provider), read as a file
+    without importing litellm; empty where it cannot be read (litellm then judges the name)."""
+    spec = importlib.util.find_spec("litellm")
+    try:
+        folder = spec.submodule_search_locations[0]
+        with open(os.path.join(folder, "model_prices_and_context_window_backup.json")) as f:
+            return {name: entry.get("litellm_provider") for name, entry in json.load(f).items()
+                    if isinstance(entry, dict)}
+    except (AttributeError, IndexError, TypeError, OSError, ValueError):
+        return {}
+
+
 def check_keys(models, api_base: str | None) -> tuple[list[str], list]:
-    """(problems, the models left for litellm to judge): the key of every model named provider/model of a provider
-    in PROVIDER_KEYS is looked up here, without litellm."""
+    """(problems, the models left for litellm to judge): the key of every model of a provider in PROVIDER_KEYS,
+    named provider/model or by a bare name litellm's model map gives that provider, is looked up here, without
+    litellm."""
     problems, rest = [], []
     for model in models:
         name = model.name if isinstance(model, ModelSpec) else str(model)
-        provider = name.split("/", 1)[0] if "/" in name else None
+        provider = name.split("/", 1)[0] if "/" in name else _model_providers().get(name)
         if provider not in PROVIDER_KEYS:
             rest.append(model)
         elif not api_base and not any(os.environ.get(v) for v in PROVIDER_KEYS[provider]):

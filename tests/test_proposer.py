@@ -277,6 +277,29 @@ def test_check_models_names_the_missing_key(monkeypatch):
     assert len(unknown) == 1 and "provider" in unknown[0]
 
 
+def test_a_bare_model_name_has_its_missing_key_named_without_litellm(monkeypatch):
+    """`--model gpt-5` or `--model claude-sonnet-4-5`, without a provider prefix: litellm's bundled model map names
+    the provider, read as a file, so a missing key is said at once rather than after litellm's import (10 s or more
+    on a small machine); a name the map lacks is left to litellm."""
+    import sys
+
+    from evolve.proposer import check_keys
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    problems, rest = check_keys([ModelSpec("gpt-5"), ModelSpec("claude-sonnet-4-5"), ModelSpec("no-such-model-xyz")],
+                                api_base=None)
+    assert len(problems) == 2 and "gpt-5: OPENAI_API_KEY is not set" in problems[0], problems
+    assert "claude-sonnet-4-5: ANTHROPIC_API_KEY is not set" in problems[1], problems
+    assert rest == [ModelSpec("no-such-model-xyz")]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    assert check_keys(["gpt-5"], api_base=None) == ([], [])
+    if "litellm" not in sys.modules:  # this process has not imported it for another test
+        check_keys(["gpt-5", "claude-sonnet-4-5"], api_base=None)
+        assert "litellm" not in sys.modules
+
+
 def test_an_api_base_is_checked_before_the_run(llm_server):
     """With --api-base no key is needed, but something must answer there: a refused port or a malformed URL is
     named before the run starts (it used to surface as 'HTTP 500' after retries, with the run going on)."""
