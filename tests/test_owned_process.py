@@ -84,13 +84,16 @@ def test_a_process_that_leaves_its_session_and_token_dies_with_the_evaluation(tm
 
 
 def test_bytes_in_the_runners_folder_count_against_the_memory_limit(tmp_path):
-    """2 GB written to a file in the runner's own folder (disk, not memory: a RAM-backed folder is the same count), held
-    while the call goes on, under a 1.5 GB limit that the runners' own memory stays well within."""
+    """2 GB written to two files in the runner's own folder (disk, not memory: a RAM-backed folder is the same count),
+    held while the call goes on, under a 1.5 GB limit that the runners' own memory stays well within. Each file stays
+    under the 1 GB a runner's file may reach (RUNNER_FILE_BYTES): one 2 GB file failed the call at 1 GB, before the
+    memory watch's next look, whenever the machine was busy."""
     path = candidate(tmp_path, '''
         def custom_kernel(x):
-            with open(os.path.join(os.environ["TMPDIR"], "hoard.bin"), "wb") as f:
-                for _ in range(2048):
-                    f.write(b"x" * (1 << 20))
+            for part in range(2):
+                with open(os.path.join(os.environ["TMPDIR"], f"hoard{part}.bin"), "wb") as f:
+                    for _ in range(1000):
+                        f.write(b"x" * (1 << 20))
             time.sleep(3)
             return launch(x)
     ''')
