@@ -16,7 +16,9 @@ Definitions (docs/compare.md says the same):
 - proposals: the model's own proposals (proposer "llm", invalid replies included); for the embedded default every
   evaluated candidate. correct rate = correct / proposals; compile-failure rate = failed at load or compile / proposals.
 - fast_p (per model and device, over the problems present on that device): the share of problems where the model's
-  best kernel is correct and more than p times faster than the baseline (p = 0 counts every correct one).
+  best kernel is correct and more than p times faster than the baseline (p = 0 counts every correct one). Without a
+  GPU verdict there is no speed-up (interpreter times against torch on the host mean nothing), and fast_p for p > 0
+  is left blank rather than 0%.
 - tokens, dollars, wall time: in all; until the first correct kernel the model wrote (any correct one for the
   embedded default); until the best kernel (both within the run that holds the best).
 - dollars per correct kernel: dollars / correct proposals; per point of roofline: dollars / (100 * (best - the best
@@ -242,7 +244,8 @@ def build_row(problem: str, model: str, language: str, device: str, runs: list[R
     else:
         row.cpu_score = best_cand["score"]
     verdict = verdict_of(best_run.db, best_cand["id"])
-    shapes = verdict.get("shapes", []) if verdict else []
+    # Interpreter times against torch on the host say nothing of a kernel's speed: no speed-up without a GPU verdict.
+    shapes = verdict.get("shapes", []) if verdict and best_cand["fitness"] is not None else []
     row.vs_eager = geomean(s.get("speedup_vs_torch") for s in shapes)
     row.vs_compile = geomean(s.get("speedup_vs_compile") for s in shapes)
     row.to_best = _spend_until(best_run, best_cand["id"])
@@ -287,6 +290,8 @@ def summarize(rows: list[Row]) -> list[Summary]:
             solved = [r for r in mine.values() if r.best_candidate is not None]
 
             def fast(attr, p):
+                if not any(getattr(r, attr) is not None for r in solved):
+                    return None  # no speed-up measured (CPU interpreter verdicts): not 0%
                 hits = sum(1 for r in solved if getattr(r, attr) is not None and getattr(r, attr) > p)
                 return hits / len(problems) if problems else None
 
@@ -356,7 +361,7 @@ def text_lines(b: Board) -> list[str]:
         versions = rows[0].versions
         out.append(f"{device}  (torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}; "
                    f"newest run {max(r.date for r in rows)})")
-        head = (f"  {'problem':<14}{'model':<26}{'language':<9}{'best':>6} {'kernel':>8}{'eager':>7}{'compile':>8}"
+        head = (f"  {'problem':<14}{'model':<26}{'language':<9}{'best':>7} {'kernel':>8}{'eager':>7}{'compile':>8}"
                 f"{'correct':>8}{'compile✗':>9}{'tokens':>9}{'$':>9}{'wall':>7}{'$→1st':>8}{'$→best':>8}{'$/ok':>8}"
                 f"{'$/pt':>8}")
         out.append(head)
@@ -364,7 +369,7 @@ def text_lines(b: Board) -> list[str]:
             best = _f(r.best) if r.best is not None else (_f(r.cpu_score, "{:.3g}") + "*" if r.cpu_score else "-")
             kernel = f"#{r.best_candidate['id']}" + ("" if r.audit == "passed" else "°") if r.best_candidate else "-"
             out.append(
-                f"  {r.problem[:13]:<14}{r.model[:25]:<26}{r.language[:8]:<9}{best:>6} {kernel:>8}"
+                f"  {r.problem[:13]:<14}{r.model[:25]:<26}{r.language[:8]:<9}{best:>7} {kernel:>8}"
                 f"{_f(r.vs_eager, '{:.2f}x'):>7}{_f(r.vs_compile, '{:.2f}x'):>8}{_pct(r.correct_rate):>8}"
                 f"{_pct(r.compile_failure_rate):>9}"
                 f"{r.total.tokens:>9}{r.total.dollars:>9.4f}{format_duration(r.total.seconds, compact=True):>7}"

@@ -293,3 +293,24 @@ def test_a_models_triton_and_cutedsl_runs_are_rows_of_their_own(tmp_path):
     lines = text_lines(b)
     assert any("cutedsl" in line and "softmax" in line for line in lines)
     assert {r["language"] for r in b.to_json()["runs"]} == {"triton", "cutedsl"}
+
+
+def test_a_cpu_interpreter_best_has_no_speed_up_and_no_fast_p_beyond_correct(tmp_path):
+    """Interpreter times against torch on the host are thousands of times slower and mean nothing: a CPU best shows
+    '-' for eager and compile and for fast_p at p > 0, not 0.00x and 0%; fast_0 still counts the solved problem."""
+    archive = Archive(tmp_path / "c.db")
+    r = run_of(archive, "softmax", EMBEDDED, device="cpu (Triton interpreter)")
+    cand = archive.add_candidate(r, source="seed 1", proposer="seed")
+    verdict = ladder(fitness=None, shapes=shapes((0.001, 0.002), (0.001, 0.001)))
+    archive.record_verdict(cand.id, verdict, 0.02)
+    archive.finish_run(r, "--budget of 5 min used")
+    archive.close()
+    b = board([tmp_path / "c.db"])
+    cpu = row(b, "softmax", EMBEDDED, "cpu (Triton interpreter)")
+    assert cpu.cpu_score == 0.02 and cpu.vs_eager is None and cpu.vs_compile is None
+    summary = b.summaries[0]
+    assert summary.fast_eager == {"0": 1.0, "1": None, "1.5": None, "2": None} and summary.geomean_vs_eager is None
+    lines = text_lines(b)
+    table = next(line for line in lines if line.strip().startswith("softmax"))
+    assert "0.02*" in table and "0.00x" not in table, table
+    assert any("100%/-/-/-" in line for line in lines), lines
