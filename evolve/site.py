@@ -17,7 +17,7 @@ import jinja2
 
 from . import __version__
 from .config import format_duration
-from .leaderboard import Board, Run
+from .leaderboard import EMBEDDED, Board, Run
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "leaderboard"
 
@@ -99,8 +99,8 @@ def curves(run: Run, gpu: bool) -> list[str]:
     if any(p["dollars"] for p in progress):
         out.append(curve_svg([(p["dollars"], p["best"]) for p in progress], "dollars", label, "dollars"))
     else:
-        out.append(curve_svg([(p["dollars"], p["best"]) for p in progress], "dollars (none spent: no model)", label,
-                             "dollars"))
+        why = "none spent: no model" if run.model == EMBEDDED else "none spent"
+        out.append(curve_svg([(p["dollars"], p["best"]) for p in progress], f"dollars ({why})", label, "dollars"))
     out.append(curve_svg([(p["seconds"] / 60, p["best"]) for p in progress if p["seconds"] is not None],
                          "minutes", label, "minutes"))
     return out

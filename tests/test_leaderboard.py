@@ -314,3 +314,23 @@ def test_a_cpu_interpreter_best_has_no_speed_up_and_no_fast_p_beyond_correct(tmp
     table = next(line for line in lines if line.strip().startswith("softmax"))
     assert "0.02*" in table and "0.00x" not in table, table
     assert any("100%/-/-/-" in line for line in lines), lines
+
+
+def test_a_cpu_runs_page_names_its_score_and_what_was_never_evaluated(tmp_path):
+    """The site's run page for a model's run on the CPU: the score column says CPU score (not fitness), a proposal the
+    run ended before evaluating reads 'not evaluated' (not 'pending'), and a model that cost nothing is not called
+    'no model' under the dollars curve."""
+    from evolve.site import write_site
+
+    archive = Archive(tmp_path / "c.db")
+    r = run_of(archive, "softmax", "openai/scripted", device="cpu (Triton interpreter)")
+    seed = archive.add_candidate(r, source="seed 1", proposer="seed")
+    archive.record_verdict(seed.id, ladder(fitness=None, shapes=shapes((1.0,), (1.0,))), 0.02)
+    archive.add_candidate(r, source="k 2", proposer="llm", model="openai/scripted", parent_ids=(seed.id,))
+    archive.finish_run(r, "--budget of 3 min used")
+    archive.close()
+    page = (write_site(board([tmp_path / "c.db"]), tmp_path / "site", [tmp_path / "c.db"]).parent
+            / f"run-c-{r}.html").read_text()
+    assert "<th>CPU score</th>" in page and "<th>fitness</th>" not in page
+    assert "not evaluated" in page and ">pending<" not in page
+    assert "dollars (none spent)" in page and "no model" not in page
