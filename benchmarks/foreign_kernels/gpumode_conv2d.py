@@ -7,7 +7,9 @@ masked only at the ends. The output channels are written to (b, n, oh, ow) of th
 Precision: operands go through tl.dot as "tf32x3" (three TF32 products, about float32's accuracy); the reduction
 (up to C*k*k = 131072 terms) is summed in float32 in two levels, GROUP steps into a partial that is then added to
 the tile's total: by estimate about 1e-4 of rounding error at that length, where one running sum would come near the
-task's absolute tolerance of 1e-3."""
+task's absolute tolerance of 1e-3. Measured on an H100 (benchmarks/foreign.py, 2026-12-05) at size=256 kernelsize=16
+channels=128 (32,768 terms): 3.9e-4 from ref_kernel run in float64, while the task's own reference (cuDNN, float32)
+was 8.7e-3 from it, so the task's check, which compares against that reference at 1e-3, refuses this output."""
 import triton
 import triton.language as tl
 
