@@ -183,9 +183,9 @@ def test_the_seed_passes_under_the_interpreter_too():
 
 
 def test_one_contract_the_checker_the_prompt_and_readme_share():
-    """RULES in the candidate language's rules module is the single source: README carries the table generated from
-    it, the prompt's contract is generated from it with the problem's forbidden calls, and the checker reads it
-    through the language interface (evolve/lang)."""
+    """RULES in the candidate language's rules module is the single source: docs/languages.md carries the table
+    generated from it, the prompt's contract is generated from it with the problem's forbidden calls, and the checker
+    reads it through the language interface (evolve/lang)."""
     from pathlib import Path
 
     from evolve import lang as languages
@@ -193,12 +193,13 @@ def test_one_contract_the_checker_the_prompt_and_readme_share():
     from evolve.lang.triton import rules as lang
 
     root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
-    block = readme.split("<!-- contract table")[1].split("\n", 1)[1].split("<!-- end of contract table -->")[0]
-    assert block.strip() == lang.readme_table(), "README's rule table is stale: paste `python -m evolve.lang.triton`"
+    page = (root / "docs" / "languages.md").read_text()
+    block = page.split("<!-- contract table -->")[1].split("<!-- end of contract table -->")[0]
+    assert block.strip() == lang.rule_table(), \
+        "docs/languages.md's Triton rule table is stale: paste `python -m evolve.lang.triton`"
     triton = languages.get("triton")
     assert triton.rules.rules is lang.RULES and triton.rules.allowed_modules is lang.ALLOWED_MODULES
-    assert triton.prompt_contract is lang.prompt_contract and triton.readme_table is lang.readme_table
+    assert triton.prompt_contract is lang.prompt_contract and triton.rule_table is lang.rule_table
     problem = load_problem(root / "problems" / "softmax")
     contract = lang.prompt_contract(problem.forbid_calls)
     for rule in lang.RULES.values():

@@ -104,11 +104,11 @@ def test_a_tilelang_run_reads_its_own_templates_and_the_shared_rest():
 
 
 def test_docs_carry_the_tilelang_rule_table():
-    from evolve.lang.tilelang.rules import readme_table
+    from evolve.lang.tilelang.rules import rule_table
 
     text = (ROOT / "docs" / "languages.md").read_text()
     block = text.split("<!-- tilelang contract table -->")[1].split("<!-- end of tilelang contract table -->")[0]
-    assert block.strip() == readme_table(), "docs/languages.md's table is stale: paste `python -m evolve.lang.tilelang`"
+    assert block.strip() == rule_table(), "docs/languages.md's table is stale: paste `python -m evolve.lang.tilelang`"
 
 
 def test_a_tilelang_search_without_a_gpu_is_refused_saying_what_works_here(problem):

@@ -44,7 +44,7 @@ class Language:
     name: str
     rules: StaticRules
     prompt_contract: Callable[..., str]  # (forbid_calls) -> the contract as every prompt states it
-    readme_table: Callable[[], str]  # the rule table README carries
+    rule_table: Callable[[], str]  # the rule table docs/languages.md carries
     without_gpu: str  # what it can do on a machine without a GPU: "interpret" (run and compile), "compile" or "none"
     artifact_kinds: tuple[str, ...]  # the compiler artifacts `evolve show --asm` can print
     # The runner's half (harness/runner.py), made in the runner before the candidate is imported: (mode) -> an object

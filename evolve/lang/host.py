@@ -1,5 +1,5 @@
 """What every candidate language hosted in Python shares: the rule record, host torch's tables (what computes, what
-only allocates, what hands data to Python), what a kernel body may not inspect, and the contract text and README
+only allocates, what hands data to Python), what a kernel body may not inspect, and the contract text and rule
 table made from a language's MUST, MAY and RULES."""
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ def prompt_contract(must, may, rules: dict, forbid_calls=()) -> str:
     return "\n".join(lines)
 
 
-def readme_table(rules: dict) -> str:
-    """README's rule table (the section 'The candidate contract')."""
+def rule_table(rules: dict) -> str:
+    """A language's rule table, as docs/languages.md carries it."""
     rows = ["| rule | a candidate may not | what it protects |", "| --- | --- | --- |"]
     rows += [f"| {key} | {rule.says.format(forbidden=_forbidden(()))} | {rule.protects} |"
              for key, rule in rules.items()]

@@ -42,7 +42,7 @@ LANGUAGE = Language(
                      "control flow, math and operator",
         launches="CuTeDSL kernels"),
     prompt_contract=rules.prompt_contract,
-    readme_table=rules.readme_table,
+    rule_table=rules.rule_table,
     without_gpu="compile",  # no interpreter: sm_90a compiles on any machine, nothing runs without a card
     artifact_kinds=("sass", "ptx"),
     runner_side=_runner_side,

@@ -41,7 +41,7 @@ LANGUAGE = Language(
         kernel_module="tilelang.language", kernel_names="tilelang.language, math and operator",
         launches="TileLang kernels"),
     prompt_contract=rules.prompt_contract,
-    readme_table=rules.readme_table,
+    rule_table=rules.rule_table,
     without_gpu="compile",  # no interpreter: sm_90a compiles on any machine with nvcc, nothing runs without a card
     artifact_kinds=("sass", "ptx", "cu"),
     runner_side=_runner_side,

@@ -1,4 +1,4 @@
 """`python -m evolve.lang.tilelang` prints TileLang's rule table (docs/languages.md carries it)."""
-from .rules import readme_table
+from .rules import rule_table
 
-print(readme_table())
+print(rule_table())

@@ -68,5 +68,5 @@ def prompt_contract(forbid_calls=()) -> str:
     return host.prompt_contract(MUST, MAY, RULES, forbid_calls)
 
 
-def readme_table() -> str:
-    return host.readme_table(RULES)
+def rule_table() -> str:
+    return host.rule_table(RULES)

@@ -33,7 +33,7 @@ LANGUAGE = Language(
         kernel_introspection_attributes=host.KERNEL_INTROSPECTION_ATTRIBUTES, kernel_decorators=rules.JIT_DECORATORS,
         kernel_modules=rules.JIT_MODULES, kernel_helpers=rules.JIT_HELPERS, rules=rules.RULES),
     prompt_contract=rules.prompt_contract,
-    readme_table=rules.readme_table,
+    rule_table=rules.rule_table,
     without_gpu="interpret",  # Triton's interpreter runs a kernel on the CPU; the compile-only runner builds sm_90a
     artifact_kinds=("sass", "ptx", "ttgir", "ttir", "llir"),
     runner_side=_runner_side,

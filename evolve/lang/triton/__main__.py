@@ -1,4 +1,4 @@
-"""`python -m evolve.lang.triton` prints README's rule table."""
-from .rules import readme_table
+"""`python -m evolve.lang.triton` prints Triton's rule table (docs/languages.md carries it)."""
+from .rules import rule_table
 
-print(readme_table())
+print(rule_table())

@@ -3,8 +3,8 @@
 Everything a candidate file is told and held to lives here: what it must define (MUST), the honest idioms its host
 code may use (MAY), the rules the static check enforces (RULES, each with what it protects), and the tables the
 checker reads (modules, decorators, host calls, kernel names). The static check (harness/static_check.py) reads these
-tables; the prompt's contract (`prompt_contract`) and README's rule table (`readme_table`) are generated from them,
-and a test proves README carries the generated table. `python -m evolve.lang.triton` prints that table.
+tables; the prompt's contract (`prompt_contract`) and the rule table docs/languages.md carries (`rule_table`) are
+generated from them, and a test proves the page carries the generated table. `python -m evolve.lang.triton` prints that table.
 The package's LANGUAGE (evolve/lang/triton/__init__.py) hands these to the rest of evolve.
 """
 from __future__ import annotations
@@ -70,6 +70,6 @@ def prompt_contract(forbid_calls=()) -> str:
     return host.prompt_contract(MUST, MAY, RULES, forbid_calls)
 
 
-def readme_table() -> str:
-    """README's rule table (the section 'The candidate contract')."""
-    return host.readme_table(RULES)
+def rule_table() -> str:
+    """The rule table docs/languages.md carries (its section 'Triton')."""
+    return host.rule_table(RULES)
