@@ -27,14 +27,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from llm_server import ScriptedLLM  # noqa: E402
 
+from evolve.problems import strip_test_header  # noqa: E402
+
 PROBLEMS = ("softmax", "rmsnorm")
 WRONG = {"softmax": ("mask_off_by_one.py", "no_max_subtract.py", "torch_ops.py"),
          "rmsnorm": ("eps_outside_sqrt.py", "mean_over_block.py")}
-
-
-def _kernel(path: Path) -> str:
-    """A problem's kernel file without its test header (`# expect: ...`), as a model would write it."""
-    return "\n".join(line for line in path.read_text().splitlines() if not line.startswith("# expect"))
 
 
 class TwoModels(ScriptedLLM):
@@ -47,8 +44,9 @@ class TwoModels(ScriptedLLM):
         for name in PROBLEMS:
             folder = ROOT / "problems" / name
             files = sorted((folder / "seeds").glob("*.py")) + sorted((folder / "solutions" / "correct").glob("*.py"))
-            self.right[name] = [_kernel(f) for f in files]
-            self.wrong[name] = [_kernel(folder / "solutions" / "wrong" / f) for f in WRONG[name]]
+            self.right[name] = [strip_test_header(f.read_text()) for f in files]
+            self.wrong[name] = [strip_test_header((folder / "solutions" / "wrong" / f).read_text())
+                                for f in WRONG[name]]
 
     def _next(self, body, headers):
         with self._lock:

@@ -12,6 +12,7 @@ from .calibration import MEASURER_MEMORY_SHARE
 from .exchange import CallSet, Fail, nbytes_of
 from .formats.base import dtype_name, nbytes
 
+
 def _room_for_reference(inputs) -> bool:
     """Whether the card has room for a float64 reference of these inputs (a float64 copy of the inputs, the output and
     a temporary, each up to twice the inputs' size): else it is computed on the host, slower but within memory (a
@@ -36,9 +37,10 @@ class Checks:
 
     def correctness(self, caller, case, seeds, device) -> list[dict]:
         """Fresh inputs for each seed, the reference on a pristine CPU copy in float64, every element: the worst error
-        metrics of each call, with the reason it fails (None where it passes). The seeds go in one call where their
-        inputs and outputs fit the measurer's share of the card (as a timing window's do) (three copies of each: the measurer's, the shared one,
-        the read-back), else in as many calls as it takes: today's KernelBench cases are 13 GB a seed."""
+        metrics of each call, with the reason it fails (None where it passes). The seeds go in one call where three
+        copies of their inputs and outputs (the measurer's, the shared one, the read-back) fit the measurer's share of
+        the card, as a timing window's do, else in as many calls as it takes: today's KernelBench cases are 13 GB a
+        seed."""
         budget = MEASURER_MEMORY_SHARE * _device_memory(device)
         results, group, used = [], [], 0
         for seed in seeds:
