@@ -195,7 +195,8 @@ LINES = {
     "context_off": lambda e: f"no searchable context for this run: {e['reason']}",
     "retime_off": lambda e: f"re-timing stopped: {e['reason']}",
     "profile_off": lambda e: f"profiling off for this run: {e['reason']}",
-    "audit": lambda e: f"#{e['candidate'].id}: {e['audit'].line}",
+    # an audit that did not run is said once, in the run's summary
+    "audit": lambda e: None if e["audit"].status == "not run" else f"#{e['candidate'].id}: {e['audit'].line}",
     "profile": _profile,
     "trace": _trace,
     "trace_off": lambda e: f"tracing off for this run: {e['reason']}",

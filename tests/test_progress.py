@@ -62,3 +62,4 @@ def test_a_cpu_run_says_cpu_things(tmp_path, monkeypatch):
     lanes = next(line for line in text.splitlines() if line.startswith("evaluating on"))
     assert "Triton interpreter" in lanes and "card" not in lanes, lanes
     assert "ncu" not in text and "profiling off" not in text, text
+    assert summary.audit is not None and "launch audit" not in text, text  # the summary says it, once
