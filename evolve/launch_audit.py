@@ -65,7 +65,8 @@ NEEDS_GPU = ("the launch audit needs a GPU: Nsight Compute watches the device, a
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 MARKER = re.compile(r"\bspin_kernel\b")
-FILL = re.compile(r"^(void )?at::[\w:<>, ]*FillFunctor<")
+# torch.zeros and fill_ (an accumulator set to zero); some ncu versions print ATen names without "at::"
+FILL = re.compile(r"^(void )?(at::)?native::[\w:<>, ]*FillFunctor<")
 LIBRARIES = [  # (pattern on the name, what it is); the first match names it. A templated or namespaced name can never
     # equal a Triton kernel's, so these are for the plain (extern "C") names libraries give kernels, and for names a
     # compile rung may not claim
@@ -75,7 +76,7 @@ LIBRARIES = [  # (pattern on the name, what it is); the first match names it. A 
     (r"^triton_(poi|red|per|tem|for|mm|bmm)_", "torch.compile (Inductor)"),
     (r"^fmha_v2|flash::|flashinfer", "a flash-attention library"),
     (r"^(void )?(cub|thrust)::|::cub::", "CUB or Thrust"),
-    (r"^(void )?(at|c10)::|^aten_|\bspin_kernel\b", "ATen (torch)"),
+    (r"^(void )?(at|c10|native)::|^aten_|\bspin_kernel\b", "ATen (torch)"),
 ]
 
 

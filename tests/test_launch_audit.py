@@ -3,6 +3,7 @@
 archive's record, and that a kernel which fails it is never the reported best, exported, or ranked, through the real
 selection code, archive and jailed profiler child, with ncu (which needs a GPU) replaced by a script that writes a
 saved report where ncu would."""
+import gzip
 import os
 import shutil
 import sqlite3
@@ -390,6 +391,24 @@ def test_a_real_report_of_one_case_audited_per_call_passes():
     status, reason, _ = judge(launches, {"softmax_row_kernel"}, cases=1)
     assert status == PASSED and "softmax_row_kernel x6" in reason, reason
     assert "did not all finish" in judge(launches, {"softmax_row_kernel"}, cases=2)[1]
+
+
+def test_torch_fills_pass_as_this_ncu_names_them_and_aten_that_computes_does_not():
+    """A real report from an H100 (cross_entropy, five cases): a composite whose atomic accumulator is torch.zeros.
+    That machine's Nsight Compute prints ATen's kernels without "at::" ("void native::...FillFunctor<float>..."); the
+    fills pass there as they do under the longer name, and ATen work under the shorter name is still named ATen."""
+    text = gzip.decompress((DATA / "audit_cross_entropy_fills_h100.csv.gz").read_bytes()).decode()
+    launches = parse_report(text)
+    fill = "void native::vectorized_elementwise_kernel<4, native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)"
+    assert sum(1 for l in launches if l.name == fill) >= 12
+    allowed = {"divide_kernel_c2", "mean_kernel_c13", "row_loss_atomic_kernel_c2", "row_loss_kernel_c13"}
+    status, reason, _ = judge(launches, allowed, cases=5)
+    assert status == PASSED and "torch fills" in reason, reason
+    mul = fill.replace("native::FillFunctor<float>", "native::AUnaryFunctor<float, float, float, "
+                       "native::binary_internal::MulFunctor<float>>")
+    computes = [Launch(l.id, l.pid, mul) if l.name == fill else l for l in launches]
+    status, reason, _ = judge(computes, allowed, cases=5)
+    assert status == FAILED and "(ATen (torch))" in reason, reason
 
 
 def test_a_cutedsl_kernel_passes_under_the_names_the_dsl_gives_it_at_every_shape():
