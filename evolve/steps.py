@@ -165,10 +165,11 @@ class Steps:
                               source_hash)
 
     def compose(self, island: int) -> bool:
-        """Propose and evaluate a composite when one is worth it; False when none is. Planned from settled verdicts
-        only: with candidates still in the pipeline the plan could be one verdict stale, so none is made."""
+        """Propose and evaluate a composite when one is worth it; False when none is. Planned from the verdicts in so
+        far, one composite in the pipeline at a time: with every lane kept busy by tuner trials the pipeline is never
+        empty, and a plan that a later verdict betters is planned again then (another source, another composite)."""
         s = self.search
-        if any(isinstance(key, int) for key in s.waiting):
+        if any(cand is not None and cand.proposer == compose.COMPOSER for cand, _ in s.waiting.values()):
             return False
         found = self.composition()
         if found is None:

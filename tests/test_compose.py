@@ -471,3 +471,36 @@ def test_the_search_hands_the_tuner_per_case_figures_and_aims_trials_at_a_regime
         assert all(cases for _, _, cases in next(iter(search.tuner.history.values())))
     finally:
         archive.close()
+
+
+def test_a_composite_is_planned_while_tuner_trials_fill_the_lanes_but_one_at_a_time(tmp_path, problem):
+    """With several lanes an embedded run keeps every lane busy with tuner trials, so the pipeline is never empty:
+    a composite is still planned from the verdicts in so far, unless another composite is in the pipeline."""
+    db = tmp_path / "w.db"
+    fake = FakeEvaluator()
+    config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"))
+    search = Search(config, Archive(db), proposer=None, evaluate=fake)
+    try:
+        search.start()
+        for kind, path in (("single_block", SINGLE_SRC), ("multi_row", MULTI_SRC), ("softmax_rows", ROWS_SRC)):
+            cand = search.archive.add_candidate(search.run_id, source=path.read_text(), proposer="seed")
+            verdict = ladder(fitness=None, mode="cpu", shapes=cpu_rows(*FAKE_MS[kind]))
+            search.admit(search.archive.record_verdict(cand.id, verdict, score_of(verdict)), noise_of(verdict))
+        source = SINGLE_SRC.read_text()
+        in_flight = search.archive.add_candidate(search.run_id, source=source + "\n_IN_FLIGHT = 1\n",
+                                                 proposer=compose.COMPOSER)
+        search.waiting[in_flight.id] = (in_flight, None)
+        assert search.steps.compose(0) is False  # one composite in the pipeline already
+        search.waiting.pop(in_flight.id)
+        trial = search.archive.add_candidate(search.run_id, source=source + "\n_TRIAL = 1\n", proposer="tuner")
+        search.waiting[trial.id] = (trial, None)  # a tuner trial on a lane, its verdict not in
+        assert search.steps.compose(0) is True
+        assert fake.seen == ["composite"]
+        search.waiting.pop(trial.id)
+        search.drain()
+        composite = [c for c in search.archive.candidates(search.run_id)
+                     if c.proposer == compose.COMPOSER and c.id != in_flight.id]
+        assert len(composite) == 1 and composite[0].status == "evaluated" and composite[0].ok
+    finally:
+        search.archive.close()
+        shutil.rmtree(search.work, ignore_errors=True)

@@ -399,7 +399,8 @@ def test_torch_fills_pass_as_this_ncu_names_them_and_aten_that_computes_does_not
     fills pass there as they do under the longer name, and ATen work under the shorter name is still named ATen."""
     text = gzip.decompress((DATA / "audit_cross_entropy_fills_h100.csv.gz").read_bytes()).decode()
     launches = parse_report(text)
-    fill = "void native::vectorized_elementwise_kernel<4, native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)"
+    fill = ("void native::vectorized_elementwise_kernel<4, native::FillFunctor<float>, std::array<char *, 1>>"
+            "(int, T2, T3)")
     assert sum(1 for l in launches if l.name == fill) >= 12
     allowed = {"divide_kernel_c2", "mean_kernel_c13", "row_loss_atomic_kernel_c2", "row_loss_kernel_c13"}
     status, reason, _ = judge(launches, allowed, cases=5)
