@@ -11,6 +11,11 @@ the run evaluated is much faster than the best on any case).
 process's evaluations on a card at a time, so figures stay clean while each search gets a share of the card's
 time); --keep DIR keeps each run's archive. Each problem's row is printed as soon as its run ends.
 
+On a GPU each problem's row is followed by the copy ceiling of its memory-bound cases: the fraction of the roofline
+a plain device copy of the same bytes reaches at that size (half read, half written, fresh buffers each call so the
+L2 cache holds none of them, timed back to back with CUDA events), the seed's figure beside it. A seed near the
+ceiling on a case leaves no room there to any kernel; one far below it leaves room the run did not find.
+
 Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention. On a machine without a GPU the figures are
 interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
 """
@@ -61,6 +66,83 @@ def per_case_best(archive: Archive, cands: list) -> float | None:
     return math.exp(sum(math.log(best[label]) for label in cases) / len(cases)) if cases else None
 
 
+COPY_SPAN = 512 << 20  # bytes the copies rotate through: far beyond any L2 cache
+COPY_CALLS, COPY_REPEATS = 64, 5
+MEMORY_BOUND = 1.05  # a case whose bound is this much above its bytes' own time is bound by floating point work
+
+
+def copy_ms(nbytes: int) -> float:
+    """Milliseconds per call of a device copy moving nbytes (half read, half written), median of COPY_REPEATS runs
+    of COPY_CALLS calls queued back to back, each on buffers the previous calls did not touch."""
+    import statistics
+
+    import torch
+
+    half = max(1, nbytes // 2)
+    pairs = [(torch.empty(half, dtype=torch.uint8, device="cuda"), torch.empty(half, dtype=torch.uint8, device="cuda"))
+             for _ in range(max(2, -(-COPY_SPAN // (2 * half))))]
+    for src, dst in pairs:
+        dst.copy_(src)
+    figures = []
+    for _ in range(COPY_REPEATS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(COPY_CALLS):
+            src, dst = pairs[i % len(pairs)]
+            dst.copy_(src)
+        end.record()
+        end.synchronize()
+        figures.append(start.elapsed_time(end) / COPY_CALLS)
+    return statistics.median(figures)
+
+
+ITEM_BYTES = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
+              "int8": 1, "uint8": 1, "bool": 1}
+COPY_SHAPED = 0.25  # outputs within this share of the inputs' bytes: a copy moves what the case moves
+
+
+def input_bytes(row: dict) -> int | None:
+    """The bytes of a case's inputs from its verdict row's description, None where a dtype is unknown."""
+    total = 0
+    for leaf in row.get("inputs") or ():
+        size = ITEM_BYTES.get(leaf.get("dtype"))
+        if size is None:
+            return None
+        total += size * math.prod(leaf.get("shape") or ())
+    return total or None
+
+
+def ceilings(rows: list, time_copy, peak: float) -> list:
+    """(case, the copy's fraction of the roofline, the seed's) per case of the seed's verdict rows that a copy
+    describes: memory-bound, writing about as many bytes as it reads. A case's bytes are its achieved rate times its
+    time; its copy's fraction is the bound over the copy's time (at most 1); peak: the card's copy bandwidth in bytes
+    a second, which tells a memory bound from a compute one."""
+    out = []
+    for row in rows:
+        if not row.get("case") or not row.get("bytes_per_s") or not row.get("bound_ms"):
+            continue
+        nbytes = row["bytes_per_s"] * row["ms"] * 1e-3
+        if row["bound_ms"] > MEMORY_BOUND * nbytes / peak * 1e3:
+            continue  # bound by its floating point work: a copy says nothing about it
+        read = input_bytes(row)
+        if read is None or abs((nbytes - read) - read) > COPY_SHAPED * read:
+            continue  # mostly reads (a loss) or mostly writes: not a copy's traffic
+        out.append((row["case"], min(1.0, row["bound_ms"] / time_copy(int(nbytes))), row["roofline_fraction"]))
+    return out
+
+
+def ceiling_line(problem: str, found: list) -> str:
+    if not found:
+        return f"  {problem}: no case moves a copy's traffic (memory-bound, as many bytes written as read)"
+    return f"  {problem} copy ceiling (seed): " + ", ".join(f"{case} {copy:.3f} ({seed:.3f})"
+                                                          for case, copy, seed in found)
+
+
+def card_peak() -> float:
+    """The card's copy bandwidth (bytes a second, both directions counted) on 1 GiB buffers, as the roofline's."""
+    return (1 << 30) / (copy_ms(1 << 30) * 1e-3)
+
+
 def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     db = folder / f"{problem}.db"
     command = [sys.executable, "-m", "evolve.cli", "run", str(ROOT / "problems" / problem), "--budget",
@@ -77,7 +159,9 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     best = archive.best(problem, run["id"])
     seed = max(seeds, key=lambda c: c.score) if seeds else None
     taken = next((i + 1 for i, c in enumerate(cands) if best is not None and c.id == best.id), None)
+    verdict = archive.verdict(seed.id) if seed else None
     return {"problem": problem, "device": run["device"], "seed": seed, "best": best, "taken": taken,
+            "mode": verdict.mode if verdict else None, "seed_rows": list(verdict.shapes) if verdict else [],
             "evaluated": len(cands), "seconds": seconds, "per_case": per_case_best(archive, cands),
             "stop": run["stop_reason"] if run["ended"] else
             f"the run did not end (exit code {done.returncode}): {(done.stderr or '').strip().splitlines()[-1:]}"}
@@ -112,8 +196,15 @@ def main():
         print(HEADER, flush=True)
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             futures = [pool.submit(one, problem, args.minutes, args.device, folder) for problem in args.problems]
+            rows = []
             for future in futures:
-                print(row_line(future.result()), flush=True)
+                rows.append(future.result())
+                print(row_line(rows[-1]), flush=True)
+        if any(row.get("mode") == "gpu" for row in rows):
+            peak = card_peak()
+            for row in rows:
+                if row.get("mode") == "gpu":
+                    print(ceiling_line(row["problem"], ceilings(row["seed_rows"], copy_ms, peak)), flush=True)
     print(f"(* interpreter score, 1 / ms: no GPU; taken: the best's place among the run's evaluated candidates; "
           f"{args.jobs} search{'es' if args.jobs != 1 else ''} at once)")
 
