@@ -395,7 +395,9 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         budget_s = CPU_BUDGET_S
     from .pipeline import lanes_per_card
 
+    auto_lanes = per_gpu == "auto"
     per_gpu = lanes_per_card(per_gpu, not on_cpu and not cluster, cards)
+    timeout_s, per_gpu = _for_large_inputs(loaded, timeout_s, per_gpu, auto_lanes and not on_cpu and not cluster)
     config = RunConfig(
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
@@ -495,6 +497,35 @@ def _print_summary(summary, archive, problem):
         for line in report(list(summary.retimed), rounds, "fraction of roofline"):
             click.echo(line)
     click.echo(f"archive: {summary.db}")
+
+
+LARGE_INPUT_BYTES = 1 << 30
+LARGE_INPUT_TIMEOUT_S = 900.0  # KernelBench softmax and RMSNorm at today's sizes: 315 s and 458 s alone on an H100
+
+
+def _for_large_inputs(loaded, timeout_s: float, lanes: int, auto_lanes: bool) -> tuple[float, int]:
+    """--timeout and --per-gpu auto for a problem whose inputs take a gigabyte or more (a KernelBench file at today's
+    sizes): the default timeout raised to what such an evaluation takes, the lanes to what the card holds; each
+    change said on stderr. Given values are kept."""
+    from .harness.formats import input_bytes
+
+    size = input_bytes(loaded)
+    if size < LARGE_INPUT_BYTES:
+        return timeout_s, lanes
+    source = click.get_current_context().get_parameter_source("timeout_s")
+    if source == click.core.ParameterSource.DEFAULT and timeout_s < LARGE_INPUT_TIMEOUT_S:
+        timeout_s = LARGE_INPUT_TIMEOUT_S
+        click.echo(f"{loaded.name}: its inputs take {size / 2**30:.1f} GB a call, and drawing and checking them "
+                   f"takes minutes: each evaluation may take {timeout_s:g} s (--timeout changes it)", err=True)
+    if auto_lanes:
+        from .pipeline import _card_gib, lanes_for_inputs
+
+        fewer = lanes_for_inputs(lanes, size, _card_gib())
+        if fewer < lanes:
+            click.echo(f"{loaded.name}: {fewer} evaluation{'s' if fewer > 1 else ''} per card, as many as its "
+                       f"memory holds with these inputs (--per-gpu changes it)", err=True)
+            lanes = fewer
+    return timeout_s, lanes
 
 
 PROPOSERS = (("seed", "seed"), ("solution", "correct solution"), ("tuner", "tuned setting"),

@@ -345,6 +345,17 @@ def auto_per_gpu(cards: int, cores: int | None = None, host_gib: float | None = 
     return max(1, min(bounds))
 
 
+CARD_BYTES_PER_INPUT_BYTE = 4  # an evaluation holds its inputs, outputs and float64 references on the card at once
+
+
+def lanes_for_inputs(lanes: int, input_bytes: int, card_gib: float | None) -> int:
+    """--per-gpu auto's lanes for a problem whose one call's inputs take input_bytes (today's KernelBench sizes
+    draw 4-9 GB): no more evaluations on a card than its memory holds side by side."""
+    if not input_bytes or card_gib is None:
+        return lanes
+    return max(1, min(lanes, int(card_gib * 2**30 // (CARD_BYTES_PER_INPUT_BYTE * input_bytes))))
+
+
 def lanes_per_card(per_gpu, gpu: bool, cards) -> int:
     """--per-gpu resolved: a count as given; 'auto' is one lane where evaluations use no card of this machine (no
     GPU, a cluster), else auto_per_gpu over the cards given (every visible one when none)."""

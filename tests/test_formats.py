@@ -300,6 +300,31 @@ def test_a_kernelbench_file_too_large_for_this_machines_memory_is_told_before_it
     assert failure(verdict)[0] == "load" and "its inputs take" in failure(verdict)[1]
 
 
+def test_a_kernelbench_file_with_large_inputs_gets_a_longer_timeout_and_the_lanes_its_card_holds(tmp_path, capsys):
+    """At today's sizes a KernelBench evaluation takes five to eight minutes on an H100 (drawing and checking 4-9 GB
+    inputs), beyond evolve run's default --timeout, and a card holds only a few of them at once: the defaults follow
+    the inputs' weight (on meta tensors), and values given on the command line are kept."""
+    import click
+    from click.core import ParameterSource
+
+    from evolve.cli import LARGE_INPUT_TIMEOUT_S, _for_large_inputs, run_command
+    from evolve.pipeline import lanes_for_inputs
+
+    large = tmp_path / "large_matmul.py"
+    large.write_text((KERNELBENCH / "square_matmul.py").read_text().replace("N = 96", "N = 1 << 14"))  # 2 GiB
+    loaded, small = load_problem(large), load_problem(KERNELBENCH / "square_matmul.py")
+    with click.Context(run_command) as ctx:
+        ctx.set_parameter_source("timeout_s", ParameterSource.DEFAULT)
+        assert _for_large_inputs(small, 180.0, 8, True) == (180.0, 8)
+        assert _for_large_inputs(loaded, 180.0, 8, True) == (LARGE_INPUT_TIMEOUT_S, 8)  # no card here: lanes kept
+        assert "inputs take 2.0 GB a call" in capsys.readouterr().err
+        ctx.set_parameter_source("timeout_s", ParameterSource.COMMANDLINE)
+        assert _for_large_inputs(loaded, 180.0, 8, True) == (180.0, 8)
+    rmsnorm = 112 * 64 * 512 * 512 * 4  # KernelBench's 36_RMSNorm_ at today's sizes: 7.5 GB a call
+    assert [lanes_for_inputs(8, rmsnorm, gib) for gib in (79.6, 139.8, None)] == [2, 4, 8]
+    assert lanes_for_inputs(8, 0, 79.6) == 8
+
+
 def test_malformed_foreign_problems_name_the_file(tmp_path):
     task = tmp_path / "task"
     task.mkdir()

@@ -109,13 +109,12 @@ def cuda_only_inputs(problem: Problem) -> str | None:
 CHECK_MEMORY_FACTOR = 3  # the inputs, the reference's float64 copies of float32 ones, and the outputs beside them
 
 
-def too_large_here(problem: Problem) -> str | None:
-    """Why a KernelBench file's inputs cannot be checked in this machine's memory (on the host, as check-problem and
-    an evaluation without a GPU check them), or None: its inputs drawn on meta tensors, which cost nothing, weighed
-    against the memory available now. Today's KernelBench sizes draw 4-9 GB of inputs."""
+def input_bytes(problem: Problem) -> int:
+    """The bytes of a KernelBench file's inputs for one call, its inputs drawn on meta tensors (which cost nothing);
+    0 for other formats or code that cannot run on meta tensors. Today's KernelBench sizes draw 4-9 GB."""
     if problem.format != "kernelbench":
-        return None
-    key = ("memory", str(problem.path))
+        return 0
+    key = ("input bytes", str(problem.path))
     if key not in _here:
         import torch
 
@@ -124,15 +123,23 @@ def too_large_here(problem: Problem) -> str | None:
         try:
             with torch.device("meta"):
                 sample = reference_for(problem).generate(problem.tests[0], 0, "meta")
-            need = nbytes(sample.leaves) * CHECK_MEMORY_FACTOR
+            _here[key] = nbytes(sample.leaves)
         except Exception:  # noqa: BLE001 - code that cannot run on meta tensors: left to the evaluation
-            need = 0
-        free = available_memory()
-        _here[key] = (f"{problem.name}: its inputs take {need / CHECK_MEMORY_FACTOR / 2**30:.1f} GB and checking "
-                           f"them about {need / 2**30:.0f} GB (float64 copies for the reference), more than the "
-                           f"{free / 2**30:.0f} GB this machine has free: check it on a machine with more memory "
-                           "(a GPU machine evaluates on the card)") if free and need > free else None
+            _here[key] = 0
     return _here[key]
+
+
+def too_large_here(problem: Problem) -> str | None:
+    """Why a KernelBench file's inputs cannot be checked in this machine's memory (on the host, as check-problem and
+    an evaluation without a GPU check them), or None: its inputs weighed (input_bytes) against the memory available
+    now."""
+    need = input_bytes(problem) * CHECK_MEMORY_FACTOR
+    free = available_memory()
+    if not (free and need > free):
+        return None
+    return (f"{problem.name}: its inputs take {need / CHECK_MEMORY_FACTOR / 2**30:.1f} GB and checking them about "
+            f"{need / 2**30:.0f} GB (float64 copies for the reference), more than the {free / 2**30:.0f} GB this "
+            "machine has free: check it on a machine with more memory (a GPU machine evaluates on the card)")
 
 
 def available_memory() -> int:
