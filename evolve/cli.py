@@ -395,9 +395,12 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         budget_s = CPU_BUDGET_S
     from .pipeline import lanes_per_card
 
-    auto_lanes = per_gpu == "auto"
-    per_gpu = lanes_per_card(per_gpu, not on_cpu and not cluster, cards)
-    timeout_s, per_gpu = _for_large_inputs(loaded, timeout_s, per_gpu, auto_lanes and not on_cpu and not cluster)
+    from .harness.formats import input_bytes
+
+    size = input_bytes(loaded)
+    auto_lanes = per_gpu == "auto" and not on_cpu and not cluster
+    per_gpu = lanes_per_card(per_gpu, not on_cpu and not cluster, cards, size)
+    timeout_s = _for_large_inputs(loaded.name, size, timeout_s, per_gpu if auto_lanes else None)
     config = RunConfig(
         problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
         budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
@@ -503,29 +506,21 @@ LARGE_INPUT_BYTES = 1 << 30
 LARGE_INPUT_TIMEOUT_S = 900.0  # KernelBench softmax and RMSNorm at today's sizes: 315 s and 458 s alone on an H100
 
 
-def _for_large_inputs(loaded, timeout_s: float, lanes: int, auto_lanes: bool) -> tuple[float, int]:
-    """--timeout and --per-gpu auto for a problem whose inputs take a gigabyte or more (a KernelBench file at today's
-    sizes): the default timeout raised to what such an evaluation takes, the lanes to what the card holds; each
-    change said on stderr. Given values are kept."""
-    from .harness.formats import input_bytes
-
-    size = input_bytes(loaded)
+def _for_large_inputs(name: str, size: int, timeout_s: float, auto_lanes: int | None) -> float:
+    """--timeout for a problem whose inputs take a gigabyte or more a call (a KernelBench file at today's sizes): the
+    default raised to what such an evaluation takes, a given one kept; said on stderr with the lanes --per-gpu auto
+    chose for those inputs (auto_lanes; None where the lanes were given or no card is used)."""
     if size < LARGE_INPUT_BYTES:
-        return timeout_s, lanes
+        return timeout_s
     source = click.get_current_context().get_parameter_source("timeout_s")
     if source == click.core.ParameterSource.DEFAULT and timeout_s < LARGE_INPUT_TIMEOUT_S:
         timeout_s = LARGE_INPUT_TIMEOUT_S
-        click.echo(f"{loaded.name}: its inputs take {size / 2**30:.1f} GB a call, and drawing and checking them "
-                   f"takes minutes: each evaluation may take {timeout_s:g} s (--timeout changes it)", err=True)
-    if auto_lanes:
-        from .pipeline import _card_gib, lanes_for_inputs
-
-        fewer = lanes_for_inputs(lanes, size, _card_gib())
-        if fewer < lanes:
-            click.echo(f"{loaded.name}: {fewer} evaluation{'s' if fewer > 1 else ''} per card, as many as its "
-                       f"memory holds with these inputs (--per-gpu changes it)", err=True)
-            lanes = fewer
-    return timeout_s, lanes
+        click.echo(f"{name}: its inputs take {size / 2**30:.1f} GB a call, and drawing and checking them takes "
+                   f"minutes: each evaluation may take {timeout_s:g} s (--timeout changes it)", err=True)
+    if auto_lanes is not None:
+        click.echo(f"{name}: {auto_lanes} evaluation{'s' if auto_lanes > 1 else ''} per card at most, as its memory "
+                   f"holds them with these inputs (--per-gpu changes it)", err=True)
+    return timeout_s
 
 
 PROPOSERS = (("seed", "seed"), ("solution", "correct solution"), ("tuner", "tuned setting"),
@@ -595,6 +590,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
     from .config import LLMConfig, RunConfig, SearchConfig
     from .harness import EvalOptions, ProblemError, load_problem
+    from .harness.formats import input_bytes
     from .lang import get as get_language
     from .progress import Progress
     from .proposer import LLMProposer, check_models, prompt_folders
@@ -610,20 +606,24 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     issues = check_models(list(models), api_base)  # before any problem is loaded (torch takes seconds to import)
     if issues:
         _fail("\n".join(issues))
-    loaded = []
+    loaded, largest = [], (0, "")
     for path in problems:
         try:
             problem = load_problem(path)
         except ProblemError as exc:
             _fail(str(exc))
         loaded.append((path, problem.name))
+        largest = max(largest, (input_bytes(problem), problem.name))
         _check_keys(path)
         for language in languages:
             _check_language(language, problem)
     from .harness.ladder import gpu_available
     from .pipeline import lanes_per_card
 
-    per_gpu = lanes_per_card(per_gpu, device == "cuda" or (device == "auto" and gpu_available()), None)
+    on_card = device == "cuda" or (device == "auto" and gpu_available())
+    auto_lanes = per_gpu == "auto" and on_card
+    per_gpu = lanes_per_card(per_gpu, on_card, None, largest[0])
+    timeout_s = _for_large_inputs(largest[1], largest[0], timeout_s, per_gpu if auto_lanes else None)
     archive = _open_archive(db, must_exist=False)
     base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
                      search=SearchConfig(tune_share=tune_share, compose_share=compose_share),

@@ -311,6 +311,7 @@ AUTO_MAX_PER_GPU = 8
 CORES_PER_LANE = 2  # a lane's evaluation keeps a GPU runner and a compile runner busy
 HOST_GIB_PER_LANE = 4.0  # an idle crew holds about 1.9 GiB resident on the H200 machine; inputs and references twice that
 CARD_GIB_PER_LANE = 16.0  # each lane's window inputs get a share of the card's memory (harness/calibration.py)
+CARD_BYTES_PER_INPUT_BYTE = 4  # an evaluation holds its inputs, outputs and float64 references on the card at once
 
 
 def _card_gib() -> float | None:
@@ -329,9 +330,10 @@ def _card_gib() -> float | None:
 
 
 def auto_per_gpu(cards: int, cores: int | None = None, host_gib: float | None = None,
-                 card_gib: float | None = None) -> int:
+                 card_gib: float | None = None, input_bytes: int = 0) -> int:
     """Lanes per card for --per-gpu auto: as many as the cores, the host's memory and the card's memory allow, at
-    most AUTO_MAX_PER_GPU (more measured no faster)."""
+    most AUTO_MAX_PER_GPU (more measured no faster); input_bytes: one call's inputs, where they are large enough to
+    bound how many evaluations a card holds side by side (today's KernelBench sizes draw 4-9 GB)."""
     import os
 
     cards = max(1, cards)
@@ -342,26 +344,17 @@ def auto_per_gpu(cards: int, cores: int | None = None, host_gib: float | None = 
     bounds = [AUTO_MAX_PER_GPU, cores // (CORES_PER_LANE * cards), int(host_gib // (HOST_GIB_PER_LANE * cards))]
     if card_gib is not None:
         bounds.append(int(card_gib // CARD_GIB_PER_LANE))
+        if input_bytes:
+            bounds.append(int(card_gib * 2**30 // (CARD_BYTES_PER_INPUT_BYTE * input_bytes)))
     return max(1, min(bounds))
 
 
-CARD_BYTES_PER_INPUT_BYTE = 4  # an evaluation holds its inputs, outputs and float64 references on the card at once
-
-
-def lanes_for_inputs(lanes: int, input_bytes: int, card_gib: float | None) -> int:
-    """--per-gpu auto's lanes for a problem whose one call's inputs take input_bytes (today's KernelBench sizes
-    draw 4-9 GB): no more evaluations on a card than its memory holds side by side."""
-    if not input_bytes or card_gib is None:
-        return lanes
-    return max(1, min(lanes, int(card_gib * 2**30 // (CARD_BYTES_PER_INPUT_BYTE * input_bytes))))
-
-
-def lanes_per_card(per_gpu, gpu: bool, cards) -> int:
+def lanes_per_card(per_gpu, gpu: bool, cards, input_bytes: int = 0) -> int:
     """--per-gpu resolved: a count as given; 'auto' is one lane where evaluations use no card of this machine (no
-    GPU, a cluster), else auto_per_gpu over the cards given (every visible one when none)."""
+    GPU, a cluster), else auto_per_gpu over the cards given (every visible one when none) for inputs that size."""
     if per_gpu != "auto":
         return int(per_gpu)
-    return auto_per_gpu(len(cards) if cards else len(visible_gpus())) if gpu else 1
+    return auto_per_gpu(len(cards) if cards else len(visible_gpus()), input_bytes=input_bytes) if gpu else 1
 
 
 def parse_gpus(text: str | None) -> list[str] | None:

@@ -308,21 +308,26 @@ def test_a_kernelbench_file_with_large_inputs_gets_a_longer_timeout_and_the_lane
     from click.core import ParameterSource
 
     from evolve.cli import LARGE_INPUT_TIMEOUT_S, _for_large_inputs, run_command
-    from evolve.pipeline import lanes_for_inputs
+    from evolve.harness.formats import input_bytes
+    from evolve.pipeline import auto_per_gpu
 
     large = tmp_path / "large_matmul.py"
     large.write_text((KERNELBENCH / "square_matmul.py").read_text().replace("N = 96", "N = 1 << 14"))  # 2 GiB
-    loaded, small = load_problem(large), load_problem(KERNELBENCH / "square_matmul.py")
+    size, small = input_bytes(load_problem(large)), input_bytes(load_problem(KERNELBENCH / "square_matmul.py"))
+    assert size == 2 << 30 and 0 < small < 1 << 20
     with click.Context(run_command) as ctx:
         ctx.set_parameter_source("timeout_s", ParameterSource.DEFAULT)
-        assert _for_large_inputs(small, 180.0, 8, True) == (180.0, 8)
-        assert _for_large_inputs(loaded, 180.0, 8, True) == (LARGE_INPUT_TIMEOUT_S, 8)  # no card here: lanes kept
-        assert "inputs take 2.0 GB a call" in capsys.readouterr().err
+        assert _for_large_inputs("small", small, 180.0, 8) == 180.0
+        assert capsys.readouterr().err == ""
+        assert _for_large_inputs("large", size, 180.0, 3) == LARGE_INPUT_TIMEOUT_S
+        said = capsys.readouterr().err
+        assert "inputs take 2.0 GB a call" in said and "3 evaluations per card at most" in said, said
         ctx.set_parameter_source("timeout_s", ParameterSource.COMMANDLINE)
-        assert _for_large_inputs(loaded, 180.0, 8, True) == (180.0, 8)
+        assert _for_large_inputs("large", size, 180.0, None) == 180.0
     rmsnorm = 112 * 64 * 512 * 512 * 4  # KernelBench's 36_RMSNorm_ at today's sizes: 7.5 GB a call
-    assert [lanes_for_inputs(8, rmsnorm, gib) for gib in (79.6, 139.8, None)] == [2, 4, 8]
-    assert lanes_for_inputs(8, 0, 79.6) == 8
+    assert [auto_per_gpu(1, cores=16, host_gib=128, card_gib=gib, input_bytes=rmsnorm) for gib in (79.6, 139.8)] \
+        == [2, 4]
+    assert [auto_per_gpu(1, cores=16, host_gib=128, card_gib=gib) for gib in (79.6, 139.8)] == [4, 8]
 
 
 def test_malformed_foreign_problems_name_the_file(tmp_path):
