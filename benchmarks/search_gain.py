@@ -29,6 +29,7 @@ from pathlib import Path
 
 from evolve.archive import Archive
 from evolve.compose import case_value
+from evolve.harness.exchange import nbytes_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ["softmax", "rmsnorm", "layernorm", "cross_entropy", "attention"]
@@ -96,20 +97,15 @@ def copy_ms(nbytes: int) -> float:
     return statistics.median(figures)
 
 
-ITEM_BYTES = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
-              "int8": 1, "uint8": 1, "bool": 1}
 COPY_SHAPED = 0.25  # outputs within this share of the inputs' bytes: a copy moves what the case moves
 
 
-def input_bytes(row: dict) -> int | None:
-    """The bytes of a case's inputs from its verdict row's description, None where a dtype is unknown."""
-    total = 0
-    for leaf in row.get("inputs") or ():
-        size = ITEM_BYTES.get(leaf.get("dtype"))
-        if size is None:
-            return None
-        total += size * math.prod(leaf.get("shape") or ())
-    return total or None
+def case_input_bytes(row: dict) -> int | None:
+    """The bytes of a case's inputs from its verdict row's description, None where a dtype is not torch's."""
+    try:
+        return sum(nbytes_of(leaf["shape"], leaf["dtype"]) for leaf in row.get("inputs") or ()) or None
+    except (AttributeError, KeyError, TypeError):
+        return None
 
 
 def ceilings(rows: list, time_copy, peak: float) -> list:
@@ -124,7 +120,7 @@ def ceilings(rows: list, time_copy, peak: float) -> list:
         nbytes = row["bytes_per_s"] * row["ms"] * 1e-3
         if row["bound_ms"] > MEMORY_BOUND * nbytes / peak * 1e3:
             continue  # bound by its floating point work: a copy says nothing about it
-        read = input_bytes(row)
+        read = case_input_bytes(row)
         if read is None or abs((nbytes - read) - read) > COPY_SHAPED * read:
             continue  # mostly reads (a loss) or mostly writes: not a copy's traffic
         out.append((row["case"], min(1.0, row["bound_ms"] / time_copy(int(nbytes))), row["roofline_fraction"]))
@@ -139,7 +135,8 @@ def ceiling_line(problem: str, found: list) -> str:
 
 
 def card_peak() -> float:
-    """The card's copy bandwidth (bytes a second, both directions counted) on 1 GiB buffers, as the roofline's."""
+    """The card's copy bandwidth (bytes a second, both directions counted) on 1 GiB buffers: at most the roofline's
+    (the faster of a copy and a read, harness/peaks.py), so a bound above the bytes' time at this rate is compute's."""
     return (1 << 30) / (copy_ms(1 << 30) * 1e-3)
 
 

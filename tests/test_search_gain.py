@@ -29,7 +29,7 @@ def test_only_memory_bound_cases_moving_a_copys_traffic_get_a_ceiling(gain):
     rows = [row("fp32 4096x1024", [(4096, 1024)], mb, ms=0.0144, bound_ms=2 * mb / peak * 1e3),
             row("loss", [(4096, 1024)], 4, ms=0.01, bound_ms=mb / peak * 1e3),  # reads only
             row("matmul", [(4096, 1024)], mb, ms=1.0, bound_ms=0.8),  # bound by its flops
-            {"case": "unknown", "inputs": [{"shape": [4], "dtype": "float8_e4m3fn"}], "ms": 1.0, "bound_ms": 1e-5,
+            {"case": "unknown", "inputs": [{"shape": [4], "dtype": "not_a_dtype"}], "ms": 1.0, "bound_ms": 1e-5,
              "bytes_per_s": 4 / 1e-3, "roofline_fraction": 1e-5}]
     seen = []
 
