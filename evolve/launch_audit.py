@@ -99,6 +99,10 @@ class Audit:
     recorded: bool = False  # read back from the archive, not run now
 
     @property
+    def ran(self) -> bool:
+        return self.status != NOT_RUN
+
+    @property
     def line(self) -> str:
         """One line for wherever the best is reported."""
         if self.status == NOT_RUN:

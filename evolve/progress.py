@@ -196,7 +196,7 @@ LINES = {
     "retime_off": lambda e: f"re-timing stopped: {e['reason']}",
     "profile_off": lambda e: f"profiling off for this run: {e['reason']}",
     # an audit that did not run is said once, in the run's summary
-    "audit": lambda e: None if e["audit"].status == "not run" else f"#{e['candidate'].id}: {e['audit'].line}",
+    "audit": lambda e: f"#{e['candidate'].id}: {e['audit'].line}" if e["audit"].ran else None,
     "profile": _profile,
     "trace": _trace,
     "trace_off": lambda e: f"tracing off for this run: {e['reason']}",
