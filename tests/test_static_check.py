@@ -182,7 +182,7 @@ def test_the_seed_passes_under_the_interpreter_too():
         assert result.returncode == 0, (seed.name, result.stdout, result.stderr[-2000:])
 
 
-def test_one_contract_the_checker_the_prompt_and_readme_share():
+def test_one_contract_the_checker_the_prompt_and_the_docs_share():
     """RULES in the candidate language's rules module is the single source: docs/languages.md carries the table
     generated from it, the prompt's contract is generated from it with the problem's forbidden calls, and the checker
     reads it through the language interface (evolve/lang)."""
