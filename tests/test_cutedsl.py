@@ -129,14 +129,6 @@ def test_a_cutedsl_run_reads_its_own_templates_and_the_shared_rest():
     assert "```python" in messages[1]["content"]  # the shared full_rewrite.j2
 
 
-def test_docs_carry_the_cutedsl_rule_table():
-    from evolve.lang.cutedsl.rules import rule_table
-
-    text = (ROOT / "docs" / "languages.md").read_text()
-    block = text.split("<!-- cutedsl contract table -->")[1].split("<!-- end of cutedsl contract table -->")[0]
-    assert block.strip() == rule_table(), "docs/languages.md's table is stale: paste `python -m evolve.lang.cutedsl`"
-
-
 def test_torch_hidden_in_a_launcher_is_refused_statically_and_seen_at_run_time(problem, tmp_path):
     """The DSL runs a @cute.jit function's Python on the host while it compiles: torch work there is host work."""
     from dataclasses import replace

@@ -36,6 +36,15 @@ def test_an_installed_package_adds_a_language_through_its_entry_point(monkeypatc
         lang.get("broken")
 
 
+@pytest.mark.parametrize("name", ["triton", "cutedsl", "tilelang"])
+def test_docs_carry_each_language_rule_table(name):
+    marker = "contract table" if name == "triton" else f"{name} contract table"
+    page = (ROOT / "docs" / "languages.md").read_text()
+    block = page.split(f"<!-- {marker} -->")[1].split(f"<!-- end of {marker} -->")[0]
+    assert block.strip() == lang.get(name).rule_table(), \
+        f"docs/languages.md's {name} rule table is stale: paste `python -m evolve.lang.{name}`"
+
+
 @pytest.fixture
 def folder(tmp_path):
     target = tmp_path / "mini"

