@@ -333,6 +333,34 @@ def test_a_card_is_held_against_another_evolve_process(caplog):
     lock.path.unlink()
 
 
+TURNS = ("import sys, threading, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = 0.5\n"
+         "lock = lease.card_lock('gpu', sys.argv[1])\nend = time.monotonic() + float(sys.argv[2])\nwaits = []\n"
+         "def lane():\n    while time.monotonic() < end:\n        waits.append(lock.acquire())\n"
+         "        time.sleep(0.2)\n        lock.release()\n"
+         "lock.acquire()\nprint('held', flush=True)\nlanes = [threading.Thread(target=lane) for _ in range(2)]\n"
+         "for t in lanes:\n    t.start()\n    time.sleep(0.1)\nlock.release()\n"
+         "for t in lanes:\n    t.join()\nprint(max(waits), len(waits), flush=True)\n")
+
+
+def test_two_processes_with_work_for_one_card_take_turns():
+    """A process whose lanes keep the card busy lets it go once its turn is over and another process waits for it,
+    then gets it back: the second run on a card is not kept waiting for the first's whole run."""
+    from evolve.harness.lease import card_lock
+
+    card = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    busy = subprocess.Popen([sys.executable, "-c", TURNS, card, "8"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert busy.stdout.readline().strip() == "held"
+    lock = card_lock("gpu", card)
+    waited = lock.acquire()
+    assert 0.3 <= waited < 4.0, waited  # its turn of 0.5 s, its lanes' end, the handover: not the other's 8 s
+    time.sleep(0.5)
+    lock.release()
+    most, calls = busy.stdout.readline().split()
+    assert busy.wait(timeout=30) == 0
+    assert float(most) >= 0.5 and int(calls) > 10, (most, calls)  # it waited for this turn, and went on after it
+    lock.path.unlink()
+
+
 def test_evaluations_without_a_gpu_hold_nothing():
     from evolve.harness.lease import card_lock
 

@@ -15,7 +15,8 @@ does not count against an evaluation's wall-clock limit.
 Only evaluations whose job has started take part (a crew started ahead runs no candidate code and is not stopped).
 The lease lives in the parent process; lanes are threads of it, one lease per card (`card_lease`). Another process
 on the machine cannot be stopped by it, so a card is also held against other evolve processes (`card_lock`): while
-this one has an evaluation on a card, another's evaluations on that card wait for it, and the other way round.
+this one has an evaluation on a card, another's evaluations on that card wait for it, and the other way round. Two
+processes with work for one card take turns of CARD_TURN_S.
 """
 from __future__ import annotations
 
@@ -285,53 +286,96 @@ class CardBusy(Exception):
 
 LOCK_WAIT_S = 900.0  # the longest an evaluation waits for another process to let go of its card
 LOCK_NOTE_S = 60.0  # how often a wait for the card is said again
+CARD_TURN_S = 60.0  # while another process waits for the card, this one keeps it this long, then lets it go
+HANDOVER_S = 1.0  # after letting the card go, how long this process leaves it to the waiting one (its poll: 0.25 s)
 
 
 class CardLock:
     """A card held by this process against other processes of the same user on the machine (an exclusive flock on a
     file named after the card), for as long as any evaluation of this process runs on it. Evaluations of one process
     share it (a count); the first waits for another process to let go of the card, saying who holds it, for at most
-    LOCK_WAIT_S. The file is write-only (mode 0200, in a 0700 folder), so a runner that gave up root cannot open it,
-    and its jail lets it write only in its own folders; a runner that kept root can read it, and flock it, but no
-    longer than its evaluation lives (every process under a keeper dies with it). Who holds it is written beside it."""
+    LOCK_WAIT_S. A process waiting holds a shared flock on a second file (`.waiting`); once the holder has had the
+    card for CARD_TURN_S and sees one there, its new evaluations wait until those on the card end, then it lets the
+    card go and waits its turn (two runs on one card share it, rather than the first keeping it while its lanes
+    stay busy). The files are write-only (mode 0200, in a 0700 folder), so a runner that gave up root cannot open
+    them, and its jail lets it write only in its own folders; a runner that kept root can read them, and flock them,
+    but no longer than its evaluation lives (every process under a keeper dies with it): the most it can do is make
+    its own process hand the card over early. Who holds it is written beside it."""
 
     def __init__(self, path: Path):
         self.path = path
         self.holder_path = path.with_suffix(".holder")
+        self.waiting_path = path.with_suffix(".waiting")
         self.count = 0
         self.fd: int | None = None
-        self._lock = threading.Lock()  # acquirers of this process queue here while the first waits for the card
+        self.waiting_fd: int | None = None
+        self.held_since = 0.0
+        self.handing_over = False  # the turn is over: new evaluations wait for the card to be let go, then for it
+        # acquirers of this process queue here while the first waits for the card; releases wake a handover
+        self._cond = threading.Condition()
 
-    def _open(self) -> int:
+    def _open(self, path: Path) -> int:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.path.parent.stat().st_uid != os.getuid():  # made by someone else: not a lock of ours
             raise PermissionError(f"{self.path.parent} belongs to another user")
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o200)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o200)
         os.fchmod(fd, 0o200)  # a lock file an older evolve made readable
         return fd
 
     def _wait(self, fd: int) -> float:
-        """Poll for the card (a thread waiting here never sits in a call nothing can end), saying so every minute."""
+        """Poll for the card (a thread waiting here never sits in a call nothing can end), saying so every minute,
+        and marked as waiting for it meanwhile."""
         log = logging.getLogger("evolve")
         began = noted = time.monotonic()
         holder = self._holder()
-        log.warning("%s is in use by %s: evaluations on it wait until that process ends its own (two evolve "
-                    "processes never time on one card at once)", self.path.stem, holder)
-        while True:
-            time.sleep(0.25)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return time.monotonic() - began
-            except BlockingIOError:
-                pass
-            now = time.monotonic()
-            if now - began > LOCK_WAIT_S:
-                os.close(fd)
-                raise CardBusy(f"{self.path.stem} was held by {self._holder()} for {LOCK_WAIT_S:g} s: stop that "
-                               f"process, or give this run another card (--gpus)")
-            if now - noted > LOCK_NOTE_S:
-                noted = now
-                log.warning("%s: still waiting for %s (%.0f s)", self.path.stem, self._holder(), now - began)
+        log.warning("%s is in use by %s: evaluations on it wait for their turn (two evolve processes never time on "
+                    "one card at once; while both have work they take turns of %g s)", self.path.stem, holder,
+                    CARD_TURN_S)
+        marked = False
+        try:
+            while True:
+                marked = marked or self._mark_waiting()
+                time.sleep(0.25)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return time.monotonic() - began
+                except BlockingIOError:
+                    pass
+                now = time.monotonic()
+                if now - began > LOCK_WAIT_S:
+                    os.close(fd)
+                    raise CardBusy(f"{self.path.stem} was held by {self._holder()} for {LOCK_WAIT_S:g} s: stop that "
+                                   f"process, or give this run another card (--gpus)")
+                if now - noted > LOCK_NOTE_S:
+                    noted = now
+                    log.warning("%s: still waiting for %s (%.0f s)", self.path.stem, self._holder(), now - began)
+        finally:
+            if marked:
+                fcntl.flock(self.waiting_fd, fcntl.LOCK_UN)
+
+    def _mark_waiting(self) -> bool:
+        """A shared flock on the waiting file, for the holder to see (False while the holder looks, or unopenable)."""
+        try:
+            if self.waiting_fd is None:
+                self.waiting_fd = self._open(self.waiting_path)
+            fcntl.flock(self.waiting_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            return False
+
+    def _someone_waits(self) -> bool:
+        """Whether another process holds the waiting file's shared flock (this process holds none while it holds
+        the card)."""
+        try:
+            if self.waiting_fd is None:
+                self.waiting_fd = self._open(self.waiting_path)
+            fcntl.flock(self.waiting_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(self.waiting_fd, fcntl.LOCK_UN)
+        return False
 
     def _holder(self) -> str:
         try:
@@ -348,38 +392,56 @@ class CardLock:
 
     def acquire(self) -> float:
         """Hold the card; returns the seconds spent waiting for another process to let go of it (CardBusy past
-        LOCK_WAIT_S)."""
-        with self._lock:
-            waited = 0.0
+        LOCK_WAIT_S), or for this process's turn to end and come round again."""
+        with self._cond:
+            began, waited = time.monotonic(), False
+            if (self.fd is not None and not self.handing_over and time.monotonic() - self.held_since >= CARD_TURN_S
+                    and self._someone_waits()):
+                self.handing_over = True
+                logging.getLogger("evolve").info("%s: another evolve process waits for it; this one lets it go when "
+                                                 "its evaluations there end", self.path.stem)
+            while self.handing_over and self.count:
+                self._cond.wait()
+                waited = True
             if self.count == 0:
-                try:
-                    fd = self._open()
-                except OSError as exc:
-                    logging.getLogger("evolve").warning(
-                        "%s cannot be held against other processes (%s): run one evolve per card", self.path, exc)
-                    self.count += 1
-                    return waited
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    waited = self._wait(fd)
-                try:
-                    with open(self.holder_path.with_suffix(f".{os.getpid()}"), "w") as f:
-                        f.write(f"evolve pid {os.getpid()}")
-                    os.replace(f.name, self.holder_path)
-                except OSError:
-                    pass
-                self.fd = fd
+                if self.handing_over:
+                    self.handing_over, waited = False, True
+                    time.sleep(HANDOVER_S)
+                waited = self._take() or waited
             self.count += 1
-            return waited
+            return time.monotonic() - began if waited else 0.0
+
+    def _take(self) -> bool:
+        """The card's flock, waited for as long as another process holds it; whether it waited."""
+        try:
+            fd = self._open(self.path)
+        except OSError as exc:
+            logging.getLogger("evolve").warning(
+                "%s cannot be held against other processes (%s): run one evolve per card", self.path, exc)
+            return False
+        waited = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._wait(fd)
+            waited = True
+        try:
+            with open(self.holder_path.with_suffix(f".{os.getpid()}"), "w") as f:
+                f.write(f"evolve pid {os.getpid()}")
+            os.replace(f.name, self.holder_path)
+        except OSError:
+            pass
+        self.fd, self.held_since = fd, time.monotonic()
+        return waited
 
     def release(self) -> None:
-        with self._lock:
+        with self._cond:
             self.count -= 1
             if self.count == 0 and self.fd is not None:
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
                 os.close(self.fd)
                 self.fd = None
+                self._cond.notify_all()
 
 
 class _NoLock:
