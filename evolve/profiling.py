@@ -151,7 +151,9 @@ def render(summary: dict) -> str:
         stalls = ", ".join(f"{r.replace('_', ' ')} {v:.1f}" for r, v in k.get("stalls", {}).items())
         regs = f"{k['registers']:.0f} regs/thread" if k.get("registers") is not None else ""
         shape = (f"block {k['block']:.0f}, grid {k['grid']:.0f}" if k.get("block") and k.get("grid") else "")
-        lines.append(f"- {k['name']}: {us}; DRAM {pct('dram_pct')} of peak, SM {pct('sm_pct')}, L2 hit "
+        moved = (f" ({k['dram_bytes_per_s'] * k['duration_ns'] * 1e-15:.1f} MB moved)"  # bytes read and written
+                 if k.get("dram_bytes_per_s") and k.get("duration_ns") else "")
+        lines.append(f"- {k['name']}: {us}; DRAM {pct('dram_pct')} of peak{moved}, SM {pct('sm_pct')}, L2 hit "
                      f"{pct('l2_hit_pct')}; {occ}; {', '.join(filter(None, [regs, shape]))}"
                      + (f"; top stalls (cycles per issued instruction): {stalls}" if stalls else ""))
     return "\n".join(lines)

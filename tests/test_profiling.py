@@ -77,7 +77,8 @@ def test_the_summary_says_what_bounds_the_kernel():
     assert summary["verdict"] == "memory-bound by the roofline; DRAM at 71% of peak (29% headroom), SM at 29%"
     text = render(summary)
     assert text.startswith("Nsight Compute on fp32 4096x4096: memory-bound by the roofline")
-    assert "softmax_row_kernel: 32.0 us; DRAM 71% of peak, SM 29%, L2 hit 51%" in text
+    # the bytes DRAM moved: its rate over the kernel's time (3.419e12 B/s x 31,968 ns)
+    assert "softmax_row_kernel: 32.0 us; DRAM 71% of peak (109.3 MB moved), SM 29%, L2 hit 51%" in text
     assert "occupancy 70% achieved of 75% theoretical (limited by registers)" in text
     assert "long scoreboard 16.4" in text and "34 regs/thread, block 256, grid 4096" in text
     # a kernel busy on neither side is latency-bound; a compute-heavy one says so
