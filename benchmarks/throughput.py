@@ -49,7 +49,7 @@ BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's ow
 # the GPU crew's set-up (harness/ladder.py's setup record and the measurer's prepare_split), in the order they happen,
 # and the parent's own work after the verdict (keeping the compiled kernels and dumps, killing the processes)
 SETUP_PARTS = ("before_s", "wait_s", "warm_s", "runner_warm_s", "prepare_s", "connect", "lease", "peaks", "baselines",
-               "hops", "plans", "after_s", "memory_poll_s")
+               "hops", "plans", "after_s", "keep_s", "discard_s", "memory_poll_s")
 
 
 class Instant:

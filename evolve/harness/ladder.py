@@ -238,6 +238,7 @@ class _Evaluation:
         finally:
             if self.first is not None:
                 self.first.set()
+            discarding = time.time()
             if options.keep_work:
                 self.work = (str(crew.work),)
             else:
@@ -245,6 +246,7 @@ class _Evaluation:
             if self.said.setup and self.ran:  # the parent's own time before the job and after the verdict
                 self.said.setup[-1]["before_s"] = round(self.spawned - self.began, 3)
                 self.said.setup[-1]["after_s"] = round(time.time() - self.ran, 3)
+                self.said.setup[-1]["discard_s"] = round(time.time() - discarding, 3)  # killing its processes
         pending = [name for name in RUNGS[:-1] if name not in self.rungs]
         if pending and not any(r.failed for r in self.rungs.values()):
             lost = self.said.lost
@@ -297,7 +299,10 @@ class _Evaluation:
         if kept:
             if setup:
                 setup[-1]["compiled_restored"] = restored
+            keeping = time.time()
             compiled.keep(cache, kept, crew.compiled_cache(), crew.language.cache_levels)
+            if setup:
+                setup[-1]["keep_s"] = round(time.time() - keeping, 3)  # what it compiled, kept for its source
         if crew.party is not None and crew.party.evicted:
             raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
                           "queued before the stop kept the card busy)")
