@@ -5,6 +5,7 @@ two evaluations on one card taking turns, and (GPU) a busy neighbour neither slo
 holding the card for long."""
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -358,7 +359,9 @@ def test_two_processes_with_work_for_one_card_take_turns():
     most, calls = busy.stdout.readline().split()
     assert busy.wait(timeout=30) == 0
     assert float(most) >= 0.5 and int(calls) > 10, (most, calls)  # it waited for this turn, and went on after it
+    assert stat.S_IMODE(lock.waiting_path.stat().st_mode) == 0o200  # a runner running as nobody cannot open it
     lock.path.unlink()
+    lock.waiting_path.unlink()
 
 
 def test_evaluations_without_a_gpu_hold_nothing():
