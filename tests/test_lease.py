@@ -331,6 +331,14 @@ def test_a_card_is_held_against_another_evolve_process(caplog):
     assert probe() == "held"  # one evaluation of this process is still on the card
     lock.release()
     assert probe() == "free"
+    again = subprocess.Popen([sys.executable, "-c", HOLD, card, "1.0"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert again.stdout.readline().strip() == "held"
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="evolve"):
+        assert lock.acquire() >= 0.5
+    assert "in use by" not in caplog.text  # said once: with two runs taking turns, a wait comes every minute
+    again.wait()
+    lock.release()
     lock.path.unlink()
 
 

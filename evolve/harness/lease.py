@@ -311,6 +311,7 @@ class CardLock:
         self.waiting_fd: int | None = None
         self.held_since = 0.0
         self.handing_over = False  # the turn is over: new evaluations wait for the card to be let go, then for it
+        self.said_wait = False
         # acquirers of this process queue here while the first waits for the card; releases wake a handover
         self._cond = threading.Condition()
 
@@ -328,9 +329,11 @@ class CardLock:
         log = logging.getLogger("evolve")
         began = noted = time.monotonic()
         holder = self._holder()
-        log.warning("%s is in use by %s: evaluations on it wait for their turn (two evolve processes never time on "
-                    "one card at once; while both have work they take turns of %g s)", self.path.stem, holder,
-                    CARD_TURN_S)
+        if not self.said_wait:  # once: with turns, a wait comes round every CARD_TURN_S
+            log.warning("%s is in use by %s: evaluations on it wait for their turn (two evolve processes never time "
+                        "on one card at once; while both have work they take turns of %g s)", self.path.stem, holder,
+                        CARD_TURN_S)
+            self.said_wait = True
         marked = False
         try:
             while True:
