@@ -327,3 +327,25 @@ def test_a_source_compiles_once_across_evaluations(tmp_path):
     assert after["fresh"] == 0 and after["cache_hits"] >= before["fresh"]
     assert compile_rung(third)["fresh"] > 0
     assert len(list((tmp_path / "cache" / "compiled").iterdir())) == 2  # one folder per source
+
+
+def test_pruning_the_kept_caches_walks_only_the_folders_that_changed(tmp_path, monkeypatch):
+    """The least recently used sources' caches go first once the kept caches pass their limit; a folder's bytes are
+    walked again only where it was just written or its mtime moved, not every kept file after every evaluation."""
+    root = tmp_path / "compiled"
+    for age, name in enumerate("abc"):
+        (root / name / "k0").mkdir(parents=True)
+        (root / name / "k0" / "cubin").write_bytes(b"x" * 100)
+        os.utime(root / name, ns=(10**18 + age * 10**9,) * 2)  # a oldest, c newest
+    walked = []
+    real = compiled.folder_bytes
+    monkeypatch.setattr(compiled, "folder_bytes", lambda folder: walked.append(folder.name) or real(folder))
+    compiled.prune(root, 1000)
+    assert sorted(walked) == ["a", "b", "c"]
+    walked.clear()
+    compiled.prune(root, 1000)
+    assert walked == []  # nothing changed: the sizes known are used
+    (root / "c" / "k0" / "ptx").write_bytes(b"x" * 900)  # below the top folder: its mtime stays
+    compiled.prune(root, 1000, changed=root / "c")  # keep() names the folder it wrote
+    assert walked == ["c"]
+    assert sorted(p.name for p in root.iterdir()) == ["c"]  # 1,200 bytes: a, then b, the least recently used, went
