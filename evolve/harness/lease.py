@@ -323,7 +323,7 @@ class CardLock:
         os.fchmod(fd, 0o200)  # a lock file an older evolve made readable
         return fd
 
-    def _wait(self, fd: int) -> float:
+    def _wait(self, fd: int) -> None:
         """Poll for the card (a thread waiting here never sits in a call nothing can end), saying so every minute,
         and marked as waiting for it meanwhile."""
         log = logging.getLogger("evolve")
@@ -341,7 +341,7 @@ class CardLock:
                 time.sleep(0.25)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return time.monotonic() - began
+                    return
                 except BlockingIOError:
                     pass
                 now = time.monotonic()
@@ -356,12 +356,16 @@ class CardLock:
             if marked:
                 fcntl.flock(self.waiting_fd, fcntl.LOCK_UN)
 
+    def _flock_waiting(self, how: int) -> None:
+        """flock the waiting file (opened once), without blocking: BlockingIOError where another holds it."""
+        if self.waiting_fd is None:
+            self.waiting_fd = self._open(self.waiting_path)
+        fcntl.flock(self.waiting_fd, how | fcntl.LOCK_NB)
+
     def _mark_waiting(self) -> bool:
         """A shared flock on the waiting file, for the holder to see (False while the holder looks, or unopenable)."""
         try:
-            if self.waiting_fd is None:
-                self.waiting_fd = self._open(self.waiting_path)
-            fcntl.flock(self.waiting_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            self._flock_waiting(fcntl.LOCK_SH)
             return True
         except OSError:
             return False
@@ -370,9 +374,7 @@ class CardLock:
         """Whether another process holds the waiting file's shared flock (this process holds none while it holds
         the card)."""
         try:
-            if self.waiting_fd is None:
-                self.waiting_fd = self._open(self.waiting_path)
-            fcntl.flock(self.waiting_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._flock_waiting(fcntl.LOCK_EX)
         except BlockingIOError:
             return True
         except OSError:
