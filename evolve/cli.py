@@ -302,7 +302,7 @@ def _open_archive(db, must_exist=True, read_only=False):
 @click.option("--per-gpu", type=_PerGpu(), default="auto", show_default=True,
               help="Evaluations at once on each card: their compile, run and correctness rungs overlap, and each "
                    "benchmark takes the card's timing lease, stopping the others while it times. auto: as many as "
-                   "the machine allows, at most 8 (2 CPU cores, 4 GiB of host memory and 16 GiB of the card's "
+                   "the machine allows, at most 8 (2 CPU cores, 4 GiB of host memory and 13 GiB of the card's "
                    "memory each); 1 without a GPU.")
 @click.option("--fair-window", default="15m", show_default=True, metavar="DURATION",
               help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "

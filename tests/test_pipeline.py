@@ -446,11 +446,12 @@ def test_a_win_over_a_best_timed_on_the_same_card_moments_ago_needs_no_duel(tmp_
 
 
 def test_auto_lanes_per_card_take_what_the_machine_allows():
-    """--per-gpu auto: 8 on the H200 machine (16 cores, 128 GiB, a 141 GB card); fewer where cores, host memory or the
-    card's memory run out first; split between cards; never none."""
+    """--per-gpu auto: 8 on the H200 machine (16 cores, 128 GiB, a 141 GB card), 6 on an H100 (80 GB); fewer where
+    cores, host memory or the card's memory run out first; split between cards; never none."""
     from evolve.pipeline import auto_per_gpu
 
     assert auto_per_gpu(1, cores=16, host_gib=128, card_gib=139.8) == 8
+    assert auto_per_gpu(1, cores=16, host_gib=128, card_gib=79.6) == 6  # an H100: 6 measured faster than 4 and 8
     assert auto_per_gpu(1, cores=64, host_gib=512, card_gib=139.8) == 8  # more measured no faster
     assert auto_per_gpu(2, cores=16, host_gib=128, card_gib=139.8) == 4
     assert auto_per_gpu(1, cores=6, host_gib=128, card_gib=80) == 3
