@@ -1,8 +1,9 @@
 """A card's timing lease (harness/lease.py): granted in the order asked, every other evaluation on the card stopped
 while it is held (its process groups and any process that left them with its token), stopped time not counted
 against an evaluation's limit, evicted evaluations killed, the warden killing stopped evaluations whose parent died,
-two evaluations on one card taking turns, and (GPU) a busy neighbour neither slowing a timed candidate nor
+two evaluations on one card taking turns, processes waiting for a card served longest waiting first, and (GPU) a busy neighbour neither slowing a timed candidate nor
 holding the card for long."""
+import json
 import os
 import signal
 import stat
@@ -376,9 +377,65 @@ def test_two_processes_with_work_for_one_card_take_turns():
     most, calls = busy.stdout.readline().split()
     assert busy.wait(timeout=30) == 0
     assert float(most) >= 0.5 and int(calls) > 10, (most, calls)  # it waited for this turn, and went on after it
-    assert stat.S_IMODE(lock.waiting_path.stat().st_mode) == 0o200  # a runner running as nobody cannot open it
+    assert stat.S_IMODE(lock.queue.folder.stat().st_mode) == 0o700  # a runner running as nobody cannot look in
+    assert not list(lock.queue.folder.iterdir())  # each waiter took its ticket away
     lock.path.unlink()
-    lock.waiting_path.unlink()
+    lock.queue.folder.rmdir()
+
+
+TAKES = ("import json, sys, threading, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = float(sys.argv[3])\n"
+         "lock = lease.card_lock('gpu', sys.argv[1])\nend = float(sys.argv[2])\ntakes = set()\n"
+         "def lane():\n    while time.monotonic() < end:\n        lock.acquire()\n        takes.add(lock.held_since)\n"
+         "        time.sleep(0.2)\n        lock.release()\n"
+         "lock.acquire()\ntakes.add(lock.held_since)\nprint('held', flush=True)\n"
+         "lanes = [threading.Thread(target=lane) for _ in range(2)]\n"
+         "for t in lanes:\n    t.start()\nlock.release()\n"
+         "for t in lanes:\n    t.join()\nprint(json.dumps(sorted(takes)), flush=True)\n")
+
+
+def test_processes_waiting_for_a_card_take_it_longest_waiting_first():
+    """Three runs with work for one card: each turn goes to the process that has waited longest, so none is passed
+    over while two others trade the card."""
+    from evolve.harness.lease import card_lock
+
+    card = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    tickets = card_lock("gpu", card).queue.folder
+    end = time.monotonic() + 9.0
+    runs = {}
+    for name, turn in (("a", 2.5), ("b", 0.5), ("c", 0.5)):  # b and c queue, in that order, within a's first turn
+        runs[name] = subprocess.Popen([sys.executable, "-c", TAKES, card, str(end), str(turn)], stdout=subprocess.PIPE,
+                                      text=True, cwd=ROOT)
+        if name == "a":
+            assert runs[name].stdout.readline().strip() == "held"
+        else:
+            assert wait_for(lambda: tickets.is_dir() and len(list(tickets.iterdir())) == "_bc".index(name))
+    takes = []
+    for name, run in runs.items():
+        lines = run.communicate(timeout=60)[0].splitlines()
+        takes += [(at, name) for at in json.loads(lines[-1])]
+        assert run.returncode == 0
+    order = "".join(name for _, name in sorted(takes))
+    assert len(order) >= 6 and order[:6] == "abcabc", order  # a queued behind c when its turn ended
+
+
+def test_a_process_that_died_waiting_holds_no_place_in_the_queue(tmp_path):
+    from evolve.harness.card_queue import CardQueue
+
+    folder = tmp_path / "card 0.queue"
+    join = ("import sys, time\nfrom pathlib import Path\nfrom evolve.harness.card_queue import CardQueue\n"
+            "assert CardQueue(Path(sys.argv[1])).join()\nprint('queued', flush=True)\ntime.sleep(60)\n")
+    older = subprocess.Popen([sys.executable, "-c", join, str(folder)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert older.stdout.readline().strip() == "queued"
+    queue = CardQueue(folder)
+    assert queue.anyone() and queue.join()
+    assert not queue.first()  # the older waiter goes first while it lives
+    assert stat.S_IMODE((folder / queue.name).stat().st_mode) == 0o200
+    older.kill()
+    older.wait()
+    assert queue.first() and not queue.anyone()
+    assert [p.name for p in folder.iterdir()] == [queue.name]  # its ticket was removed
+    queue.leave()
+    assert not list(folder.iterdir())
 
 
 def test_evaluations_without_a_gpu_hold_nothing():

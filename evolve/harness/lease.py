@@ -30,6 +30,8 @@ import time
 from collections import deque
 from pathlib import Path
 
+from evolve.harness.card_queue import CardQueue
+
 
 class Evicted(Exception):
     """The evaluation was stopped and killed so that another on its card could be timed: not the candidate's
@@ -287,28 +289,26 @@ class CardBusy(Exception):
 LOCK_WAIT_S = 900.0  # the longest an evaluation waits for another process to let go of its card
 LOCK_NOTE_S = 60.0  # how often a wait for the card is said again
 CARD_TURN_S = 60.0  # while another process waits for the card, this one keeps it this long, then lets it go
-HANDOVER_S = 1.0  # after letting the card go, how long this process leaves it to the waiting one (its poll: 0.25 s)
 
 
 class CardLock:
     """A card held by this process against other processes of the same user on the machine (an exclusive flock on a
     file named after the card), for as long as any evaluation of this process runs on it. Evaluations of one process
     share it (a count); the first waits for another process to let go of the card, saying who holds it, for at most
-    LOCK_WAIT_S. A process waiting holds a shared flock on a second file (`.waiting`); once the holder has had the
-    card for CARD_TURN_S and sees one there, its new evaluations wait until those on the card end, then it lets the
-    card go and waits its turn (two runs on one card share it, rather than the first keeping it while its lanes
-    stay busy). The files are write-only (mode 0200, in a 0700 folder), so a runner that gave up root cannot open
-    them, and its jail lets it write only in its own folders; a runner that kept root can read them, and flock them,
-    but no longer than its evaluation lives (every process under a keeper dies with it): the most it can do is make
-    its own process hand the card over early. Who holds it is written beside it."""
+    LOCK_WAIT_S. Processes waiting queue for it, the longest waiting first (card_queue.py); once the holder has had
+    the card for CARD_TURN_S and one waits, its new evaluations wait until those on the card end, then it lets the
+    card go and queues in turn (runs on one card share it, rather than the first keeping it while its lanes stay
+    busy). The files are write-only (mode 0200, in 0700 folders), so a runner that gave up root cannot open them, and
+    its jail lets it write only in its own folders; a runner that kept root can flock them, but no longer than its
+    evaluation lives (every process under a keeper dies with it): the most it can do is make its own process hand
+    the card over early, or keep a place at the head of the queue while it lives. Who holds it is written beside it."""
 
     def __init__(self, path: Path):
         self.path = path
         self.holder_path = path.with_suffix(".holder")
-        self.waiting_path = path.with_suffix(".waiting")
+        self.queue = CardQueue(path.with_suffix(".queue"))
         self.count = 0
         self.fd: int | None = None
-        self.waiting_fd: int | None = None
         self.held_since = 0.0
         self.handing_over = False  # the turn is over: new evaluations wait for the card to be let go, then for it
         self.said_wait = False
@@ -324,26 +324,21 @@ class CardLock:
         return fd
 
     def _wait(self, fd: int) -> None:
-        """Poll for the card (a thread waiting here never sits in a call nothing can end), saying so every minute,
-        and marked as waiting for it meanwhile."""
+        """Poll for the card in the queue's order (a thread waiting here never sits in a call nothing can end),
+        saying so every minute."""
         log = logging.getLogger("evolve")
         began = noted = time.monotonic()
-        holder = self._holder()
         if not self.said_wait:  # once: with turns, a wait comes round every CARD_TURN_S
             log.warning("%s is in use by %s: evaluations on it wait for their turn (two evolve processes never time "
-                        "on one card at once; while both have work they take turns of %g s)", self.path.stem, holder,
-                        CARD_TURN_S)
+                        "on one card at once; while both have work they take turns of %g s)", self.path.stem,
+                        self._holder(), CARD_TURN_S)
             self.said_wait = True
-        marked = False
+        self.queue.join()
         try:
             while True:
-                marked = marked or self._mark_waiting()
                 time.sleep(0.25)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if self.queue.first() and _flock_now(fd):
                     return
-                except BlockingIOError:
-                    pass
                 now = time.monotonic()
                 if now - began > LOCK_WAIT_S:
                     os.close(fd)
@@ -353,34 +348,7 @@ class CardLock:
                     noted = now
                     log.warning("%s: still waiting for %s (%.0f s)", self.path.stem, self._holder(), now - began)
         finally:
-            if marked:
-                fcntl.flock(self.waiting_fd, fcntl.LOCK_UN)
-
-    def _flock_waiting(self, how: int) -> None:
-        """flock the waiting file (opened once), without blocking: BlockingIOError where another holds it."""
-        if self.waiting_fd is None:
-            self.waiting_fd = self._open(self.waiting_path)
-        fcntl.flock(self.waiting_fd, how | fcntl.LOCK_NB)
-
-    def _mark_waiting(self) -> bool:
-        """A shared flock on the waiting file, for the holder to see (False while the holder looks, or unopenable)."""
-        try:
-            self._flock_waiting(fcntl.LOCK_SH)
-            return True
-        except OSError:
-            return False
-
-    def _someone_waits(self) -> bool:
-        """Whether another process holds the waiting file's shared flock (this process holds none while it holds
-        the card)."""
-        try:
-            self._flock_waiting(fcntl.LOCK_EX)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        fcntl.flock(self.waiting_fd, fcntl.LOCK_UN)
-        return False
+            self.queue.leave()
 
     def _holder(self) -> str:
         try:
@@ -401,7 +369,7 @@ class CardLock:
         with self._cond:
             began, waited = time.monotonic(), False
             if (self.fd is not None and not self.handing_over and time.monotonic() - self.held_since >= CARD_TURN_S
-                    and self._someone_waits()):
+                    and self.queue.anyone()):
                 self.handing_over = True
                 logging.getLogger("evolve").info("%s: another evolve process waits for it; this one lets it go when "
                                                  "its evaluations there end", self.path.stem)
@@ -409,9 +377,8 @@ class CardLock:
                 self._cond.wait()
                 waited = True
             if self.count == 0:
-                if self.handing_over:
+                if self.handing_over:  # let go: it queues behind those waiting
                     self.handing_over, waited = False, True
-                    time.sleep(HANDOVER_S)
                 waited = self._take() or waited
             self.count += 1
             return time.monotonic() - began if waited else 0.0
@@ -424,12 +391,9 @@ class CardLock:
             logging.getLogger("evolve").warning(
                 "%s cannot be held against other processes (%s): run one evolve per card", self.path, exc)
             return False
-        waited = False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        waited = self.queue.anyone() or not _flock_now(fd)  # those waiting go first
+        if waited:
             self._wait(fd)
-            waited = True
         try:
             with open(self.holder_path.with_suffix(f".{os.getpid()}"), "w") as f:
                 f.write(f"evolve pid {os.getpid()}")
@@ -447,6 +411,15 @@ class CardLock:
                 os.close(self.fd)
                 self.fd = None
                 self._cond.notify_all()
+
+
+def _flock_now(fd: int) -> bool:
+    """An exclusive flock if no other process holds one."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 class _NoLock:
