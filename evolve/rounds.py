@@ -21,14 +21,23 @@ class Rounds:
         self.audited = None  # launch_audit.Picked: the reported best and its launch audit
 
     # -- profiles ---------------------------------------------------------------------------------------------------
+    def due(self, ranked: list, device: str, trace: bool) -> bool:
+        """Whether a profile round would profile or trace anything now (the run empties its lanes only then: the
+        profiler needs the card to itself)."""
+        return bool(self._to_profile(ranked, device) or (trace and self._to_trace(ranked, device)))
+
+    def _to_profile(self, ranked: list, device: str) -> list:
+        """The best few correct candidates (ranked, best first) not yet profiled on this device."""
+        top = self.config.profile.top
+        if top <= 0 or self.profiler is False:
+            return []
+        done = self.archive.profiled(device)
+        return [c for c in ranked if c.ok and c.fitness is not None and c.id not in done][:top]
+
     def profile(self, ranked: list, device: str, gpu: str | None) -> None:
         """Nsight Compute on the best few correct candidates (ranked, best first) not yet profiled on this device
         (GPU runs only)."""
-        top = self.config.profile.top
-        if top <= 0 or self.profiler is False:
-            return
-        done = self.archive.profiled(device)
-        chosen = [c for c in ranked if c.ok and c.fitness is not None and c.id not in done][:top]
+        chosen = self._to_profile(ranked, device)
         if not chosen:  # nothing timed on a GPU (a CPU run, or none correct yet): no profiler to look for, or to miss
             return
         from .profiling import Profiler
@@ -73,14 +82,13 @@ class Rounds:
         self.emit({"kind": "profile", "candidate": cand, "result": result})
 
     # -- traces of marked sections ------------------------------------------------------------------------------------
-    def trace(self, ranked: list, device: str, gpu: str | None) -> None:
-        """The sections the best few correct candidates mark (harness/sections.py), traced on the case a profile would
-        take, where not yet traced on this device (GPU runs only; candidates without marks are left alone)."""
+    def _to_trace(self, ranked: list, device: str) -> list:
+        """The best few correct candidates that mark sections, not yet traced on this device."""
         from .harness.sections import SectionError, find
 
         top = self.config.profile.top
         if top <= 0 or self.tracer is False:
-            return
+            return []
         done = self.archive.traced(device)
         chosen = []
         for cand in ranked:
@@ -94,6 +102,12 @@ class Rounds:
                 marked = False
             if marked:
                 chosen.append(cand)
+        return chosen
+
+    def trace(self, ranked: list, device: str, gpu: str | None) -> None:
+        """The sections the best few correct candidates mark (harness/sections.py), traced on the case a profile would
+        take, where not yet traced on this device (GPU runs only; candidates without marks are left alone)."""
+        chosen = self._to_trace(ranked, device)
         if not chosen:
             return
         from .tracing import Tracer

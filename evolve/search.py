@@ -300,9 +300,12 @@ class Search:
     def _first_gpu(self) -> str | None:
         return getattr(self._first_lane(), "gpu", None)
 
+    def _traces(self) -> bool:
+        return self.contexts.language.name == "triton"  # section marks are Triton's (evolve/harness/sections.py)
+
     def profile_step(self) -> None:
         self.rounds.profile(self.population.ranked(), self.device, self._first_gpu())
-        if self.contexts.language.name == "triton":  # section marks are Triton's (evolve/harness/sections.py)
+        if self._traces():
             self.rounds.trace(self.population.ranked(), self.device, self._first_gpu())
 
     def retime_step(self) -> list:
@@ -514,8 +517,9 @@ class Search:
                 self.emit({"kind": "migrate", "islands": self.population.migrate()})
             if self.evaluated - self.profiled_at >= self.config.profile.every:
                 self.profiled_at = self.evaluated
-                self.drain()  # the profiler needs the card to itself
-                self.profile_step()
+                if self.rounds.due(self.population.ranked(), self.device, self._traces()):
+                    self.drain()  # the profiler needs the card to itself
+                    self.profile_step()
 
     def _take_step(self, island: int) -> bool:
         """One step of the kind this turn calls for (steps.py): the problem's own kernels first; then, without a

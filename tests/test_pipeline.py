@@ -318,6 +318,28 @@ def test_a_run_whose_harness_cannot_evaluate_stops_and_keeps_the_candidates_pend
     assert summary.evaluated == 0
 
 
+def test_a_profile_round_with_nothing_to_profile_leaves_the_lanes_busy(tmp_path):
+    """The profiler needs the card to itself, so a profile round first lets every evaluation in the pipeline end; a
+    round with nothing to profile (profiling off, or the best few profiled already) must not empty the lanes."""
+    active, alone, lock = [0], [], threading.Lock()
+
+    def evaluate(path, problem, options):
+        with lock:
+            alone.append(active[0] == 0)  # this evaluation starts with no other on the lanes
+            active[0] += 1
+        time.sleep(0.4)
+        with lock:
+            active[0] -= 1
+        return ladder(fitness=0.5)
+
+    seed = load_problem(ROOT / "problems" / "softmax").seed_files()[0].read_text()
+    config = _config(tmp_path, max_candidates=24, gpus=("0", "1", "2", "3"), profile=ProfileConfig(top=0, every=2))
+    summary = Search(config, Archive(tmp_path / "a.db"), Instant(seed), evaluate=evaluate).run()
+    assert summary.evaluated == 24
+    # the material (seed, solutions) goes first, and proposals wait for a parent: from then on, no start is alone
+    assert sum(alone[8:]) <= 2, alone  # a round that drains leaves one alone in two
+
+
 DRIVER = """
 import sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
