@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from evolve.harness import EvalOptions, evaluate
+from evolve.harness import lease
 from evolve.harness.lease import CardLease, Party, card_lease
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -340,7 +341,8 @@ def test_a_card_is_held_against_another_evolve_process(caplog):
 
     assert probe() == "held"  # one evaluation of this process is still on the card
     lock.release()
-    assert probe() == "free"
+    assert probe() == "held"  # kept a moment for this process's next evaluation
+    assert wait_for(lambda: probe() == "free", timeout=lease.KEEP_S + 3)
     again = subprocess.Popen([sys.executable, "-c", HOLD, card, "1.0"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert again.stdout.readline().strip() == "held"
     caplog.clear()
@@ -349,7 +351,8 @@ def test_a_card_is_held_against_another_evolve_process(caplog):
     assert "in use by" not in caplog.text  # said once: with two runs taking turns, a wait comes every minute
     again.wait()
     lock.release()
-    lock.path.unlink()
+    lock._let_go_unless_kept(lock.kept)
+    remove_card(lock)
 
 
 TURNS = ("import sys, threading, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = 0.5\n"
@@ -379,8 +382,7 @@ def test_two_processes_with_work_for_one_card_take_turns():
     assert float(most) >= 0.5 and int(calls) > 10, (most, calls)  # it waited for this turn, and went on after it
     assert stat.S_IMODE(lock.queue.folder.stat().st_mode) == 0o700  # a runner running as nobody cannot look in
     assert not list(lock.queue.folder.iterdir())  # each waiter took its ticket away
-    lock.path.unlink()
-    lock.queue.folder.rmdir()
+    remove_card(lock)
 
 
 TAKES = ("import json, sys, threading, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = float(sys.argv[3])\n"
@@ -400,9 +402,9 @@ def test_processes_waiting_for_a_card_take_it_longest_waiting_first():
 
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     tickets = card_lock("gpu", card).queue.folder
-    end = time.monotonic() + 9.0
+    end = time.monotonic() + 11.0
     runs = {}
-    for name, turn in (("a", 2.5), ("b", 0.5), ("c", 0.5)):  # b and c queue, in that order, within a's first turn
+    for name, turn in (("a", 4.0), ("b", 0.5), ("c", 0.5)):  # b and c queue, in that order, within a's first turn
         runs[name] = subprocess.Popen([sys.executable, "-c", TAKES, card, str(end), str(turn)], stdout=subprocess.PIPE,
                                       text=True, cwd=ROOT)
         if name == "a":
@@ -416,6 +418,7 @@ def test_processes_waiting_for_a_card_take_it_longest_waiting_first():
         assert run.returncode == 0
     order = "".join(name for _, name in sorted(takes))
     assert len(order) >= 6 and order[:6] == "abcabc", order  # a queued behind c when its turn ended
+    remove_card(card_lock("gpu", card))
 
 
 def test_a_process_that_died_waiting_holds_no_place_in_the_queue(tmp_path):
@@ -425,13 +428,18 @@ def test_a_process_that_died_waiting_holds_no_place_in_the_queue(tmp_path):
     join = ("import sys, time\nfrom pathlib import Path\nfrom evolve.harness.card_queue import CardQueue\n"
             "assert CardQueue(Path(sys.argv[1])).join()\nprint('queued', flush=True)\ntime.sleep(60)\n")
     older = subprocess.Popen([sys.executable, "-c", join, str(folder)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    assert older.stdout.readline().strip() == "queued"
-    queue = CardQueue(folder)
-    assert queue.anyone() and queue.join()
-    assert not queue.first()  # the older waiter goes first while it lives
-    assert stat.S_IMODE((folder / queue.name).stat().st_mode) == 0o200
-    older.kill()
-    older.wait()
+    try:
+        assert older.stdout.readline().strip() == "queued"
+        queue = CardQueue(folder)
+        assert queue.anyone() and queue.join()
+        assert not queue.first()  # the older waiter goes first while it lives
+        assert stat.S_IMODE((folder / queue.name).stat().st_mode) == 0o200
+        os.mkfifo(folder / "00000000000000000000-1")  # not a ticket: never opened so that it blocks
+        assert not queue.first()
+    finally:
+        older.kill()
+        older.wait()
+    (folder / "00000000000000000000-1").unlink()
     assert queue.first() and not queue.anyone()
     assert [p.name for p in folder.iterdir()] == [queue.name]  # its ticket was removed
     queue.leave()
@@ -509,3 +517,63 @@ def test_evaluations_sharing_a_card_wait_for_the_first_to_calibrate():
     assert turns.turn(("cache", "0", "softmax"), 0.1) is not None
     started = time.monotonic()
     assert turns.turn(("cache", "0", "softmax"), 0.3) is None and time.monotonic() - started >= 0.3  # bounded
+
+
+SINGLE = ("import sys, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = 30.0\n"
+          "lock = lease.card_lock('gpu', sys.argv[1])\nend = time.monotonic() + float(sys.argv[2])\ntakes = set()\n"
+          "lock.acquire()\nprint('held', flush=True)\nwhile time.monotonic() < end:\n"
+          "    takes.add(lock.held_since)\n    lock.release()\n    time.sleep(0.3)\n    lock.acquire()\n"
+          "takes.add(lock.held_since)\nlock.release()\nprint(len(takes), flush=True)\n")
+
+
+def test_a_one_lane_run_keeps_its_turn_between_evaluations():
+    """A process with one evaluation at a time leaves the card without one between them: its turn goes on (the card
+    kept for the next), rather than passing to a waiting process after every evaluation."""
+    from evolve.harness.lease import card_lock
+
+    card = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    one = subprocess.Popen([sys.executable, "-c", SINGLE, card, "3"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert one.stdout.readline().strip() == "held"
+    lock = card_lock("gpu", card)
+    waited = lock.acquire()
+    assert waited >= 2.0, waited  # until its last evaluation, 3 s after it began
+    assert one.stdout.readline().strip() == "1"  # it took the card once: never lost it in a gap
+    assert one.wait(timeout=30) == 0
+    lock.release()
+    lock._let_go_unless_kept(lock.kept)
+    remove_card(lock)
+
+
+def test_a_card_left_free_by_the_first_in_the_queue_goes_to_the_next(tmp_path):
+    """The first in the queue may be stopped (Ctrl-Z) or hung: a card it leaves free goes to the next waiter after
+    HEAD_GRACE_S, not after the 15 minutes a wait may last."""
+    from evolve.harness.lease import card_lock
+
+    card = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    lock = card_lock("gpu", card)
+    join = ("import sys, time\nfrom evolve.harness.lease import card_lock\nlock = card_lock('gpu', sys.argv[1])\n"
+            "lock._open(lock.path)\nassert lock.queue.join()\nprint('queued', flush=True)\ntime.sleep(60)\n")
+    stopped = subprocess.Popen([sys.executable, "-c", join, card], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert stopped.stdout.readline().strip() == "queued"
+        stopped.send_signal(signal.SIGSTOP)
+        began = time.monotonic()
+        waited = lock.acquire()
+        assert lease.HEAD_GRACE_S <= waited < lease.HEAD_GRACE_S + 3, waited
+        assert time.monotonic() - began < lease.HEAD_GRACE_S + 3
+    finally:
+        stopped.kill()
+        stopped.wait()
+    lock.release()
+    lock._let_go_unless_kept(lock.kept)
+    remove_card(lock)
+
+
+def remove_card(lock) -> None:
+    """A test card's files in the machine's card folder: its lock, who held it, its queue (left empty)."""
+    for path in (lock.path, lock.holder_path):
+        path.unlink(missing_ok=True)
+    for ticket in lock.queue.folder.glob("*") if lock.queue.folder.is_dir() else ():
+        ticket.unlink()
+    if lock.queue.folder.is_dir():
+        lock.queue.folder.rmdir()

@@ -29,9 +29,14 @@ class CardQueue:
             name = f"{time.monotonic_ns():020d}-{os.getpid()}"
             part = self.folder / f".{name}"  # flocked before it takes a name others read
             fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o200)
+        except OSError:
+            return False
+        try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.rename(part, self.folder / name)
         except OSError:
+            os.close(fd)
+            part.unlink(missing_ok=True)
             return False
         self.name, self.fd = name, fd
         return True
@@ -62,11 +67,13 @@ class CardQueue:
 
     def _held(self, name: str) -> bool:
         """Whether the ticket's process still waits (a dead process's ticket is removed on the way)."""
-        try:
-            fd = os.open(self.folder / name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:  # never blocking: a FIFO put here would hold an open without O_NONBLOCK
+            fd = os.open(self.folder / name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
-            return False  # its process left the queue
+            return False  # its process left the queue, or no ticket
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True

@@ -289,19 +289,22 @@ class CardBusy(Exception):
 LOCK_WAIT_S = 900.0  # the longest an evaluation waits for another process to let go of its card
 LOCK_NOTE_S = 60.0  # how often a wait for the card is said again
 CARD_TURN_S = 60.0  # while another process waits for the card, this one keeps it this long, then lets it go
+KEEP_S = 2.0  # a process with no evaluation on the card keeps it this long for its next (its turn goes on)
+HEAD_GRACE_S = 2.0  # a card left free this long by the first in the queue goes to the next (the first may be stopped)
 
 
 class CardLock:
     """A card held by this process against other processes of the same user on the machine (an exclusive flock on a
     file named after the card), for as long as any evaluation of this process runs on it. Evaluations of one process
     share it (a count); the first waits for another process to let go of the card, saying who holds it, for at most
-    LOCK_WAIT_S. Processes waiting queue for it, the longest waiting first (card_queue.py); once the holder has had
-    the card for CARD_TURN_S and one waits, its new evaluations wait until those on the card end, then it lets the
-    card go and queues in turn (runs on one card share it, rather than the first keeping it while its lanes stay
-    busy). The files are write-only (mode 0200, in 0700 folders), so a runner that gave up root cannot open them, and
+    LOCK_WAIT_S. Processes waiting queue for it, the longest waiting first (card_queue.py; a card the first leaves
+    free for HEAD_GRACE_S goes to the next); once the holder has had the card for CARD_TURN_S and one waits, its new
+    evaluations wait until those on the card end, then it lets the card go and queues in turn (runs on one card share
+    it, rather than the first keeping it while its lanes stay busy). Between one evaluation and the next the holder
+    keeps the card for KEEP_S, so a turn is not lost to the gap. The files are write-only (mode 0200, in 0700 folders), so a runner that gave up root cannot open them, and
     its jail lets it write only in its own folders; a runner that kept root can flock them, but no longer than its
     evaluation lives (every process under a keeper dies with it): the most it can do is make its own process hand
-    the card over early, or keep a place at the head of the queue while it lives. Who holds it is written beside it."""
+    the card over early, or hold a place at the head of the queue, which costs the others HEAD_GRACE_S. Who holds it is written beside it."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -311,6 +314,7 @@ class CardLock:
         self.fd: int | None = None
         self.held_since = 0.0
         self.handing_over = False  # the turn is over: new evaluations wait for the card to be let go, then for it
+        self.kept = 0  # acquires so far: a release's timer lets the card go only if none came after it
         self.said_wait = False
         # acquirers of this process queue here while the first waits for the card; releases wake a handover
         self._cond = threading.Condition()
@@ -319,7 +323,7 @@ class CardLock:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.path.parent.stat().st_uid != os.getuid():  # made by someone else: not a lock of ours
             raise PermissionError(f"{self.path.parent} belongs to another user")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o200)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o200)
         os.fchmod(fd, 0o200)  # a lock file an older evolve made readable
         return fd
 
@@ -334,12 +338,21 @@ class CardLock:
                         self._holder(), CARD_TURN_S)
             self.said_wait = True
         self.queue.join()
+        free_since = None  # when this waiter, not first, first found the card free
         try:
             while True:
                 time.sleep(0.25)
-                if self.queue.first() and _flock_now(fd):
-                    return
                 now = time.monotonic()
+                if self.queue.first():
+                    if _flock_now(fd):
+                        return
+                elif _flock_now(fd):  # free, yet the first in the queue has not taken it: stopped, or hung?
+                    free_since = free_since or now
+                    if now - free_since >= HEAD_GRACE_S:
+                        return
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                else:
+                    free_since = None
                 if now - began > LOCK_WAIT_S:
                     os.close(fd)
                     raise CardBusy(f"{self.path.stem} was held by {self._holder()} for {LOCK_WAIT_S:g} s: stop that "
@@ -376,11 +389,13 @@ class CardLock:
             while self.handing_over and self.count:
                 self._cond.wait()
                 waited = True
-            if self.count == 0:
-                if self.handing_over:  # let go: it queues behind those waiting
-                    self.handing_over, waited = False, True
+            if self.handing_over:  # let go (now, if it was kept between evaluations): it queues behind the waiting
+                self._let_go()
+                self.handing_over, waited = False, True
+            if self.fd is None:
                 waited = self._take() or waited
             self.count += 1
+            self.kept += 1  # a release before this acquire no longer lets the card go
             return time.monotonic() - began if waited else 0.0
 
     def _take(self) -> bool:
@@ -404,13 +419,32 @@ class CardLock:
         return waited
 
     def release(self) -> None:
+        """The end of one evaluation on the card. The last lets the card go KEEP_S later if no evaluation of this
+        process came meanwhile (between one evaluation and the next its turn goes on); at once when handing over."""
         with self._cond:
             self.count -= 1
-            if self.count == 0 and self.fd is not None:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-                os.close(self.fd)
-                self.fd = None
-                self._cond.notify_all()
+            if self.count or self.fd is None:
+                return
+            if self.handing_over:
+                self._let_go()
+                return
+            kept = self.kept
+            timer = threading.Timer(KEEP_S, self._let_go_unless_kept, (kept,))
+            timer.daemon = True
+            timer.start()
+
+    def _let_go_unless_kept(self, kept: int) -> None:
+        with self._cond:
+            if self.count == 0 and self.kept == kept:
+                self._let_go()
+
+    def _let_go(self) -> None:
+        """Unlock the card (with _cond held)."""
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+        self._cond.notify_all()
 
 
 def _flock_now(fd: int) -> bool:
