@@ -9,7 +9,8 @@ the run evaluated is much faster than the best on any case).
 
 --jobs N runs N problems' searches at once (on one GPU they take turns on the card: evolve's card lock lets one
 process's evaluations on a card at a time, in turns of a minute, the longest waiting going next, so figures stay
-clean while each search gets a share of the card's time); --keep DIR keeps each run's archive. Each problem's row is printed as soon as its run ends.
+clean while each search gets a share of the card's time); --keep DIR keeps each run's archive. Each problem's row is
+printed as soon as its run ends.
 
 On a GPU each problem's row is followed by the copy ceiling of its memory-bound cases: the fraction of the roofline
 a plain device copy of the same bytes reaches at that size (half read, half written, fresh buffers each call so the

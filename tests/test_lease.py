@@ -1,8 +1,8 @@
 """A card's timing lease (harness/lease.py): granted in the order asked, every other evaluation on the card stopped
 while it is held (its process groups and any process that left them with its token), stopped time not counted
 against an evaluation's limit, evicted evaluations killed, the warden killing stopped evaluations whose parent died,
-two evaluations on one card taking turns, processes waiting for a card served longest waiting first, and (GPU) a busy neighbour neither slowing a timed candidate nor
-holding the card for long."""
+two evaluations on one card taking turns, processes waiting for a card served longest waiting first, and (GPU) a
+busy neighbour neither slowing a timed candidate nor holding the card for long."""
 import json
 import os
 import signal
@@ -552,7 +552,7 @@ def test_a_card_left_free_by_the_first_in_the_queue_goes_to_the_next(tmp_path):
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     lock = card_lock("gpu", card)
     join = ("import sys, time\nfrom evolve.harness.lease import card_lock\nlock = card_lock('gpu', sys.argv[1])\n"
-            "lock._open(lock.path)\nassert lock.queue.join()\nprint('queued', flush=True)\ntime.sleep(60)\n")
+            "lock._open()\nassert lock.queue.join()\nprint('queued', flush=True)\ntime.sleep(60)\n")
     stopped = subprocess.Popen([sys.executable, "-c", join, card], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert stopped.stdout.readline().strip() == "queued"

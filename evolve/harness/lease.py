@@ -301,10 +301,11 @@ class CardLock:
     free for HEAD_GRACE_S goes to the next); once the holder has had the card for CARD_TURN_S and one waits, its new
     evaluations wait until those on the card end, then it lets the card go and queues in turn (runs on one card share
     it, rather than the first keeping it while its lanes stay busy). Between one evaluation and the next the holder
-    keeps the card for KEEP_S, so a turn is not lost to the gap. The files are write-only (mode 0200, in 0700 folders), so a runner that gave up root cannot open them, and
-    its jail lets it write only in its own folders; a runner that kept root can flock them, but no longer than its
-    evaluation lives (every process under a keeper dies with it): the most it can do is make its own process hand
-    the card over early, or hold a place at the head of the queue, which costs the others HEAD_GRACE_S. Who holds it is written beside it."""
+    keeps the card for KEEP_S, so a turn is not lost to the gap. The files are write-only (mode 0200, in 0700
+    folders), so a runner that gave up root cannot open them, and its jail lets it write only in its own folders; a
+    runner that kept root can flock them, but no longer than its evaluation lives (every process under a keeper dies
+    with it): the most it can do is make its own process hand the card over early, or hold a place at the head of
+    the queue, which costs the others HEAD_GRACE_S. Who holds it is written beside it."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -319,11 +320,11 @@ class CardLock:
         # acquirers of this process queue here while the first waits for the card; releases wake a handover
         self._cond = threading.Condition()
 
-    def _open(self, path: Path) -> int:
+    def _open(self) -> int:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.path.parent.stat().st_uid != os.getuid():  # made by someone else: not a lock of ours
             raise PermissionError(f"{self.path.parent} belongs to another user")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o200)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o200)
         os.fchmod(fd, 0o200)  # a lock file an older evolve made readable
         return fd
 
@@ -401,7 +402,7 @@ class CardLock:
     def _take(self) -> bool:
         """The card's flock, waited for as long as another process holds it; whether it waited."""
         try:
-            fd = self._open(self.path)
+            fd = self._open()
         except OSError as exc:
             logging.getLogger("evolve").warning(
                 "%s cannot be held against other processes (%s): run one evolve per card", self.path, exc)
