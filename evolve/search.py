@@ -62,6 +62,11 @@ class Summary:
     audit_failed: tuple = ()  # (Candidate, Audit): better candidates that failed the launch audit, left out
 
 
+def card_wait_s(verdict) -> float:
+    """Seconds an evaluation waited for its card: other evolve processes' turns, and the card's first calibration."""
+    return sum(float(step.get("card_wait_s") or 0.0) for step in verdict.setup)
+
+
 def package_versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -120,7 +125,7 @@ class Search:
         self.problem_fault: str | None = None  # the problem's own code failed in an evaluation: the run stops
         self.duels = Duels(self)  # fair promotion (promotion.py)
         self.steps = Steps(self)  # the kinds of step (steps.py)
-        self.eval_seconds: list[float] = []  # wall time of each evaluation in this process, for the budget
+        self.eval_seconds: list[float] = []  # each evaluation's wall time but its waits for the card, for the budget
         self.run_id = 0
         self.evaluated = 0
         self.since_improvement = 0
@@ -240,7 +245,9 @@ class Search:
             self.last_unevaluated = done.error or ""
             return True
         self.unevaluated_run = 0
-        self.eval_seconds.append(done.seconds)
+        # a wait for another process's turn on the card is no guide to how long the next evaluation takes: three runs
+        # sharing one card wait two turns at their start, and that estimate ended a 5-minute run after 3
+        self.eval_seconds.append(max(0.0, done.seconds - card_wait_s(done.verdict)))
         if cand.proposer in ("seed", "solution"):  # material comes first: its phase ends with its last verdict
             self.material_s = self.clock() - self.started - self.paused_s
         dump = self.work / f"artifacts_{cand.id}"

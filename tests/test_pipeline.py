@@ -340,6 +340,30 @@ def test_a_profile_round_with_nothing_to_profile_leaves_the_lanes_busy(tmp_path)
     assert sum(alone[8:]) <= 2, alone  # a round that drains leaves one alone in two
 
 
+
+def test_waits_for_the_card_do_not_count_toward_the_budgets_estimate_of_the_next_evaluation(tmp_path):
+    """Runs sharing a card wait for each other's turns; the material, all started at once, waits longest. The budget
+    stops a run before an evaluation that would end past it, judging by the evaluations so far: their waits for the
+    card (the setup's card_wait_s) say nothing of that, and counted, they ended a run with most of its budget left."""
+    from dataclasses import replace
+
+    started = []
+
+    def evaluate(path, problem, options):
+        started.append(time.monotonic())
+        material = len(started) <= 4  # the softmax problem's seed and three solutions
+        time.sleep(2.0 if material else 0.05)
+        verdict = ladder(fitness=0.5)
+        return replace(verdict, setup=({"mode": "gpu", "card_wait_s": 1.95 if material else 0.0},))
+
+    seed = load_problem(ROOT / "problems" / "softmax").seed_files()[0].read_text()
+    config = _config(tmp_path, max_candidates=None, budget_s=4.0, gpus=("0", "1", "2", "3"))
+    summary = Search(config, Archive(tmp_path / "a.db"), Instant(seed), evaluate=evaluate).run()
+    assert "--budget of 4 s used" in summary.stop_reason, summary.stop_reason
+    # counting the waits, the typical evaluation took 2 s and the run stopped with its material, 2 s of 4 in
+    assert summary.evaluated >= 12, summary.evaluated
+
+
 DRIVER = """
 import sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]

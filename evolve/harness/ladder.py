@@ -126,6 +126,7 @@ class _Evaluation:
         self.work: tuple = ()  # the crew's folder, kept for a look (EvalOptions.keep_work)
         self.first = None  # the card's first calibration turn, where this evaluation waits for or takes it
         self.spawned = self.ran = 0.0  # when the job went to the crew, and when its verdict was in
+        self.calibration_wait_s = 0.0  # waited for the card's first evaluation in this process to calibrate
         self.began = time.time()
 
     def decide(self, rung: RungResult) -> None:
@@ -278,7 +279,9 @@ class _Evaluation:
             restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid,
                                         crew.language.cache_levels)
         if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
+            turn_began = time.time()
             self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
+            self.calibration_wait_s = time.time() - turn_began
         job = {"mode": mode, "language": self.language, "problem": str(problem.path),
                "candidate": str(crew.candidate_path()),
                "secret": self.secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
@@ -296,6 +299,8 @@ class _Evaluation:
         if crew.party is not None and setup:  # time stopped for other evaluations' leases, for the record
             setup[-1]["stopped_s"] = round(crew.party.stopped_s, 3)
             setup[-1]["memory_poll_s"] = round(result.memory_poll_s, 3)
+        if setup:  # the waits for the card, which say nothing of how long the candidate's own evaluation takes
+            setup[-1]["card_wait_s"] = round(result.card_wait_s + self.calibration_wait_s, 3)
         if kept:
             if setup:
                 setup[-1]["compiled_restored"] = restored

@@ -69,6 +69,7 @@ class CrewResult:
     runner_exit: dict = field(default_factory=dict)  # runner name -> returncode (None if still running when killed)
     stderr: dict = field(default_factory=dict)  # process name -> tail of its stderr
     memory_poll_s: float = 0.0  # this process's CPU time spent reading the evaluation's memory from /proc
+    card_wait_s: float = 0.0  # seconds waited for another evolve process to let go of the card
 
     def death(self, limit_s: float, max_rss_gb: float, runner: str | None = None) -> str:
         """One line on why the evaluation stopped before a verdict (runner: the one the measurer lost)."""
@@ -313,7 +314,7 @@ class Crew:
         job = {**job, "key": self.key.hex(), "shm": self.shm}
         result = CrewResult()
         hold = card_lock(self.mode, self.gpu)
-        hold.acquire()  # another evolve process timing on this card: wait for it (the limit counts from here)
+        result.card_wait_s = hold.acquire()  # another evolve process on this card: wait (the limit counts from here)
         try:
             return self._run(job, result, timeout_s, max_rss_gb, on_message)
         finally:
