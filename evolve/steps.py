@@ -8,7 +8,7 @@ from concurrent.futures import Future
 
 from . import compose, known
 from .archive import Candidate, source_hash
-from .knobs import LAUNCH_OPTIONS, read_knobs
+from .knobs import LAUNCH_OPTIONS, read_knobs, structure_key
 from .knowledge import Toolbox
 from .population import NOISE_FLOOR
 from .proposer import Proposal
@@ -126,14 +126,18 @@ class Steps:
 
     # -- the tuner and the composer -----------------------------------------------------------------------------------
     def tune(self, island: int) -> bool:
-        """One knob setting for the best structure that still has untried settings; False when none has. Before
-        any verdict is in, the problem's own kernels still in the pipeline are tuned ahead of their verdicts: lanes
-        that would wait for them idle (a TileLang seed's first evaluation takes minutes) try their settings meanwhile."""
+        """One knob setting for a structure that still has untried settings; False when none has. The leaders go first
+        (leaders() says which), the one tried least of them next, then the rest by rank. Before any verdict is in,
+        the problem's own kernels still in the pipeline are tuned ahead of their verdicts: lanes that would wait for
+        them idle (a TileLang seed's first evaluation takes minutes) try their settings meanwhile."""
         s = self.search
         interpreted = s.device.startswith("cpu")  # the interpreter ignores launch options: nothing to learn there
         in_flight = [cand for key, (cand, _) in s.waiting.items()
                      if isinstance(key, int) and cand.proposer in ("seed", "solution")]
-        for base in s.population.ranked(s.population.islands[island]) + s.population.ranked() + in_flight:
+        ranked = s.population.ranked()
+        # sorted() keeps rank order among leaders tried as often
+        leaders = sorted(self.leaders(ranked), key=lambda c: s.tuner.suggested.get(structure_key(c.source), 0))
+        for base in leaders + s.population.ranked(s.population.islands[island]) + ranked + in_flight:
             knobs, space = read_knobs(base.source)
             if knobs is None or s.tuner.exhausted(base.source) or (interpreted and set(space) <= set(LAUNCH_OPTIONS)):
                 continue
@@ -147,6 +151,27 @@ class Steps:
                      proposer="tuner", knobs=values)
             return True
         return False
+
+    def leaders(self, ranked: list) -> list:
+        """The kernels worth tuning first, best first: the best, and the best of each structure that is best on some
+        benchmark case (a setting of it may win that case's regime, and the composer dispatch to it there). Tuning
+        only the best spent a 5-minute layernorm run on the 36 settings of its seed, all slower, while the kernel
+        that led one case was never tuned."""
+        lead: dict[str, tuple[float, Candidate]] = {}
+        for cand in ranked:
+            if cand.proposer == compose.COMPOSER or not cand.source:
+                continue  # a composite leads with its parts' figures: the parts are what is tuned
+            for label, value in self.case_figures(cand).items():
+                if label not in lead or value > lead[label][0]:
+                    lead[label] = (value, cand)
+        chosen = {c.id for _, c in lead.values()} | ({ranked[0].id} if ranked else set())
+        out, structures = [], set()
+        for cand in ranked:  # one per structure: its best-ranked leader
+            key = structure_key(cand.source) if cand.id in chosen else None
+            if key is not None and key not in structures:
+                structures.add(key)
+                out.append(cand)
+        return out
 
     def case_figures(self, cand) -> dict:
         """{case label: figure} of an evaluated candidate's benchmark cases (fraction of roofline on a GPU), which

@@ -272,3 +272,42 @@ def test_lanes_that_would_wait_for_the_first_verdict_tune_the_seed_meanwhile(tmp
     seed, tuned = cands[0], cands[1]
     assert seed.proposer == "seed" and tuned.proposer == "tuner" and tuned.parent_ids == (seed.id,), cands
     assert tuned.knobs and seed.score is not None and tuned.score is not None
+
+
+def test_the_tuner_takes_turns_between_the_best_and_the_kernels_that_lead_a_case(tmp_path):
+    """Tuning only the best structure spends a run on the best's own settings; a kernel that is best on some case is
+    tuned too (a setting of it may win that case's regime, and the composer dispatch to it there), turn about with
+    the best; a kernel that leads nothing waits for them."""
+    from evolve.harness import load_problem
+    from evolve.knobs import structure_key
+
+    softmax = Path(__file__).resolve().parents[1] / "problems" / "softmax"
+    labels = [case.label for case in load_problem(softmax).benchmarks]
+    search = Search(RunConfig(problem_dir=str(softmax), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu")),
+                    Archive(tmp_path / "a.db"))
+    search.start()
+    search.device = "NVIDIA H200"  # as a GPU run records it (on the interpreter, launch options are not tuned)
+
+    def admit_file(path: str, figures: dict) -> str:
+        source = (softmax / path).read_text()
+        cand = search.archive.add_candidate(search.run_id, source=source, proposer="solution")
+        shapes = tuple({"case": label, "ms": 0.1, "roofline_fraction": figures.get(label, figures["rest"]),
+                        "spread": NOISE_FLOOR} for label in labels)
+        fitness = sum(s["roofline_fraction"] for s in shapes) / len(shapes)
+        done = search.archive.record_verdict(cand.id, ladder(fitness=fitness, shapes=shapes), fitness)
+        search.admit(done, NOISE_FLOOR)
+        return structure_key(source)
+
+    best = admit_file("seeds/softmax_rows.py", {"rest": 0.80, labels[-1]: 0.60})  # 36 settings of its own
+    leads_one = admit_file("solutions/correct/multi_row.py", {"rest": 0.70, labels[-1]: 0.90})
+    behind = admit_file("solutions/correct/online_chunks.py", {"rest": 0.50})
+    launched = []
+    search._launch = lambda cand, then: launched.append(cand)  # archived; evaluating them is not this test's part
+    for _ in range(6):
+        assert search.steps.tune(0)
+    tuned = [structure_key(c.source) for c in launched]
+    assert all(c.proposer == "tuner" for c in launched)
+    assert tuned[:2] == [best, leads_one] and tuned.count(best) == tuned.count(leads_one) == 3, tuned
+    assert behind not in tuned
+    search.archive.close()
+    shutil.rmtree(search.work, ignore_errors=True)
