@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import threading
+import time
 
 MAX_FOLDER_ENTRIES = 20000  # a runner's folders hold a Triton cache (hundreds of files): more is a candidate's doing
 
@@ -25,12 +27,28 @@ def parents() -> dict[int, int]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                text = f.read()
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                text = os.read(fd, 4096)
+            finally:
+                os.close(fd)
             found[int(name)] = int(text[text.rindex(b")") + 2:].split()[1])  # past the command, which may hold spaces
         except (OSError, ValueError, IndexError):
             continue
     return found
+
+
+_TABLE: dict = {"at": -1.0, "table": {}}
+_TABLE_LOCK = threading.Lock()
+
+
+def recent_parents(max_age_s: float) -> dict[int, int]:
+    """parents(), read again only when the last read is older than max_age_s: the memory polls of evaluations side
+    by side share one pass over /proc (a process younger than that may be missed by one poll, never by the next)."""
+    with _TABLE_LOCK:
+        if time.monotonic() - _TABLE["at"] > max_age_s:
+            _TABLE["table"], _TABLE["at"] = parents(), time.monotonic()
+        return _TABLE["table"]
 
 
 def tree(roots, table: dict[int, int] | None = None) -> set[int]:
@@ -143,9 +161,10 @@ def folder_bytes(folders, seen: set, limit: int = MAX_FOLDER_ENTRIES) -> int:
     return total
 
 
-def evaluation_bytes(roots, folders) -> int:
+def evaluation_bytes(roots, folders, table_age_s: float = 0.0) -> int:
     """The memory an evaluation holds: its processes' resident memory, their nameless open files and the bytes in the
-    folders they may write (a file in a RAM-backed folder that a process also maps counts twice: never less)."""
+    folders they may write (a file in a RAM-backed folder that a process also maps counts twice: never less); the
+    process table read at most table_age_s ago."""
     seen: set = set()
-    members = tree(roots)
+    members = tree(roots, recent_parents(table_age_s))
     return resident_bytes(members) + nameless_file_bytes(members, seen) + folder_bytes(folders, seen)

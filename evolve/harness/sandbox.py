@@ -259,7 +259,7 @@ class Crew:
         in their folders and the shared buffers' folder (RAM where it is /dev/shm)."""
         folders = [self.work / name for name in self.runners] + [Path(self.shm)]
         try:
-            return processes.evaluation_bytes(runners, folders) > max_rss_gb * 2**30
+            return processes.evaluation_bytes(runners, folders, MEMORY_POLL_S) > max_rss_gb * 2**30
         except processes.Uninspectable as exc:
             result.uninspectable = str(exc)
             return True
