@@ -5,8 +5,8 @@ cases: one wins on short rows, another on long rows, a third in bf16. From the p
 holds, `plan` learns a small decision tree over what a call's inputs look like (each tensor's sizes and dtype, plain
 values), with thresholds halfway (geometrically) between the benchmark values on either side of a split, so a shape
 between or beyond the benchmark shapes is routed by the same rule and no benchmark shape is looked up exactly. A
-split is kept only where it gains more than the timing noise floor. Each leaf names the kernel with the best
-geometric mean over the cases that reach it.
+rule is kept only where it gains more than the timing noise floor, each of its splits paying for itself. Each leaf
+names the kernel with the best geometric mean over the cases that reach it.
 
 The composite is one Python file: every drawn kernel's source, its module-level names made unique with a suffix
 (`_c12` for candidate 12) and otherwise unchanged, its imports hoisted and shared, then a `custom_kernel` that
@@ -22,9 +22,11 @@ import re
 import symtable
 from dataclasses import dataclass
 
+import numpy as np
+
 COMPOSER = "composer"
 MAX_DEPTH = 3  # at most 8 regimes: a composite stays a file a person (or a model) can read
-MIN_GAIN = 0.02  # a split must raise the predicted geometric mean by this much (the search's noise floor)
+MIN_GAIN = 0.02  # a rule must raise the predicted geometric mean by this much (the search's noise floor)
 
 
 class ComposeError(ValueError):
@@ -89,13 +91,12 @@ def _numeric(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _loss(cases: list[Case], parts: dict[int, Part], pid: int) -> float:
-    return -sum(math.log(parts[pid].value[c.label]) for c in cases)
-
-
-def _best_leaf(cases: list[Case], parts: dict[int, Part]) -> tuple[float, int]:
-    # ties: the lower id (the older kernel), so the same data always gives the same rule
-    return min((_loss(cases, parts, pid), pid) for pid in sorted(parts))
+def _best_leaf(labels, costs: "Costs") -> tuple[float, int]:
+    """(summed -log(value), id) of the kernel best over these cases; ties go to the lower id (the older kernel), so
+    the same data always gives the same rule."""
+    sums = costs.table[:, [costs.column[label] for label in labels]].sum(axis=1)
+    best = int(np.argmin(sums))  # the rows are in id order: the first of equal sums has the lowest id
+    return float(sums[best]), costs.ids[best]
 
 
 def _threshold(low, high):
@@ -130,30 +131,62 @@ def _goes_left(case: Case, feature, test) -> bool:
     return value <= test if _numeric(value) and _numeric(test) else value == test
 
 
-def learn(cases: list[Case], parts: dict[int, Part], depth: int = MAX_DEPTH, n_all: int | None = None):
-    """The tree for these cases (greedy, CART-like): a split is taken where it lowers the summed -log(value) by more
-    than MIN_GAIN of the geometric mean over every case."""
-    n_all = n_all or len(cases)
-    loss, pid = _best_leaf(cases, parts)
-    if depth == 0 or len(cases) < 2:
-        return Leaf(pid), loss
-    best = None
-    for feature, test, margin in _splits(cases):
-        left = [c for c in cases if _goes_left(c, feature, test)]
-        right = [c for c in cases if not _goes_left(c, feature, test)]
-        if not left or not right:
-            continue
-        split_loss = _best_leaf(left, parts)[0] + _best_leaf(right, parts)[0]
-        if best is None or split_loss < best[0] - 1e-9 or (split_loss < best[0] + 1e-9 and margin > best[1]):
-            best = (split_loss, margin, feature, test, left, right)
-    if best is None or loss - best[0] <= n_all * math.log1p(MIN_GAIN):
-        return Leaf(pid), loss
-    _, _, feature, test, left, right = best
-    left_tree, left_loss = learn(left, parts, depth - 1, n_all)
-    right_tree, right_loss = learn(right, parts, depth - 1, n_all)
-    if isinstance(left_tree, Leaf) and isinstance(right_tree, Leaf) and left_tree.part == right_tree.part:
-        return left_tree, left_loss + right_loss
-    return Split(feature, test, left_tree, right_tree), left_loss + right_loss
+def learn(cases: list[Case], parts: dict[int, Part], depth: int = MAX_DEPTH):
+    """The tree for these cases: of every rule up to `depth` splits deep over the benchmark cuts, the one with the
+    lowest summed -log(value) where each split costs log(1 + MIN_GAIN), the noise floor on one case (so none is kept
+    for a gain within the noise); a single kernel unless that rule raises the geometric mean over every case by more
+    than MIN_GAIN. A search split by split, each held to MIN_GAIN of the geometric mean alone, kept none of the two or
+    three splits a regime of one case needs: each short of the floor however much the last gains."""
+    costs = _undominated(cases, parts)
+    leaf_loss, pid = _best_leaf([c.label for c in cases], costs)
+    tree, loss, _ = _cheapest(tuple(cases), costs, depth, math.log1p(MIN_GAIN), {})
+    if leaf_loss - loss <= len(cases) * math.log1p(MIN_GAIN):
+        return Leaf(pid), leaf_loss
+    return tree, loss
+
+
+@dataclass(frozen=True)
+class Costs:
+    """-log(value) of each kernel (a row, in id order) on each case (a column)."""
+    ids: list
+    column: dict
+    table: object  # numpy array
+
+
+def _undominated(cases: list[Case], parts: dict[int, Part]) -> Costs:
+    """The costs of the parts that no other part matches or beats on every case (a dominated one is never the best
+    over any set of cases); of parts with equal figures, the lowest id."""
+    labels = [c.label for c in cases]
+    ids = sorted(parts)
+    table = -np.log(np.array([[parts[pid].value[label] for label in labels] for pid in ids], dtype=float))
+    kept: list[int] = []
+    for row in np.lexsort((ids, table.sum(axis=1))):  # a part that dominates this one comes before it
+        if not kept or not (table[kept] <= table[row]).all(axis=1).any():
+            kept.append(int(row))
+    kept.sort()
+    return Costs([ids[row] for row in kept], {label: i for i, label in enumerate(labels)}, table[kept])
+
+
+def _cheapest(cases: tuple, costs: Costs, depth: int, split_cost: float, memo: dict):
+    """(tree, summed -log(value), that plus split_cost for each split): the cheapest rule for these cases; memoized
+    by the cases it covers (different cuts often separate the same cases)."""
+    key = (frozenset(c.label for c in cases), depth)
+    if key not in memo:
+        loss, pid = _best_leaf(key[0], costs)
+        best, best_margin = (Leaf(pid), loss, loss), None
+        for feature, test, margin in (_splits(list(cases)) if depth > 0 and len(cases) > 1 else ()):
+            left = tuple(c for c in cases if _goes_left(c, feature, test))
+            right = tuple(c for c in cases if not _goes_left(c, feature, test))
+            if not left or not right:
+                continue
+            left_tree, left_loss, left_cost = _cheapest(left, costs, depth - 1, split_cost, memo)
+            right_tree, right_loss, right_cost = _cheapest(right, costs, depth - 1, split_cost, memo)
+            cost = left_cost + right_cost + split_cost
+            # a split must cost less than one kernel for all; among splits, ties go to the cut that separates most
+            if cost < best[2] - 1e-9 or (best_margin is not None and cost < best[2] + 1e-9 and margin > best_margin):
+                best, best_margin = (Split(feature, test, left_tree, right_tree), left_loss + right_loss, cost), margin
+        memo[key] = best
+    return memo[key]
 
 
 def route(tree, case: Case) -> int:
@@ -500,7 +533,7 @@ def build(tree, parts: dict[int, Part], cases: list[Case], predicted: float, uni
     for pid, body in bodies:
         out += ["", f"# ---- kernel #{pid}: its module-level names end in {suffix_of(pid)} " + "-" * 40, "", body, ""]
     out += ["", "def custom_kernel(*inputs):",
-            f'    """Dispatch by what the inputs look like; thresholds lie between the benchmark values."""']
+            '    """Dispatch by what the inputs look like; thresholds lie between the benchmark values."""']
     out += _dispatch(tree, suffix_of)
     source = "\n".join(out) + "\n"
     try:
