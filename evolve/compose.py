@@ -5,7 +5,7 @@ cases: one wins on short rows, another on long rows, a third in bf16. From the p
 holds, `plan` learns a small decision tree over what a call's inputs look like (each tensor's sizes and dtype, plain
 values), with thresholds halfway (geometrically) between the benchmark values on either side of a split, so a shape
 between or beyond the benchmark shapes is routed by the same rule and no benchmark shape is looked up exactly. A
-rule is kept only where it gains more than the timing noise floor, each of its splits paying for itself. Each leaf
+rule is kept only where it gains more than the timing noise floor, each of its regimes paying for itself. Each leaf
 names the kernel with the best geometric mean over the cases that reach it.
 
 The composite is one Python file: every drawn kernel's source, its module-level names made unique with a suffix
@@ -27,6 +27,8 @@ import numpy as np
 COMPOSER = "composer"
 MAX_DEPTH = 3  # at most 8 regimes: a composite stays a file a person (or a model) can read
 MIN_GAIN = 0.02  # a rule must raise the predicted geometric mean by this much (the search's noise floor)
+REGIME_GAIN = math.log(1.12)  # a regime's kernel must beat the best alone there by 12% on one case, 6% on two each...
+SPLIT_COST = 1e-6  # of two rules as good, the one with fewer splits
 
 
 class ComposeError(ValueError):
@@ -133,13 +135,13 @@ def _goes_left(case: Case, feature, test) -> bool:
 
 def learn(cases: list[Case], parts: dict[int, Part], depth: int = MAX_DEPTH):
     """The tree for these cases: of every rule up to `depth` splits deep over the benchmark cuts, the one with the
-    lowest summed -log(value) where each split costs log(1 + MIN_GAIN), the noise floor on one case (so none is kept
-    for a gain within the noise); a single kernel unless that rule raises the geometric mean over every case by more
-    than MIN_GAIN. A search split by split, each held to MIN_GAIN of the geometric mean alone, kept none of the two or
-    three splits a regime of one case needs: each short of the floor however much the last gains."""
+    lowest summed -log(value), where a leaf given any kernel but the best alone pays REGIME_GAIN (a regime must be
+    worth it, more than the best of many kernels' timing noise on a few cases); the best kernel alone unless that
+    rule raises the geometric mean over every case by more than MIN_GAIN. (Chosen split by split, each split held to
+    MIN_GAIN of the geometric mean, no rule reached a regime of one case that takes two or three cuts to isolate.)"""
     costs = _undominated(cases, parts)
     leaf_loss, pid = _best_leaf([c.label for c in cases], costs)
-    tree, loss, _ = _cheapest(tuple(cases), costs, depth, math.log1p(MIN_GAIN), {})
+    tree, loss, _ = _cheapest(tuple(cases), costs, depth, pid, {})
     if leaf_loss - loss <= len(cases) * math.log1p(MIN_GAIN):
         return Leaf(pid), leaf_loss
     return tree, loss
@@ -167,22 +169,26 @@ def _undominated(cases: list[Case], parts: dict[int, Part]) -> Costs:
     return Costs([ids[row] for row in kept], {label: i for i, label in enumerate(labels)}, table[kept])
 
 
-def _cheapest(cases: tuple, costs: Costs, depth: int, split_cost: float, memo: dict):
-    """(tree, summed -log(value), that plus split_cost for each split): the cheapest rule for these cases; memoized
-    by the cases it covers (different cuts often separate the same cases)."""
+def _cheapest(cases: tuple, costs: Costs, depth: int, default: int, memo: dict):
+    """(tree, summed -log(value), that plus what its leaves and splits pay): the cheapest rule for these cases, where
+    a leaf of a kernel other than `default` pays REGIME_GAIN and a split SPLIT_COST; memoized by the cases it covers
+    (different cuts often separate the same cases)."""
     key = (frozenset(c.label for c in cases), depth)
     if key not in memo:
-        loss, pid = _best_leaf(key[0], costs)
-        best, best_margin = (Leaf(pid), loss, loss), None
+        labels = list(key[0])
+        loss, pid = _best_leaf(labels, costs)
+        stay = float(costs.table[costs.ids.index(default), [costs.column[label] for label in labels]].sum())
+        best = (Leaf(pid), loss, loss + REGIME_GAIN) if loss + REGIME_GAIN < stay else (Leaf(default), stay, stay)
+        best_margin = None
         for feature, test, margin in (_splits(list(cases)) if depth > 0 and len(cases) > 1 else ()):
             left = tuple(c for c in cases if _goes_left(c, feature, test))
             right = tuple(c for c in cases if not _goes_left(c, feature, test))
             if not left or not right:
                 continue
-            left_tree, left_loss, left_cost = _cheapest(left, costs, depth - 1, split_cost, memo)
-            right_tree, right_loss, right_cost = _cheapest(right, costs, depth - 1, split_cost, memo)
-            cost = left_cost + right_cost + split_cost
-            # a split must cost less than one kernel for all; among splits, ties go to the cut that separates most
+            left_tree, left_loss, left_cost = _cheapest(left, costs, depth - 1, default, memo)
+            right_tree, right_loss, right_cost = _cheapest(right, costs, depth - 1, default, memo)
+            cost = left_cost + right_cost + SPLIT_COST
+            # a split must cost less than no split; among splits, ties go to the cut that separates most
             if cost < best[2] - 1e-9 or (best_margin is not None and cost < best[2] + 1e-9 and margin > best_margin):
                 best, best_margin = (Split(feature, test, left_tree, right_tree), left_loss + right_loss, cost), margin
         memo[key] = best
