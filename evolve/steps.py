@@ -27,6 +27,7 @@ class Pending:
 class Steps:
     def __init__(self, search):
         self.search = search
+        self._structures: dict[int, str] = {}  # candidate id -> its structure key (parsing a source takes a while)
 
     # -- the problem's own kernels ------------------------------------------------------------------------------------
     def material(self, island: int) -> bool:
@@ -136,7 +137,7 @@ class Steps:
                      if isinstance(key, int) and cand.proposer in ("seed", "solution")]
         ranked = s.population.ranked()
         # sorted() keeps rank order among leaders tried as often
-        leaders = sorted(self.leaders(ranked), key=lambda c: s.tuner.suggested.get(structure_key(c.source), 0))
+        leaders = sorted(self.leaders(ranked), key=lambda c: s.tuner.suggested.get(self._structure(c), 0))
         for base in leaders + s.population.ranked(s.population.islands[island]) + ranked + in_flight:
             knobs, space = read_knobs(base.source)
             if knobs is None or s.tuner.exhausted(base.source) or (interpreted and set(space) <= set(LAUNCH_OPTIONS)):
@@ -167,11 +168,16 @@ class Steps:
         chosen = {c.id for _, c in lead.values()} | ({ranked[0].id} if ranked else set())
         out, structures = [], set()
         for cand in ranked:  # one per structure: its best-ranked leader
-            key = structure_key(cand.source) if cand.id in chosen else None
+            key = self._structure(cand) if cand.id in chosen else None
             if key is not None and key not in structures:
                 structures.add(key)
                 out.append(cand)
         return out
+
+    def _structure(self, cand: Candidate) -> str:
+        if cand.id not in self._structures:
+            self._structures[cand.id] = structure_key(cand.source)
+        return self._structures[cand.id]
 
     def case_figures(self, cand) -> dict:
         """{case label: figure} of an evaluated candidate's benchmark cases (fraction of roofline on a GPU), which
