@@ -29,6 +29,7 @@ MAX_DEPTH = 3  # at most 8 regimes: a composite stays a file a person (or a mode
 MIN_GAIN = 0.02  # a rule must raise the predicted geometric mean by this much (the search's noise floor)
 REGIME_GAIN = math.log(1.12)  # a regime's kernel must beat the best alone there by 12% on one case, 6% on two each...
 SPLIT_COST = 1e-6  # of two rules as good, the one with fewer splits
+MAX_RULES = 2000  # sets of cases the search over every rule may look at (12 cases, 3 features: 500, 50 ms)
 
 
 class ComposeError(ValueError):
@@ -141,10 +142,40 @@ def learn(cases: list[Case], parts: dict[int, Part], depth: int = MAX_DEPTH):
     MIN_GAIN of the geometric mean, no rule reached a regime of one case that takes two or three cuts to isolate.)"""
     costs = _undominated(cases, parts)
     leaf_loss, pid = _best_leaf([c.label for c in cases], costs)
-    tree, loss, _ = _cheapest(tuple(cases), costs, depth, pid, {})
+    try:
+        tree, loss, _ = _cheapest(tuple(cases), costs, depth, pid, {})
+    except _TooMany:  # a problem with many cases and shapes: split by split, each split held to MIN_GAIN
+        tree, loss = _greedy(cases, costs, depth, len(cases))
     if leaf_loss - loss <= len(cases) * math.log1p(MIN_GAIN):
         return Leaf(pid), leaf_loss
     return tree, loss
+
+
+class _TooMany(Exception):
+    """The search over every rule would look at more than MAX_RULES sets of cases."""
+
+
+def _greedy(cases: list[Case], costs: "Costs", depth: int, n_all: int):
+    """(tree, summed -log(value)): at each node the split that lowers the sum most, kept where it gains MIN_GAIN of
+    the geometric mean over all n_all cases."""
+    loss, pid = _best_leaf([c.label for c in cases], costs)
+    best = None
+    for feature, test, margin in (_splits(cases) if depth > 0 and len(cases) > 1 else ()):
+        left = [c for c in cases if _goes_left(c, feature, test)]
+        right = [c for c in cases if not _goes_left(c, feature, test)]
+        if not left or not right:
+            continue
+        split_loss = _best_leaf([c.label for c in left], costs)[0] + _best_leaf([c.label for c in right], costs)[0]
+        if best is None or split_loss < best[0] - 1e-9 or (split_loss < best[0] + 1e-9 and margin > best[1]):
+            best = (split_loss, margin, feature, test, left, right)
+    if best is None or loss - best[0] <= n_all * math.log1p(MIN_GAIN):
+        return Leaf(pid), loss
+    _, _, feature, test, left, right = best
+    left_tree, left_loss = _greedy(left, costs, depth - 1, n_all)
+    right_tree, right_loss = _greedy(right, costs, depth - 1, n_all)
+    if isinstance(left_tree, Leaf) and isinstance(right_tree, Leaf) and left_tree.part == right_tree.part:
+        return left_tree, left_loss + right_loss
+    return Split(feature, test, left_tree, right_tree), left_loss + right_loss
 
 
 @dataclass(frozen=True)
@@ -175,7 +206,9 @@ def _cheapest(cases: tuple, costs: Costs, depth: int, default: int, memo: dict):
     (different cuts often separate the same cases)."""
     key = (frozenset(c.label for c in cases), depth)
     if key not in memo:
-        labels = list(key[0])
+        if len(memo) >= MAX_RULES:
+            raise _TooMany
+        labels = [c.label for c in cases]  # in the cases' order: sums added alike in every run
         loss, pid = _best_leaf(labels, costs)
         stay = float(costs.table[costs.ids.index(default), [costs.column[label] for label in labels]].sum())
         best = (Leaf(pid), loss, loss + REGIME_GAIN) if loss + REGIME_GAIN < stay else (Leaf(default), stay, stay)

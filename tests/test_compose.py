@@ -128,6 +128,32 @@ def test_a_regime_of_one_case_that_takes_three_splits_to_reach_goes_to_its_kerne
     assert found is not None and sorted(found.parts) == [1, 2]
 
 
+def test_the_same_figures_give_the_same_rule_whatever_the_hash_seed():
+    """Kernels whose figures are a permutation of each other's have equal sums up to the order they are added in:
+    the order must be the cases', never a set's (which changes with PYTHONHASHSEED), or the rule changes by run."""
+    script = ("from evolve import compose\n"
+              "cs = [compose.Case(f'short{i}', {('size', 0, 0): 10}) for i in range(3)]\n"
+              "cs.append(compose.Case('long', {('size', 0, 0): 1000}))\n"
+              "v = [0.28976488419505636, 0.5157089818664244, 0.4725216009014138]\n"
+              "def part(pid, short, long):\n"
+              "    return compose.Part(pid, '', {**{f'short{i}': short[i] for i in range(3)}, 'long': long})\n"
+              "parts = {1: part(1, [0.2] * 3, 0.9), 2: part(2, v, 0.01), 3: part(3, v[1:] + v[:1], 0.01)}\n"
+              "tree, loss = compose.learn(cs, parts)\nprint(compose.leaves(tree))\n")
+    seen = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(6)}
+    assert len(seen) == 1, seen
+
+
+def test_a_problem_with_many_cases_falls_back_to_splitting_one_cut_at_a_time(monkeypatch):
+    """The search over every rule grows with the cube of the cuts: past MAX_RULES sets of cases it gives way to
+    choosing split by split, which still finds a rule that one cut makes."""
+    cs = cases([256, 1024, 4096, 16384])
+    monkeypatch.setattr(compose, "MAX_RULES", 3)
+    tree, _ = compose.learn(cs, crossing(cs, 1024))
+    assert isinstance(tree, compose.Split) and tree.test == 2048
+    assert [compose.route(tree, c) for c in cs] == [1, 1, 2, 2]
+
+
 def test_a_dtype_split_dispatches_on_the_dtype():
     cs = cases([256, 1024]) + cases([256, 1024], dtype="bfloat16")
     parts = [part(1, {c.label: 3.0 if c.features[("dtype", 0)] == "float32" else 1.0 for c in cs}),

@@ -355,6 +355,30 @@ def test_a_card_is_held_against_another_evolve_process(caplog):
     remove_card(lock)
 
 
+def test_every_evaluation_of_a_process_that_waited_for_the_card_says_how_long():
+    """Evaluations of one process wait for the card together: the first in the card's flock, the others behind it for
+    the lock's condition. Each reports its wait (the run's budget leaves the waits out of its estimate of the next
+    evaluation), not only the first."""
+    from evolve.harness.lease import card_lock
+
+    card = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    other = subprocess.Popen([sys.executable, "-c", HOLD, card, "1.5"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert other.stdout.readline().strip() == "held"
+    lock = card_lock("gpu", card)
+    waits = []
+    lanes = [threading.Thread(target=lambda: waits.append(lock.acquire())) for _ in range(3)]
+    for lane in lanes:
+        lane.start()
+    for lane in lanes:
+        lane.join(30)
+    other.wait()
+    assert len(waits) == 3 and min(waits) >= 0.8, waits  # before: 1.5 s for the first, 0.0 for the other two
+    for _ in waits:
+        lock.release()
+    lock._let_go_unless_kept(lock.kept)
+    remove_card(lock)
+
+
 TURNS = ("import sys, threading, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = 0.5\n"
          "lock = lease.card_lock('gpu', sys.argv[1])\nend = time.monotonic() + float(sys.argv[2])\nwaits = []\n"
          "def lane():\n    while time.monotonic() < end:\n        waits.append(lock.acquire())\n"

@@ -279,9 +279,9 @@ class _Evaluation:
             restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid,
                                         crew.language.cache_levels)
         if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
-            turn_began = time.time()
+            turn_began = time.monotonic()
             self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
-            self.calibration_wait_s = time.time() - turn_began
+            self.calibration_wait_s = time.monotonic() - turn_began
         job = {"mode": mode, "language": self.language, "problem": str(problem.path),
                "candidate": str(crew.candidate_path()),
                "secret": self.secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,

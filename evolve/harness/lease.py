@@ -291,6 +291,7 @@ LOCK_NOTE_S = 60.0  # how often a wait for the card is said again
 CARD_TURN_S = 60.0  # while another process waits for the card, this one keeps it this long, then lets it go
 KEEP_S = 2.0  # a process with no evaluation on the card keeps it this long for its next (its turn goes on)
 HEAD_GRACE_S = 2.0  # a card left free this long by the first in the queue goes to the next (the first may be stopped)
+CONTENDED_S = 0.05  # an acquire kept this long from the lock's condition waited (for the card, behind a sibling)
 
 
 class CardLock:
@@ -380,8 +381,9 @@ class CardLock:
     def acquire(self) -> float:
         """Hold the card; returns the seconds spent waiting for another process to let go of it (CardBusy past
         LOCK_WAIT_S), or for this process's turn to end and come round again."""
-        with self._cond:
-            began, waited = time.monotonic(), False
+        began = time.monotonic()
+        with self._cond:  # held by another evaluation of this process while it waits for the card
+            waited = time.monotonic() - began > CONTENDED_S
             if (self.fd is not None and not self.handing_over and time.monotonic() - self.held_since >= CARD_TURN_S
                     and self.queue.anyone()):
                 self.handing_over = True

@@ -47,7 +47,8 @@ def recent_parents(max_age_s: float) -> dict[int, int]:
     by side share one pass over /proc (a process younger than that may be missed by one poll, never by the next)."""
     with _TABLE_LOCK:
         if time.monotonic() - _TABLE["at"] > max_age_s:
-            _TABLE["table"], _TABLE["at"] = parents(), time.monotonic()
+            read_at = time.monotonic()  # its age counts from the pass's start: one started during it may be missing
+            _TABLE["table"], _TABLE["at"] = parents(), read_at
         return _TABLE["table"]
 
 
