@@ -142,40 +142,19 @@ def learn(cases: list[Case], parts: dict[int, Part], depth: int = MAX_DEPTH):
     MIN_GAIN of the geometric mean, no rule reached a regime of one case that takes two or three cuts to isolate.)"""
     costs = _undominated(cases, parts)
     leaf_loss, pid = _best_leaf([c.label for c in cases], costs)
-    try:
-        tree, loss, _ = _cheapest(tuple(cases), costs, depth, pid, {})
-    except _TooMany:  # a problem with many cases and shapes: split by split, each split held to MIN_GAIN
-        tree, loss = _greedy(cases, costs, depth, len(cases))
+    for levels in range(depth, -1, -1):  # many cases and shapes: a shallower search (one leaf always fits)
+        try:
+            tree, loss, _ = _cheapest(tuple(cases), costs, levels, costs.ids.index(pid), {})
+            break
+        except _TooMany:
+            continue
     if leaf_loss - loss <= len(cases) * math.log1p(MIN_GAIN):
         return Leaf(pid), leaf_loss
     return tree, loss
 
 
 class _TooMany(Exception):
-    """The search over every rule would look at more than MAX_RULES sets of cases."""
-
-
-def _greedy(cases: list[Case], costs: "Costs", depth: int, n_all: int):
-    """(tree, summed -log(value)): at each node the split that lowers the sum most, kept where it gains MIN_GAIN of
-    the geometric mean over all n_all cases."""
-    loss, pid = _best_leaf([c.label for c in cases], costs)
-    best = None
-    for feature, test, margin in (_splits(cases) if depth > 0 and len(cases) > 1 else ()):
-        left = [c for c in cases if _goes_left(c, feature, test)]
-        right = [c for c in cases if not _goes_left(c, feature, test)]
-        if not left or not right:
-            continue
-        split_loss = _best_leaf([c.label for c in left], costs)[0] + _best_leaf([c.label for c in right], costs)[0]
-        if best is None or split_loss < best[0] - 1e-9 or (split_loss < best[0] + 1e-9 and margin > best[1]):
-            best = (split_loss, margin, feature, test, left, right)
-    if best is None or loss - best[0] <= n_all * math.log1p(MIN_GAIN):
-        return Leaf(pid), loss
-    _, _, feature, test, left, right = best
-    left_tree, left_loss = _greedy(left, costs, depth - 1, n_all)
-    right_tree, right_loss = _greedy(right, costs, depth - 1, n_all)
-    if isinstance(left_tree, Leaf) and isinstance(right_tree, Leaf) and left_tree.part == right_tree.part:
-        return left_tree, left_loss + right_loss
-    return Split(feature, test, left_tree, right_tree), left_loss + right_loss
+    """The search over every rule would weigh more than MAX_RULES sets of cases."""
 
 
 @dataclass(frozen=True)
@@ -202,16 +181,17 @@ def _undominated(cases: list[Case], parts: dict[int, Part]) -> Costs:
 
 def _cheapest(cases: tuple, costs: Costs, depth: int, default: int, memo: dict):
     """(tree, summed -log(value), that plus what its leaves and splits pay): the cheapest rule for these cases, where
-    a leaf of a kernel other than `default` pays REGIME_GAIN and a split SPLIT_COST; memoized by the cases it covers
-    (different cuts often separate the same cases)."""
+    a leaf of a kernel other than the one in row `default` pays REGIME_GAIN and a split SPLIT_COST; memoized by the
+    cases it covers (different cuts often separate the same cases)."""
     key = (frozenset(c.label for c in cases), depth)
     if key not in memo:
         if len(memo) >= MAX_RULES:
             raise _TooMany
         labels = [c.label for c in cases]  # in the cases' order: sums added alike in every run
         loss, pid = _best_leaf(labels, costs)
-        stay = float(costs.table[costs.ids.index(default), [costs.column[label] for label in labels]].sum())
-        best = (Leaf(pid), loss, loss + REGIME_GAIN) if loss + REGIME_GAIN < stay else (Leaf(default), stay, stay)
+        stay = float(costs.table[default, [costs.column[label] for label in labels]].sum())
+        best = ((Leaf(pid), loss, loss + REGIME_GAIN) if loss + REGIME_GAIN < stay else
+                (Leaf(costs.ids[default]), stay, stay))
         best_margin = None
         for feature, test, margin in (_splits(list(cases)) if depth > 0 and len(cases) > 1 else ()):
             left = tuple(c for c in cases if _goes_left(c, feature, test))
