@@ -291,7 +291,7 @@ LOCK_NOTE_S = 60.0  # how often a wait for the card is said again
 CARD_TURN_S = 60.0  # while another process waits for the card, this one keeps it this long, then lets it go
 KEEP_S = 2.0  # a process with no evaluation on the card keeps it this long for its next (its turn goes on)
 HEAD_GRACE_S = 2.0  # a card left free this long by the first in the queue goes to the next (the first may be stopped)
-CONTENDED_S = 0.05  # an acquire kept this long from the lock's condition waited (for the card, behind a sibling)
+CONTENDED_S = 0.05  # an acquire that took longer waited: for the card, its turn, or a sibling waiting for either
 
 
 class CardLock:
@@ -383,7 +383,6 @@ class CardLock:
         LOCK_WAIT_S), or for this process's turn to end and come round again."""
         began = time.monotonic()
         with self._cond:  # held by another evaluation of this process while it waits for the card
-            waited = time.monotonic() - began > CONTENDED_S
             if (self.fd is not None and not self.handing_over and time.monotonic() - self.held_since >= CARD_TURN_S
                     and self.queue.anyone()):
                 self.handing_over = True
@@ -391,26 +390,25 @@ class CardLock:
                                                  "its evaluations there end", self.path.stem)
             while self.handing_over and self.count:
                 self._cond.wait()
-                waited = True
             if self.handing_over:  # let go (now, if it was kept between evaluations): it queues behind the waiting
                 self._let_go()
-                self.handing_over, waited = False, True
+                self.handing_over = False
             if self.fd is None:
-                waited = self._take() or waited
+                self._take()
             self.count += 1
             self.kept += 1  # a release before this acquire no longer lets the card go
-            return time.monotonic() - began if waited else 0.0
+            waited = time.monotonic() - began
+            return waited if waited > CONTENDED_S else 0.0
 
-    def _take(self) -> bool:
-        """The card's flock, waited for as long as another process holds it; whether it waited."""
+    def _take(self) -> None:
+        """The card's flock, waited for as long as another process holds it."""
         try:
             fd = self._open()
         except OSError as exc:
             logging.getLogger("evolve").warning(
                 "%s cannot be held against other processes (%s): run one evolve per card", self.path, exc)
-            return False
-        waited = self.queue.anyone() or not _flock_now(fd)  # those waiting go first
-        if waited:
+            return
+        if self.queue.anyone() or not _flock_now(fd):  # those waiting go first
             self._wait(fd)
         try:
             with open(self.holder_path.with_suffix(f".{os.getpid()}"), "w") as f:
@@ -419,7 +417,6 @@ class CardLock:
         except OSError:
             pass
         self.fd, self.held_since = fd, time.monotonic()
-        return waited
 
     def release(self) -> None:
         """The end of one evaluation on the card. The last lets the card go KEEP_S later if no evaluation of this
