@@ -28,6 +28,7 @@ class Steps:
     def __init__(self, search):
         self.search = search
         self._structures: dict[int, str] = {}  # candidate id -> its structure key (parsing a source takes a while)
+        self._figures: dict[int, dict] = {}  # candidate id -> case_figures (leaders() reads every kernel's each step)
 
     # -- the problem's own kernels ------------------------------------------------------------------------------------
     def material(self, island: int) -> bool:
@@ -184,10 +185,12 @@ class Steps:
         the tuner's regime studies read; empty for one without a verdict."""
         if cand is None or cand.status != "evaluated":
             return {}
-        figures = self.search.planner.figures(cand)
-        gpu = figures["mode"] == "gpu"
-        values = {label: compose.case_value(row, gpu) for label, row in figures["rows"].items() if label}
-        return {label: value for label, value in values.items() if value is not None}
+        if cand.id not in self._figures:  # a verdict never changes once in
+            figures = self.search.planner.figures(cand)
+            gpu = figures["mode"] == "gpu"
+            values = {label: compose.case_value(row, gpu) for label, row in figures["rows"].items() if label}
+            self._figures[cand.id] = {label: value for label, value in values.items() if value is not None}
+        return self._figures[cand.id]
 
     def composition(self) -> compose.Plan | None:
         """The shape-dispatch composite worth evaluating now, or None (compose.Planner says when one is)."""
