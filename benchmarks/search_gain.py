@@ -9,8 +9,8 @@ the run evaluated is much faster than the best on any case).
 
 --jobs N runs N problems' searches at once (on one GPU they take turns on the card: evolve's card lock lets one
 process's evaluations on a card at a time, in turns of a minute, the longest waiting going next, so figures stay
-clean while each search gets a share of the card's time); --keep DIR keeps each run's archive. Each problem's row is
-printed as soon as its run ends.
+clean while each search gets a share of the card's time); --keep DIR keeps each run's archive and its output (as it
+goes). Each problem's row is printed as soon as its run ends.
 
 On a GPU each problem's row is followed by the copy ceiling of its memory-bound cases: the fraction of the roofline
 a plain device copy of the same bytes reaches at that size (half read, half written, fresh buffers each call so the
@@ -146,10 +146,13 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     command = [sys.executable, "-m", "evolve.cli", "run", str(ROOT / "problems" / problem), "--budget",
                f"{int(minutes * 60)}s", "--db", str(db)] + (["--device", device] if device else [])
     began = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True)
+    log = folder / f"{problem}.log"  # the run's output as it goes, for a slow or odd row
+    with open(log, "w") as out:
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT)
     seconds = time.monotonic() - began
+    last = log.read_text(errors="replace").strip().splitlines()[-1:]
     if not db.is_file():
-        return {"problem": problem, "error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
+        return {"problem": problem, "error": last}
     archive = Archive(str(db))
     run = archive.runs()[-1]
     cands = [c for c in archive.candidates(run["id"]) if c.status == "evaluated"]
@@ -162,7 +165,7 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
             "mode": verdict.mode if verdict else None, "seed_rows": list(verdict.shapes) if verdict else [],
             "evaluated": len(cands), "seconds": seconds, "per_case": per_case_best(archive, cands),
             "stop": run["stop_reason"] if run["ended"] else
-            f"the run did not end (exit code {done.returncode}): {(done.stderr or '').strip().splitlines()[-1:]}"}
+            f"the run did not end (exit code {done.returncode}): {last}"}
 
 
 def figure(cand) -> str:
@@ -184,7 +187,8 @@ def main():
     parser.add_argument("--minutes", type=float, default=5.0, help="each run's budget [default: 5]")
     parser.add_argument("--device", default=None, help="cuda or cpu [default: evolve run's own choice]")
     parser.add_argument("--jobs", type=int, default=1, help="problems searched at once [default: 1]")
-    parser.add_argument("--keep", type=Path, default=None, help="keep each run's archive (PROBLEM.db) in this folder")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep each run's archive and output (PROBLEM.db, PROBLEM.log) in this folder")
     args = parser.parse_args()
     from concurrent.futures import ThreadPoolExecutor
 

@@ -1259,6 +1259,10 @@ def check_problem_command(problem, device, timeout_s):
 
 
 def main():
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID`: every thread's stack to stderr
     cli()
 
 
