@@ -12,7 +12,9 @@ rewrites the KNOBS literal in the source, so every tuned variant is an ordinary 
 A source without KNOBS still has the launch parameters it writes as literals, `kernel[grid](..., BLOCK_SIZE=1024,
 num_warps=8)`: each keyword given one positive integer (or boolean) across the file's launches is a knob with the
 derived range, and the tuner rewrites those literals. `num_warps` and `num_stages`, which change how a kernel runs
-and never what it computes, are knobs however they are written (the tuner puts a literal in place of the expression).
+and never what it computes, are knobs however they are written: a literal takes the values of LAUNCH_OPTIONS, and
+`num_warps` computed in the source (per shape, as a whole-row kernel does) takes a factor, `num_warps_scale`, the
+tuner writing `max(1, min(32, int((expression) * factor)))` in its place, so the kernel keeps choosing per shape.
 
 A trial may aim at a regime, a group of benchmark cases (one dtype, or the smaller or larger half of the shapes):
 every other trial of a structure whose per-case figures are known asks a study of its own for the regime where the
@@ -49,12 +51,14 @@ def read_knobs(source: str) -> tuple[dict | None, dict]:
     except SyntaxError:
         return None, {}
     node = _assignment(tree, "KNOBS")
+    scale = _warps_scale(tree)
+    scaled = ({WARPS_SCALE: scale}, {WARPS_SCALE: WARPS_SCALES}) if scale is not None else ({}, {})
     if node is None:
         inferred = {name: _literal(nodes[0]) for name, nodes in _launch_literals(tree).items()}
         space = {name: LAUNCH_OPTIONS.get(name) or default_range(value) for name, value in inferred.items()}
         # knobs: the values the source writes (a computed launch option has none, yet is in the space)
-        return ({name: value for name, value in inferred.items() if value is not None}, space) if inferred \
-            else (None, {})
+        knobs = {name: value for name, value in inferred.items() if value is not None}
+        return ({**knobs, **scaled[0]}, {**space, **scaled[1]}) if inferred or scaled[0] else (None, {})
     try:
         knobs = ast.literal_eval(node.value)
     except ValueError:
@@ -72,7 +76,7 @@ def read_knobs(source: str) -> tuple[dict | None, dict]:
     for name, value in knobs.items():
         if name not in space:
             space[name] = default_range(value)
-    return knobs, space
+    return {**knobs, **scaled[0]}, {**space, **scaled[1]}
 
 
 def default_range(value) -> list:
@@ -92,6 +96,11 @@ def default_range(value) -> list:
 # registers a thread needs for a row held whole: the layernorm seed's 32768-wide rows ran at 128 registers a thread and
 # 21% occupancy with 16 (Nsight Compute, H100).
 LAUNCH_OPTIONS = {"num_warps": [2, 4, 8, 16, 32], "num_stages": [1, 2, 3, 4]}
+# A num_warps the source computes is scaled instead: one constant in its place ran every shape with the same warps,
+# and 2 warps on softmax's 131072-wide rows held whole (2,048 elements a thread) compiled for over 180 s (H100).
+WARPS_SCALE = "num_warps_scale"
+WARPS_SCALES = [0.5, 1, 2, 4]
+LAUNCH_KNOBS = frozenset(LAUNCH_OPTIONS) | {WARPS_SCALE}  # knobs the interpreter ignores
 
 
 def _launch_literals(tree: ast.Module) -> dict[str, list[ast.expr]]:
@@ -109,6 +118,8 @@ def _launch_literals(tree: ast.Module) -> dict[str, list[ast.expr]]:
                 continue
             literal = isinstance(value, ast.Constant) and type(value.value) in (int, bool) and \
                 (isinstance(value.value, bool) or value.value > 0)
+            if name == "num_warps" and not literal:
+                continue  # scaled (_computed_warps)
             option = name in LAUNCH_OPTIONS and value.lineno == value.end_lineno
             if not (literal or option) or (found.get(name) and _literal(found[name][0]) != _literal(value)):
                 spoilt.add(name)
@@ -119,6 +130,56 @@ def _launch_literals(tree: ast.Module) -> dict[str, list[ast.expr]]:
 
 def _literal(node):
     return node.value if isinstance(node, ast.Constant) else None
+
+
+def _computed_warps(tree: ast.Module) -> list[ast.expr]:
+    """The num_warps of Triton launches that the source computes (any expression on one line but a literal or a
+    KNOBS entry, already a knob)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+            for keyword in node.keywords:
+                value = keyword.value
+                if keyword.arg == "num_warps" and not isinstance(value, ast.Constant) \
+                        and value.lineno == value.end_lineno \
+                        and not any(isinstance(n, ast.Name) and n.id == "KNOBS" for n in ast.walk(value)):
+                    found.append(value)
+    return found
+
+
+def _scaled(node: ast.expr) -> tuple[ast.expr, object]:
+    """(the expression, the factor) of a computed num_warps: `max(1, min(32, int((e) * f)))` is (e, f), anything
+    else (itself, 1)."""
+    def call(n, name, count):
+        return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name and \
+            len(n.args) == count and not n.keywords
+
+    if call(node, "max", 2) and call(node.args[1], "min", 2) and call(node.args[1].args[1], "int", 1):
+        product = node.args[1].args[1].args[0]
+        if isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult) and \
+                isinstance(product.right, ast.Constant) and product.right.value in WARPS_SCALES:
+            return product.left, product.right.value
+    return node, 1
+
+
+def _warps_scale(tree: ast.Module):
+    """The factor the source's computed num_warps carry (None: it computes none)."""
+    nodes = _computed_warps(tree)
+    return _scaled(nodes[0])[1] if nodes else None
+
+
+def _rescale(source: str, tree: ast.Module, factor) -> str:
+    """The source with each computed num_warps scaled by `factor` (1: as the source first wrote it)."""
+    edits = []
+    for node in _computed_warps(tree):
+        base = ast.get_source_segment(source, _scaled(node)[0])
+        text = base if factor == 1 else f"max(1, min(32, int(({base}) * {factor!r})))"
+        edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
+    lines = source.splitlines(keepends=True)
+    for lineno, start, end, text in sorted(edits, reverse=True):
+        line = lines[lineno - 1]
+        lines[lineno - 1] = line[:start] + text + line[end:]
+    return "".join(lines)
 
 
 def _replace_literals(source: str, tree: ast.Module, text_for) -> str:
@@ -150,6 +211,9 @@ def apply_knobs(source: str, values: dict) -> str:
     """The same source with the KNOBS literal replaced by `values` (knobs not in values keep their value), or,
     without KNOBS, its launch literals."""
     tree = ast.parse(source)
+    if WARPS_SCALE in values and _computed_warps(tree):
+        source = _rescale(source, tree, values[WARPS_SCALE])
+        tree = ast.parse(source)
     if _assignment(tree, "KNOBS") is None:
         return _replace_literals(source, tree, lambda name, value: repr(values.get(name, value)))
     return _replace_value(source, lambda current: repr({**current, **{k: v for k, v in values.items()
@@ -162,6 +226,9 @@ def structure_key(source: str) -> str:
 
     try:
         tree = ast.parse(source)
+        if _computed_warps(tree):
+            source = _rescale(source, tree, 1)
+            tree = ast.parse(source)
         if _assignment(tree, "KNOBS") is None:
             return source_hash(_replace_literals(source, tree, lambda name, value: name))
         return source_hash(_replace_value(source, lambda current: repr(sorted(current))))
@@ -303,11 +370,12 @@ class Tuner:
         regime, labels = aim if aim else (None, ())
         self._labels[(key, regime)] = labels
         study = self._study(key, space, regime, labels)
+        own = {k: knobs.get(k) for k in space}  # the base's own setting: tuning it again gives the base
         for _ in range(20):
             trial = study.ask({k: self._optuna.distributions.CategoricalDistribution(v) for k, v in space.items()})
             values = dict(trial.params)
             frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
-            if frozen not in self.tried[key]:
+            if frozen not in self.tried[key] and values != own:
                 self.tried[key].add(frozen)
                 return apply_knobs(source, values), values, Trial(trial, regime, values)
             study.tell(trial, state=self._optuna.trial.TrialState.PRUNED)

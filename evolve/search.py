@@ -87,6 +87,11 @@ def package_versions() -> dict:
 # failure and a hint reaches the very next prompt (this process archives a verdict in a fraction of a second)
 QUEUE_AHEAD = 0
 UNEVALUATED_STOP = 3  # candidates in a row that no lane could evaluate before the run stops
+# A tuned setting's time limit: this many times its parent's evaluation, at least TUNED_MIN_S (never above --timeout).
+# Its parent compiled and ran the same code; a setting that takes far longer (2 warps on softmax's 131072-wide rows
+# held whole compiled for over 180 s on an H100) is no contender, and its evaluation holds a card other runs wait for.
+TUNED_TIMES = 3.0
+TUNED_MIN_S = 60.0
 
 
 class SearchFailed(RuntimeError):
@@ -126,6 +131,8 @@ class Search:
         self.duels = Duels(self)  # fair promotion (promotion.py)
         self.steps = Steps(self)  # the kinds of step (steps.py)
         self.eval_seconds: list[float] = []  # each evaluation's wall time but its waits for the card, for the budget
+        self.lane_seconds: dict[int, float] = {}  # candidate id -> the same, per candidate evaluated by this process
+        self.time_limits: dict[int, float] = {}  # candidate id -> its time limit, where below --timeout (tuned_limit)
         self.run_id = 0
         self.evaluated = 0
         self.since_improvement = 0
@@ -211,6 +218,9 @@ class Search:
         """The harness options of one candidate on one lane: its card, and where its compiler artifacts go."""
         # no SASS in the lane: the archive keeps the cubins, which the digest and `evolve show` disassemble when read
         options = replace(self.config.eval, gpu=gpu, sass=False, threads=self._threads or self.config.eval.threads)
+        limit = self.time_limits.get(job.cand_id) if isinstance(job.cand_id, int) else None
+        if limit is not None and limit < options.timeout_s:
+            options = replace(options, timeout_s=limit)
         if self.config.artifacts and options.dump_dir is None and isinstance(job.cand_id, int):
             options = replace(options, dump_dir=str(self.work / f"artifacts_{job.cand_id}"))
         return options
@@ -248,6 +258,8 @@ class Search:
         # a wait for another process's turn on the card is no guide to how long the next evaluation takes: three runs
         # sharing one card wait two turns at their start, and that estimate ended a 5-minute run after 3
         self.eval_seconds.append(max(0.0, done.seconds - card_wait_s(done.verdict)))
+        self.lane_seconds[cand.id] = self.eval_seconds[-1]
+        self.time_limits.pop(cand.id, None)
         if cand.proposer in ("seed", "solution"):  # material comes first: its phase ends with its last verdict
             self.material_s = self.clock() - self.started - self.paused_s
         dump = self.work / f"artifacts_{cand.id}"
@@ -279,9 +291,15 @@ class Search:
         while self.waiting:
             self._collect()
 
-    def submit(self, then=None, **fields) -> Candidate | None:
+    def tuned_limit(self, parent_id: int) -> float | None:
+        """The time limit of a setting tuned from this parent (None: the parent was not evaluated by this process)."""
+        seconds = self.lane_seconds.get(parent_id)
+        return None if seconds is None else max(TUNED_MIN_S, TUNED_TIMES * seconds)
+
+    def submit(self, then=None, time_limit_s: float | None = None, **fields) -> Candidate | None:
         """Archive a proposal (committed), then hand it to the pipeline unless it is invalid or a duplicate; `then`
-        gets the evaluated candidate (the invalid one, or None for a duplicate, at once)."""
+        gets the evaluated candidate (the invalid one, or None for a duplicate, at once). time_limit_s: its
+        evaluation's limit, where below --timeout."""
         cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
         if cand is None:
             self.unusable += 1
@@ -293,6 +311,8 @@ class Search:
             self.emit({"kind": "invalid", "candidate": cand})
         else:
             self.unusable = 0
+            if time_limit_s is not None:
+                self.time_limits[cand.id] = time_limit_s
             self._launch(cand, then)
             return cand
         if then is not None:

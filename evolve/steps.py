@@ -8,7 +8,7 @@ from concurrent.futures import Future
 
 from . import compose, known
 from .archive import Candidate, source_hash
-from .knobs import LAUNCH_OPTIONS, read_knobs, structure_key
+from .knobs import LAUNCH_KNOBS, read_knobs, structure_key
 from .knowledge import Toolbox
 from .population import NOISE_FLOOR
 from .proposer import Proposal
@@ -141,7 +141,7 @@ class Steps:
         leaders = sorted(self.leaders(ranked), key=lambda c: s.tuner.suggested.get(self._structure(c), 0))
         for base in leaders + s.population.ranked(s.population.islands[island]) + ranked + in_flight:
             knobs, space = read_knobs(base.source)
-            if knobs is None or s.tuner.exhausted(base.source) or (interpreted and set(space) <= set(LAUNCH_OPTIONS)):
+            if knobs is None or s.tuner.exhausted(base.source) or (interpreted and set(space) <= LAUNCH_KNOBS):
                 continue
             suggestion = s.tuner.suggest(base.source)
             if suggestion is None:
@@ -150,7 +150,7 @@ class Steps:
             s.submit(then=lambda cand, base=base, trial=trial: s.tuner.tell(
                          base.source, trial, cand.score if cand is not None else None, self.case_figures(cand)),
                      source=source, parent_ids=(base.id,), island=island, generation=base.generation + 1,
-                     proposer="tuner", knobs=values)
+                     proposer="tuner", knobs=values, time_limit_s=s.tuned_limit(base.id))
             return True
         return False
 

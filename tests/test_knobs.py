@@ -34,11 +34,30 @@ def test_a_kernel_without_knobs_is_tuned_through_its_launch_literals():
     assert tuned.count("BLOCK=1024") == 2 and tuned.count("num_warps=8") == 2 and "ROWS=2" in tuned
     assert read_knobs(tuned)[0] == {"BLOCK": 1024, "num_warps": 8, "EVEN": True}
     assert structure_key(tuned) == structure_key(LAUNCH) != structure_key(LAUNCH.replace("ROWS=4", "ROWS=8"))
-    knobs, space = read_knobs(MULTI)  # a shipped solution computes num_warps: still a knob, written as a literal
-    assert knobs == {} and space == {"num_warps": [2, 4, 8, 16, 32]}
-    tuned = apply_knobs(MULTI, {"num_warps": 8})
-    assert "BLOCK_N=BLOCK_N, num_warps=8)" in tuned and read_knobs(tuned) == ({"num_warps": 8}, space)
-    assert structure_key(tuned) == structure_key(MULTI)
+
+
+def test_a_computed_num_warps_is_scaled_so_the_kernel_still_chooses_per_shape():
+    """A shipped solution computes num_warps per shape (4 for short rows, 16 for rows of 8,192 and more). One constant
+    in its place gave every shape the same warps (2 warps on softmax's 131,072-wide rows, held whole, compiled for
+    over 180 s on an H100); the knob is a factor of the kernel's own choice instead."""
+    knobs, space = read_knobs(MULTI)
+    assert knobs == {"num_warps_scale": 1} and space == {"num_warps_scale": [0.5, 1, 2, 4]}
+    tuned = apply_knobs(MULTI, {"num_warps_scale": 2})
+    assert "num_warps=max(1, min(32, int((num_warps) * 2))))" in tuned
+    assert read_knobs(tuned) == ({"num_warps_scale": 2}, space) and structure_key(tuned) == structure_key(MULTI)
+    line = next(line for line in tuned.splitlines() if "num_warps=max" in line)
+    expression = line.split("num_warps=", 1)[1][:-1]
+    assert [eval(expression, {"num_warps": w}) for w in (4, 8, 16)] == [8, 16, 32]  # 16 * 2 held to 32
+    halved = apply_knobs(tuned, {"num_warps_scale": 0.5})  # from a tuned child: the factor of the kernel's own
+    assert "int((num_warps) * 0.5)" in halved and "* 2" not in halved
+    assert apply_knobs(halved, {"num_warps_scale": 1}) == MULTI
+    seed = (ROOT / "problems" / "layernorm" / "seeds" / "layernorm_rows.py").read_text()  # KNOBS, and num_warps
+    knobs, space = read_knobs(seed)  # computed for rows held whole: the single-block launch is scaled, the looped
+    assert knobs["num_warps_scale"] == 1 and knobs["LOOP_WARPS"] == 8  # one keeps its KNOBS entry
+    tuned = apply_knobs(seed, {"num_warps_scale": 2, "CHUNK": 2048})
+    assert "num_warps=max(1, min(32, int((num_warps) * 2)))" in tuned and 'num_warps=KNOBS["LOOP_WARPS"]' in tuned
+    assert read_knobs(tuned)[0] == {**knobs, "CHUNK": 2048, "num_warps_scale": 2}
+    assert structure_key(tuned) == structure_key(seed)
 
 
 def test_a_tuned_child_keeps_its_structures_knob_space():

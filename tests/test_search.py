@@ -311,3 +311,35 @@ def test_the_tuner_takes_turns_between_the_best_and_the_kernels_that_lead_a_case
     assert behind not in tuned
     search.archive.close()
     shutil.rmtree(search.work, ignore_errors=True)
+
+
+def test_a_tuned_setting_gets_a_few_times_its_parents_evaluation_and_never_more_than_the_limit(tmp_path):
+    """A setting tuned from a kernel this run evaluated is held to TUNED_TIMES its parent's evaluation (at least
+    TUNED_MIN_S): 2 warps on softmax's widest rows compiled for over 180 s and held the card all that while. The
+    problem's own kernels, and settings of a parent evaluated elsewhere, keep --timeout."""
+    from evolve.pipeline import Job
+    from evolve.search import TUNED_MIN_S, TUNED_TIMES
+
+    limits = {}
+
+    def evaluate(path, problem, options):
+        limits["seed" if "KNOBS" in Path(path).read_text() and not limits else "tuned"] = options.timeout_s
+        return ladder(fitness=0.5 if len(limits) == 1 else 0.4)
+
+    config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu", timeout_s=150),
+                       max_candidates=2, retime_top=0, artifacts=False)
+    archive = Archive(tmp_path / "a.db")
+    try:
+        search = Search(config, archive, evaluate=evaluate)
+        summary = search.run()
+        cands = archive.candidates(summary.run_id)
+        assert [c.proposer for c in cands] == ["seed", "tuner"], cands
+        assert limits == {"seed": 150, "tuned": TUNED_MIN_S}  # the seed's evaluation took well under 20 s
+        search.lane_seconds[cands[0].id] = 40.0
+        assert search.tuned_limit(cands[0].id) == 40.0 * TUNED_TIMES == 120.0
+        search.lane_seconds[cands[0].id] = 70.0  # 210 s: held to --timeout
+        search.time_limits[99] = search.tuned_limit(cands[0].id)
+        assert search._options(Job(99, Path("x.py"), 0), None).timeout_s == 150
+        assert search.tuned_limit(12345) is None  # not evaluated by this process
+    finally:
+        archive.close()
