@@ -70,6 +70,7 @@ class Steps:
         if s.config.artifacts and kept.artifacts:
             s.archive.store_artifact_files(cand.id, kept.artifacts)
         evaluated = s.archive.record_verdict(cand.id, verdict, score_of(verdict))
+        s.lane_seconds[evaluated.id] = sum(rung.seconds for rung in verdict.rungs)  # its settings' time limit
         s.evaluated += 1
         s.admit(evaluated, noise_of(verdict))
         s.emit({"kind": "candidate", "candidate": evaluated, "seconds": 0.0, "best": s.best, "known": True,

@@ -317,6 +317,8 @@ def test_a_tuned_setting_gets_a_few_times_its_parents_evaluation_and_never_more_
     """A setting tuned from a kernel this run evaluated is held to TUNED_TIMES its parent's evaluation (at least
     TUNED_MIN_S): 2 warps on softmax's widest rows compiled for over 180 s and held the card all that while. The
     problem's own kernels, and settings of a parent evaluated elsewhere, keep --timeout."""
+    from dataclasses import replace
+
     from evolve.pipeline import Job
     from evolve.search import TUNED_MIN_S, TUNED_TIMES
 
@@ -326,15 +328,26 @@ def test_a_tuned_setting_gets_a_few_times_its_parents_evaluation_and_never_more_
         limits["seed" if "KNOBS" in Path(path).read_text() and not limits else "tuned"] = options.timeout_s
         return ladder(fitness=0.5 if len(limits) == 1 else 0.4)
 
-    config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu", timeout_s=150),
-                       max_candidates=2, retime_top=0, artifacts=False)
+    options = EvalOptions(device="cpu", timeout_s=150, cache_dir=str(tmp_path / "cache"))
+    config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "b.db"), eval=options, max_candidates=2,
+                       retime_top=0, artifacts=False)
+    archive = Archive(tmp_path / "b.db")  # first, a run that times the seed, and keeps its verdict on this machine
+    try:
+        assert [c.proposer for c in archive.candidates(Search(config, archive, evaluate=evaluate,
+                                                              known_material=True).run().run_id)] == ["seed", "tuner"]
+    finally:
+        archive.close()
+    assert limits == {"seed": 150, "tuned": TUNED_MIN_S}  # the seed's evaluation took well under 20 s
+    limits.clear()
+    limits["seed"] = None  # the seed's kept verdict is taken: a setting of it is held all the same
+    config = replace(config, db=str(tmp_path / "a.db"))
     archive = Archive(tmp_path / "a.db")
     try:
-        search = Search(config, archive, evaluate=evaluate)
+        search = Search(config, archive, evaluate=evaluate, known_material=True)
         summary = search.run()
         cands = archive.candidates(summary.run_id)
         assert [c.proposer for c in cands] == ["seed", "tuner"], cands
-        assert limits == {"seed": 150, "tuned": TUNED_MIN_S}  # the seed's evaluation took well under 20 s
+        assert limits == {"seed": None, "tuned": TUNED_MIN_S}
         search.lane_seconds[cands[0].id] = 40.0
         assert search.tuned_limit(cands[0].id) == 40.0 * TUNED_TIMES == 120.0
         search.lane_seconds[cands[0].id] = 70.0  # 210 s: held to --timeout
