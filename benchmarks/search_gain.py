@@ -10,7 +10,8 @@ the run evaluated is much faster than the best on any case).
 --jobs N runs N problems' searches at once (on one GPU they take turns on the card: evolve's card lock lets one
 process's evaluations on a card at a time, in turns of a minute, the longest waiting going next, so figures stay
 clean while each search gets a share of the card's time); --keep DIR keeps each run's archive and its output (as it
-goes). Each problem's row is printed as soon as its run ends.
+goes). Each problem's row is printed as soon as its run ends; SIGTERM (a `timeout`'s) stops every run as Ctrl-C
+stops one, so their rows still print.
 
 On a GPU each problem's row is followed by the copy ceiling of its memory-bound cases: the fraction of the roofline
 a plain device copy of the same bytes reaches at that size (half read, half written, fresh buffers each call so the
@@ -22,6 +23,7 @@ interpreter scores (1 / ms), which rank kernels but mean nothing against the har
 """
 import argparse
 import math
+import signal
 import subprocess
 import sys
 import tempfile
@@ -141,6 +143,18 @@ def card_peak() -> float:
     return (1 << 30) / (copy_ms(1 << 30) * 1e-3)
 
 
+RUNNING: list = []  # the evolve runs started, for a stop to reach
+
+
+def stop_runs(signum, frame) -> None:
+    """SIGTERM (a timeout's): each run stops as on Ctrl-C, so its archive ends and its row prints. A Ctrl-C at the
+    terminal reaches the runs itself; this process goes on to print their rows."""
+    if signum == signal.SIGTERM:
+        for proc in RUNNING:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+
+
 def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     db = folder / f"{problem}.db"
     command = [sys.executable, "-m", "evolve.cli", "run", str(ROOT / "problems" / problem), "--budget",
@@ -148,7 +162,9 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     began = time.monotonic()
     log = folder / f"{problem}.log"  # the run's output as it goes, for a slow or odd row
     with open(log, "w") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT)
+        done = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        RUNNING.append(done)
+        done.wait()
     seconds = time.monotonic() - began
     last = log.read_text(errors="replace").strip().splitlines()[-1:]
     if not db.is_file():
@@ -190,16 +206,20 @@ def main():
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep each run's archive and output (PROBLEM.db, PROBLEM.log) in this folder")
     args = parser.parse_args()
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    signal.signal(signal.SIGTERM, stop_runs)
+    signal.signal(signal.SIGINT, stop_runs)
 
     with tempfile.TemporaryDirectory(prefix="evolve-gain-") as scratch:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         print(HEADER, flush=True)
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            futures = [pool.submit(one, problem, args.minutes, args.device, folder) for problem in args.problems]
+            futures = {pool.submit(one, problem, args.minutes, args.device, folder): problem
+                       for problem in args.problems}
             rows = []
-            for future in futures:
+            for future in as_completed(futures):  # in the order the runs end
                 rows.append(future.result())
                 print(row_line(rows[-1]), flush=True)
         if any(row.get("mode") == "gpu" for row in rows):

@@ -17,6 +17,39 @@ def _fail(message: str, code: int = 2):
     sys.exit(code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a service manager, a job scheduler, `timeout`): the command stops as on Ctrl-C, and exits 143."""
+
+
+_STOPPING: list = []  # the signal that began the stop (SIGINT or SIGTERM), once one came
+
+
+def _on_stop_signal(signum, frame):
+    """The first Ctrl-C or SIGTERM stops the command; any after it is ignored, so the stop it began is not cut short
+    halfway (a second signal raised inside a lock's release leaves the lock broken, and the run unclosed)."""
+    import signal
+
+    if _STOPPING:
+        return
+    _STOPPING.append(signum)
+    raise Terminated("SIGTERM") if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _stop_on_signals() -> None:
+    """From here on, Ctrl-C and SIGTERM stop this command once and cleanly (the run closed in the archive)."""
+    import signal
+
+    signal.signal(signal.SIGINT, _on_stop_signal)
+    signal.signal(signal.SIGTERM, _on_stop_signal)
+
+
+def _interrupted_code() -> int:
+    """The exit code of a stopped command: 143 after SIGTERM, 130 after Ctrl-C (the shells' conventions)."""
+    import signal
+
+    return 143 if _STOPPING[:1] == [signal.SIGTERM] else 130
+
+
 def _check_keys(problem) -> None:
     """Refuse a problem.toml with a key no table holds (a misspelt `call =` under [forbid] would forbid nothing)."""
     from .problems import toml_key_faults
@@ -127,6 +160,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
 
     Exit code 0 only if every rung passed; 1 if a rung failed; 2 for bad input.
     """
+    _stop_on_signals()
     _check_keys(problem)
     from .harness import EvalOptions, ProblemError, evaluate
     from .render import ladder_lines, rung_line, shape_table
@@ -146,7 +180,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     except ProblemError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        _fail("interrupted", _interrupted_code())
     if as_json:
         click.echo(json.dumps(_json_safe(verdict.to_json()), indent=1))
     else:
@@ -324,8 +358,9 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     unattended; every proposal and verdict goes to the archive (--db).
 
     Stops at --target, --max-candidates, --budget, --max-cost or after --stagnation candidates without
-    improvement, and says which. Ctrl-C stops cleanly; --resume continues.
+    improvement, and says which. Ctrl-C (or SIGTERM) stops cleanly; --resume continues.
     """
+    _stop_on_signals()
     # What the arguments alone decide, before anything imports torch (a second or more)
     if cluster and gpus is not None:
         _fail("--gpus picks cards of this machine; on a cluster use --cluster-lanes N")
@@ -457,7 +492,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         _fail(str(exc), 1)
     _print_summary(summary, archive, problem)
     if summary.interrupted:
-        sys.exit(130)  # the convention for Ctrl-C: a script can tell an interrupted run from a finished one
+        sys.exit(_interrupted_code())  # a script can tell an interrupted run from a finished one
 
 
 def _print_summary(summary, archive, problem):
@@ -586,6 +621,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     Cells run one at a time (problem by problem, the models of a problem one after another), each isolated from the
     archive's other runs, so every model starts from the same seeds. Ctrl-C stops; the same command resumes.
     """
+    _stop_on_signals()
     from .archive import ArchiveError
     from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
     from .config import LLMConfig, RunConfig, SearchConfig
@@ -655,7 +691,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
         click.echo(f"{label}: stopped: {summary.stop_reason}", err=True)
         if summary.interrupted:
             click.echo("the comparison stopped; run the same command again to resume it", err=True)
-            sys.exit(130)
+            sys.exit(_interrupted_code())
     archive.close()
     from .leaderboard import board, text_lines
 

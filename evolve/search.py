@@ -55,7 +55,7 @@ class Summary:
     seconds: float
     db: str
     near_tie: Candidate | None = None  # measured above `best`, but by less than the timing noise
-    interrupted: bool = False  # stopped by Ctrl-C (the command exits 130)
+    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM (the command exits 130 or 143)
     retimed: tuple = ()  # retime.Retimed: the best few re-timed against each other at the end (GPU runs)
     session_evaluated: int | None = None  # evaluated by this process, where the run was resumed (seconds count these)
     audit: object = None  # launch_audit.Audit of `best`: passed, or not run and why
@@ -490,8 +490,8 @@ class Search:
             if not self.pipeline.dead:
                 self.drain()
             self.audit_step()  # before the best is reported: what it runs on the device, seen from outside it
-        except KeyboardInterrupt:
-            stop, interrupted = "interrupted (Ctrl-C); continue with --resume", True
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+            stop, interrupted = f"interrupted ({exc.args[0] if exc.args else 'Ctrl-C'}); continue with --resume", True
         except Exception as exc:  # a fault of evolve's own: the run is closed as after Ctrl-C, and the fault named
             import traceback
 

@@ -1,5 +1,5 @@
-"""A stopped evolve leaves nothing running: Ctrl-C stops `eval` and `run` within seconds (exit 130), and the
-evaluation's processes die with the parent whatever kills it (SIGTERM, SIGKILL)."""
+"""A stopped evolve leaves nothing running: Ctrl-C stops `eval` and `run` within seconds (exit 130), SIGTERM stops
+them the same way (exit 143), and the evaluation's processes die with the parent whatever kills it (SIGKILL too)."""
 import os
 import shutil
 import signal
@@ -106,6 +106,47 @@ def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and b"since it was resumed" in out, (out, err)
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
+    """A service manager, a job scheduler or `timeout` sends SIGTERM: the run is closed in the archive (not left
+    "running" for --resume to find), its evaluation's processes go, and the exit status says which signal."""
+    problem = tmp_path / "problem"
+    shutil.copytree(PROBLEM, problem)
+    (problem / "seeds").mkdir()
+    shutil.copy(HANG, problem / "seeds" / "hang.py")
+    db = tmp_path / "runs.db"
+    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600",
+                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (out, err)
+    assert _gone_within(tmp_path, 10) == []
+    status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert "interrupted (SIGTERM)" in status.stdout + status.stderr, status.stdout
+
+
+def test_a_second_signal_does_not_cut_the_stop_short(tmp_path):
+    """Ctrl-C, then SIGTERM a moment later (`timeout` after a script forwarded its own stop, a service manager after
+    an impatient user): the first one's stop runs to its end. A second signal raised inside a lock's release had
+    left that lock broken and the run closed as a crash of evolve's own."""
+    problem = tmp_path / "problem"
+    shutil.copytree(PROBLEM, problem)
+    (problem / "seeds").mkdir()
+    shutil.copy(HANG, problem / "seeds" / "hang.py")
+    db = tmp_path / "runs.db"
+    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600",
+                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert not list(tmp_path.glob("evolve-crash-*")) and _gone_within(tmp_path, 10) == []
+    status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert "interrupted (Ctrl-C)" in status.stdout + status.stderr, status.stdout
 
 
 def test_a_run_without_a_gpu_says_how_long_it_will_take(tmp_path):
