@@ -288,12 +288,14 @@ class Tuner:
         # structure -> its knob space as first read: a range inferred around a launch literal moves with the value a
         # setting writes, and a study's space must not
         self.spaces: dict[str, dict] = {}
+        self.ignored: frozenset = frozenset()  # knobs left as the source has them (LAUNCH_KNOBS under the interpreter)
 
     def _space(self, source: str) -> tuple[str, dict | None, dict]:
-        """(structure key, KNOBS, the structure's knob space as first read)."""
+        """(structure key, KNOBS, the structure's knob space as first read, less the ignored knobs)."""
         knobs, space = read_knobs(source)
         key = structure_key(source)
-        return key, knobs, self.spaces.setdefault(key, space) if space else space
+        space = self.spaces.setdefault(key, space) if space else space
+        return key, knobs, {k: v for k, v in space.items() if k not in self.ignored}
 
     def _study(self, key: str, space: dict, regime: str | None = None, labels: tuple = ()):
         if (key, regime) not in self.studies:

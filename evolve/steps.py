@@ -135,6 +135,7 @@ class Steps:
         them idle (a TileLang seed's first evaluation takes minutes) try their settings meanwhile."""
         s = self.search
         interpreted = s.device.startswith("cpu")  # the interpreter ignores launch options: nothing to learn there
+        s.tuner.ignored = LAUNCH_KNOBS if interpreted else frozenset()
         in_flight = [cand for key, (cand, _) in s.waiting.items()
                      if isinstance(key, int) and cand.proposer in ("seed", "solution")]
         ranked = s.population.ranked()

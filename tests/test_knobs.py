@@ -140,3 +140,20 @@ def test_a_composite_is_drawn_from_tuned_settings_each_best_in_its_own_regime():
     exec(compile(found.source, "<composite>", "exec"), namespace)
     assert namespace["custom_kernel"](torch.empty(2, 300, dtype=torch.float32))["BLOCK"] == 2048
     assert namespace["custom_kernel"](torch.empty(2, 300, dtype=torch.bfloat16))["num_warps"] == 8
+
+
+def test_under_the_interpreter_the_tuner_leaves_launch_options_as_written():
+    """The CPU interpreter ignores num_warps: settings that differ only there time alike, so a CPU run's tuner
+    varies the KNOBS entries alone (each such trial costs an interpreter evaluation, about a minute)."""
+    from evolve.knobs import LAUNCH_KNOBS
+
+    seed = (ROOT / "problems" / "layernorm" / "seeds" / "layernorm_rows.py").read_text()
+    tuner = Tuner(seed=0, trials=40)
+    tuner.ignored = LAUNCH_KNOBS
+    seen = []
+    while (suggestion := tuner.suggest(seed)) is not None:
+        source, values, trial = suggestion
+        seen.append(values)
+        tuner.tell(seed, trial, 0.5)
+    assert len(seen) == 36 - 1 and all("num_warps_scale" not in v for v in seen)  # KNOB_SPACE's grid but its own
+    assert tuner.suggest(MULTI) is None  # its only knob is the scale of its computed num_warps
