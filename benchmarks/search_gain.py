@@ -10,8 +10,8 @@ the run evaluated is much faster than the best on any case).
 --jobs N runs N problems' searches at once (on one GPU they take turns on the card: evolve's card lock lets one
 process's evaluations on a card at a time, in turns of a minute, the longest waiting going next, so figures stay
 clean while each search gets a share of the card's time); --keep DIR keeps each run's archive and its output (as it
-goes). Each problem's row is printed as soon as its run ends; SIGTERM (a `timeout`'s) stops every run as Ctrl-C
-stops one, so their rows still print.
+goes). Each problem's row is printed as soon as its run ends; SIGTERM (a `timeout`'s) or Ctrl-C stops every run as
+Ctrl-C stops one, and starts no other, so the rows of those that ran still print.
 
 On a GPU each problem's row is followed by the copy ceiling of its memory-bound cases: the fraction of the roofline
 a plain device copy of the same bytes reaches at that size (half read, half written, fresh buffers each call so the
@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -144,15 +145,16 @@ def card_peak() -> float:
 
 
 RUNNING: list = []  # the evolve runs started, for a stop to reach
+STOPPED = threading.Event()  # SIGTERM or Ctrl-C came: no further run starts
 
 
 def stop_runs(signum, frame) -> None:
-    """SIGTERM (a timeout's): each run stops as on Ctrl-C, so its archive ends and its row prints. A Ctrl-C at the
-    terminal reaches the runs itself; this process goes on to print their rows."""
-    if signum == signal.SIGTERM:
-        for proc in RUNNING:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
+    """SIGTERM (a timeout's) or Ctrl-C: no further run starts, and each running one stops as on Ctrl-C (a Ctrl-C at
+    the terminal reaches them itself), so its archive ends and its row prints."""
+    STOPPED.set()
+    for proc in list(RUNNING):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
 
 
 def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
@@ -161,9 +163,13 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
                f"{int(minutes * 60)}s", "--db", str(db)] + (["--device", device] if device else [])
     began = time.monotonic()
     log = folder / f"{problem}.log"  # the run's output as it goes, for a slow or odd row
+    if STOPPED.is_set():
+        return {"problem": problem, "error": ["not run: stopped"]}
     with open(log, "w") as out:
         done = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         RUNNING.append(done)
+        if STOPPED.is_set():  # the stop came while it started
+            done.send_signal(signal.SIGINT)
         done.wait()
     seconds = time.monotonic() - began
     last = log.read_text(errors="replace").strip().splitlines()[-1:]

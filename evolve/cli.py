@@ -25,8 +25,9 @@ _STOPPING: list = []  # the signal that began the stop (SIGINT or SIGTERM), once
 
 
 def _on_stop_signal(signum, frame):
-    """The first Ctrl-C or SIGTERM stops the command; any after it is ignored, so the stop it began is not cut short
-    halfway (a second signal raised inside a lock's release leaves the lock broken, and the run unclosed)."""
+    """The first Ctrl-C or SIGTERM stops the command; any after it, until the command returns, is ignored, so the
+    stop it began is not cut short halfway (a second signal raised inside a lock's release leaves the lock broken,
+    and the run unclosed)."""
     import signal
 
     if _STOPPING:
@@ -36,11 +37,20 @@ def _on_stop_signal(signum, frame):
 
 
 def _stop_on_signals() -> None:
-    """From here on, Ctrl-C and SIGTERM stop this command once and cleanly (the run closed in the archive)."""
+    """While this command runs, Ctrl-C and SIGTERM stop it once and cleanly (the run closed in the archive); the
+    handlers before are put back when it returns (a Ctrl-C then ends a wait at exit for a model call in flight)."""
     import signal
+    import threading
 
-    signal.signal(signal.SIGINT, _on_stop_signal)
-    signal.signal(signal.SIGTERM, _on_stop_signal)
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread sets handlers (a command called from a test's thread)
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    _STOPPING.clear()
+    for sig in before:
+        signal.signal(sig, _on_stop_signal)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(lambda: [signal.signal(sig, handler) for sig, handler in before.items()])
 
 
 def _interrupted_code() -> int:

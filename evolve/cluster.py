@@ -126,12 +126,20 @@ def connect(address: str, **init):
     except ImportError:
         raise ClusterError("--cluster needs Ray: pip install 'evolve[cluster]' (or pip install ray)") from None
     if not ray.is_initialized():
+        import signal
+        import threading
+
+        main = threading.current_thread() is threading.main_thread()
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
         try:
             ray.init(address=None if address == "local" else address, include_dashboard=False,
                      log_to_driver=False, **init)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterError(f"cannot join the Ray cluster at {address!r}: {str(exc).splitlines()[0]} (start one "
                                f"with `ray start --head`, or give its address)") from None
+        finally:
+            for sig, handler in handlers.items():  # ray.init makes SIGTERM exit at once: a run stops as on Ctrl-C
+                signal.signal(sig, handler)
     return ray
 
 

@@ -92,7 +92,7 @@ def default_range(value) -> list:
 
 
 # Launch options that change how a Triton kernel runs, never what it computes: tuned even where the source computes
-# them (the tuner writes a literal in place of the expression). 32 warps (1,024 threads, a block's most) halves the
+# them (num_stages: the tuner writes a literal in place of the expression; num_warps: a factor, below). 32 warps (1,024 threads, a block's most) halves the
 # registers a thread needs for a row held whole: the layernorm seed's 32768-wide rows ran at 128 registers a thread and
 # 21% occupancy with 16 (Nsight Compute, H100).
 LAUNCH_OPTIONS = {"num_warps": [2, 4, 8, 16, 32], "num_stages": [1, 2, 3, 4]}
@@ -133,16 +133,21 @@ def _literal(node):
 
 
 def _computed_warps(tree: ast.Module) -> list[ast.expr]:
-    """The num_warps of Triton launches that the source computes (any expression on one line but a literal or a
-    KNOBS entry, already a knob)."""
+    """The num_warps of Triton launches that the source computes (any expression on one line but a literal, or one
+    read from KNOBS, directly or through a name assigned from it: a knob already)."""
+    def names(node) -> set:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+    # names assigned from KNOBS (`nw = KNOBS["num_warps"]`): a num_warps of theirs is a KNOBS entry already
+    from_knobs = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and "KNOBS" in names(node.value)
+                  for target in node.targets if isinstance(target, ast.Name)}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
             for keyword in node.keywords:
                 value = keyword.value
                 if keyword.arg == "num_warps" and not isinstance(value, ast.Constant) \
-                        and value.lineno == value.end_lineno \
-                        and not any(isinstance(n, ast.Name) and n.id == "KNOBS" for n in ast.walk(value)):
+                        and value.lineno == value.end_lineno and not names(value) & (from_knobs | {"KNOBS"}):
                     found.append(value)
     return found
 
@@ -177,8 +182,7 @@ def _rescale(source: str, tree: ast.Module, factor) -> str:
         edits.append((node.lineno, node.col_offset, node.end_col_offset, text))
     lines = source.splitlines(keepends=True)
     for lineno, start, end, text in sorted(edits, reverse=True):
-        line = lines[lineno - 1]
-        lines[lineno - 1] = line[:start] + text + line[end:]
+        lines[lineno - 1] = _spliced(lines[lineno - 1], start, end, text)
     return "".join(lines)
 
 
@@ -188,9 +192,14 @@ def _replace_literals(source: str, tree: ast.Module, text_for) -> str:
                     for name, nodes in _launch_literals(tree).items() for n in nodes), reverse=True)
     lines = source.splitlines(keepends=True)
     for lineno, start, end, name, value in edits:
-        line = lines[lineno - 1]
-        lines[lineno - 1] = line[:start] + text_for(name, value) + line[end:]
+        lines[lineno - 1] = _spliced(lines[lineno - 1], start, end, text_for(name, value))
     return "".join(lines)
+
+
+def _spliced(line: str, start: int, end: int, text: str) -> str:
+    """The line with text between two of ast's column offsets (UTF-8 bytes, not characters)."""
+    raw = line.encode()
+    return (raw[:start] + text.encode() + raw[end:]).decode()
 
 
 def _replace_value(source: str, text_for) -> str:
@@ -234,6 +243,11 @@ def structure_key(source: str) -> str:
         return source_hash(_replace_value(source, lambda current: repr(sorted(current))))
     except (ValueError, SyntaxError):
         return source_hash(source)
+
+
+def _frozen(values: dict) -> tuple:
+    """A setting as the tuner's record of tried ones keys it."""
+    return tuple(sorted((k, repr(v)) for k, v in values.items()))
 
 
 def regimes(labels: list[str]) -> dict[str, tuple[str, ...]]:
@@ -308,6 +322,7 @@ class Tuner:
         return self.studies[(key, regime)]
 
     def _add(self, study, space: dict, values: dict, value: float | None) -> None:
+        values = {k: v for k, v in values.items() if k in space}  # a knob the tuner leaves as written: not a param
         distributions = {k: self._optuna.distributions.CategoricalDistribution(space[k]) for k in values}
         state = self._optuna.trial.TrialState.COMPLETE if value is not None else self._optuna.trial.TrialState.FAIL
         study.add_trial(self._optuna.trial.create_trial(params=values, distributions=distributions, value=value,
@@ -334,16 +349,18 @@ class Tuner:
         key, _, space = self._space(source)
         self._study(key, space)
         values = {k: knobs[k] for k in space if k in knobs}
-        frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
+        frozen = _frozen(values)
         if frozen in self.tried[key] or any(values[k] not in space[k] for k in values):
             return
         self.tried[key].add(frozen)
         self._record(key, space, values, score, cases)
 
     def exhausted(self, source: str) -> bool:
-        key, _, space = self._space(source)
+        """Whether the structure's settings worth trying are spent (the base's own among them: never proposed)."""
+        key, knobs, space = self._space(source)
         size = math.prod(len(v) for v in space.values()) if space else 0
-        return len(self.tried.get(key, ())) >= min(self.trials + 1, size)
+        own = _frozen({k: (knobs or {}).get(k) for k in space})
+        return len(self.tried.get(key, set()) | {own}) >= min(self.trials + 1, size)
 
     def weakest(self, source: str) -> tuple[str, tuple[str, ...]] | None:
         """(name, case labels) of the regime where this structure's best setting so far is weakest, or None while
@@ -376,7 +393,7 @@ class Tuner:
         for _ in range(20):
             trial = study.ask({k: self._optuna.distributions.CategoricalDistribution(v) for k, v in space.items()})
             values = dict(trial.params)
-            frozen = tuple(sorted((k, repr(v)) for k, v in values.items()))
+            frozen = _frozen(values)
             if frozen not in self.tried[key] and values != own:
                 self.tried[key].add(frozen)
                 return apply_knobs(source, values), values, Trial(trial, regime, values)

@@ -1,4 +1,5 @@
-"""What a verdict is worth to the search: its score, and how far its timing noise lets another beat it."""
+"""What a verdict is worth to the search: its score, how far its timing noise lets another beat it, and whether its
+time is a guide to its settings'."""
 from __future__ import annotations
 
 import math
@@ -24,3 +25,9 @@ def noise_of(verdict: Verdict) -> float:
     keeps a kernel whose own times scatter (by accident or on purpose) from holding off a clearly faster challenger."""
     spreads = sorted(float(s["spread"]) for s in verdict.shapes if s.get("spread") is not None)
     return min(NOISE_CEILING, max(NOISE_FLOOR, spreads[len(spreads) // 2] if spreads else 0.0))
+
+
+def compiled_anew(verdict: Verdict) -> bool:
+    """Whether the evaluation compiled its kernels (not restored from a kept compile of the same source): only then
+    does its time say how long a setting of it, compiled from scratch, should take."""
+    return not any(step.get("compiled_restored") for step in verdict.setup)

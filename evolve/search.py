@@ -29,7 +29,7 @@ from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
 from .harness import jail, load_problem
 from .harness.ladder import device_name
-from .knobs import Tuner
+from .knobs import LAUNCH_KNOBS, Tuner
 from .knowledge import ContextIndex, project_context
 from .lang import get as get_language
 from .lang import source_folders
@@ -39,7 +39,7 @@ from .promotion import Duels
 from .prompt_context import Contexts
 from .proposer import PromptContext
 from .rounds import Rounds
-from .scoring import noise_of, score_of
+from .scoring import compiled_anew, noise_of, score_of
 from .steps import Pending, Steps, fields_of
 
 
@@ -235,6 +235,7 @@ class Search:
             self.pipeline.submit(cand.id, path)
         except RuntimeError as exc:  # every lane retired meanwhile: it stays pending for --resume
             self.waiting.pop(cand.id)
+            self.time_limits.pop(cand.id, None)
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": str(exc)})
             return
         while self.waiting and not self.pipeline.room():  # full (with one lane and no compile pool: at once)
@@ -249,6 +250,7 @@ class Search:
             self.duels.settle(done)
             return True
         cand, then = self.waiting.pop(done.cand_id)
+        self.time_limits.pop(done.cand_id, None)
         if done.verdict is None:  # no lane could evaluate it: it stays pending in the archive for --resume
             self.emit({"kind": "unevaluated", "candidate": cand, "reason": done.error})
             self.unevaluated_run += 1
@@ -258,8 +260,8 @@ class Search:
         # a wait for another process's turn on the card is no guide to how long the next evaluation takes: three runs
         # sharing one card wait two turns at their start, and that estimate ended a 5-minute run after 3
         self.eval_seconds.append(max(0.0, done.seconds - card_wait_s(done.verdict)))
-        self.lane_seconds[cand.id] = self.eval_seconds[-1]
-        self.time_limits.pop(cand.id, None)
+        if compiled_anew(done.verdict):
+            self.lane_seconds[cand.id] = self.eval_seconds[-1]
         if cand.proposer in ("seed", "solution"):  # material comes first: its phase ends with its last verdict
             self.material_s = self.clock() - self.started - self.paused_s
         dump = self.work / f"artifacts_{cand.id}"
@@ -292,7 +294,8 @@ class Search:
             self._collect()
 
     def tuned_limit(self, parent_id: int) -> float | None:
-        """The time limit of a setting tuned from this parent (None: the parent was not evaluated by this process)."""
+        """The time limit of a setting tuned from this parent (None: this process has no time of the parent's that
+        included compiling it)."""
         seconds = self.lane_seconds.get(parent_id)
         return None if seconds is None else max(TUNED_MIN_S, TUNED_TIMES * seconds)
 
@@ -392,6 +395,8 @@ class Search:
         self.archive.claim_for_run()
         self.run_id = self._resumed_run() if c.resume else self._new_run()
         self.device = self.archive.run(self.run_id)["device"]
+        # the interpreter ignores launch options: its tuner leaves them as written, from the first setting it records
+        self.tuner.ignored = LAUNCH_KNOBS if self.device.startswith("cpu") else frozenset()
         self.versions = package_versions()
         self._admit_archived()
         if self.proposer is not None:

@@ -12,7 +12,7 @@ from .knobs import LAUNCH_KNOBS, read_knobs, structure_key
 from .knowledge import Toolbox
 from .population import NOISE_FLOOR
 from .proposer import Proposal
-from .scoring import noise_of, score_of
+from .scoring import compiled_anew, noise_of, score_of
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,8 @@ class Steps:
         if s.config.artifacts and kept.artifacts:
             s.archive.store_artifact_files(cand.id, kept.artifacts)
         evaluated = s.archive.record_verdict(cand.id, verdict, score_of(verdict))
-        s.lane_seconds[evaluated.id] = sum(rung.seconds for rung in verdict.rungs)  # its settings' time limit
+        if compiled_anew(verdict):  # its settings' time limit
+            s.lane_seconds[evaluated.id] = sum(rung.seconds for rung in verdict.rungs)
         s.evaluated += 1
         s.admit(evaluated, noise_of(verdict))
         s.emit({"kind": "candidate", "candidate": evaluated, "seconds": 0.0, "best": s.best, "known": True,
@@ -135,7 +136,6 @@ class Steps:
         them idle (a TileLang seed's first evaluation takes minutes) try their settings meanwhile."""
         s = self.search
         interpreted = s.device.startswith("cpu")  # the interpreter ignores launch options: nothing to learn there
-        s.tuner.ignored = LAUNCH_KNOBS if interpreted else frozenset()
         in_flight = [cand for key, (cand, _) in s.waiting.items()
                      if isinstance(key, int) and cand.proposer in ("seed", "solution")]
         ranked = s.population.ranked()

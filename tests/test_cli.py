@@ -193,3 +193,18 @@ def test_the_summary_says_what_was_searched_and_the_best_against_the_seed(tmp_pa
             f"nothing beat the seed (#{made[0].id})")
     finally:
         archive.close()
+
+
+def test_a_command_called_in_process_puts_the_signal_handlers_back():
+    """run, bench and eval stop once and cleanly on Ctrl-C or SIGTERM while they run; called in-process (a test, a
+    notebook) they leave the caller's handlers as they found them, and a later signal is not ignored."""
+    import signal
+
+    from click.testing import CliRunner
+
+    from evolve.cli import cli
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    result = CliRunner().invoke(cli, ["run", str(ROOT / "problems" / "softmax"), "--cluster-lanes", "2"])
+    assert result.exit_code == 2 and "--cluster-lanes needs --cluster" in result.output
+    assert {sig: signal.getsignal(sig) for sig in before} == before

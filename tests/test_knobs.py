@@ -157,3 +157,45 @@ def test_under_the_interpreter_the_tuner_leaves_launch_options_as_written():
         tuner.tell(seed, trial, 0.5)
     assert len(seen) == 36 - 1 and all("num_warps_scale" not in v for v in seen)  # KNOB_SPACE's grid but its own
     assert tuner.suggest(MULTI) is None  # its only knob is the scale of its computed num_warps
+
+
+def test_a_scaled_num_warps_is_rewritten_whatever_comes_before_it_and_never_twice():
+    """Column offsets count UTF-8 bytes: an accented string earlier on the launch's line once made every rewrite a
+    syntax error. A num_warps read from KNOBS through a local name is that KNOBS entry's to tune, not scaled too. A
+    structure whose only settings are the base's own and three others is spent after those three (it was never
+    spent, and each later step asked optuna 20 times for nothing)."""
+    accented = LAUNCH.replace("num_warps=4, EVEN=True)", 'num_warps=nw, EVEN=True)  # é').replace(
+        "kernel[(4,)](x, y, x.shape[1], BLOCK=256, ROWS=2", 'kernel[(4,)](x, "é", x.shape[1], BLOCK=256, ROWS=2')
+    accented = accented.replace("    y = torch.empty_like(x)\n", "    y = torch.empty_like(x)\n    nw = 4\n")
+    tuned = apply_knobs(accented, {"num_warps_scale": 2})
+    compile(tuned, "tuned.py", "exec")
+    assert 'x, "é", x.shape[1], BLOCK=256, ROWS=2, num_warps=max(1, min(32, int((nw) * 2))), EVEN=True)' in tuned
+    declared = 'KNOBS = {"num_warps": 4}\n\n\ndef custom_kernel(x):\n    nw = KNOBS["num_warps"]\n' \
+               '    kernel[(4,)](x, num_warps=nw)\n'
+    assert read_knobs(declared) == ({"num_warps": 4}, {"num_warps": [1, 2, 4, 8, 16]})
+    tuner = Tuner(seed=0, trials=40)
+    tried = []
+    while (suggestion := tuner.suggest(MULTI)) is not None:
+        tried.append(suggestion[1]["num_warps_scale"])
+        tuner.tell(MULTI, suggestion[2], 0.5)
+    assert sorted(tried) == [0.5, 2, 4] and tuner.exhausted(MULTI)
+    assert len(tuner.studies[(structure_key(MULTI), None)].trials) < 20
+
+
+def test_a_setting_recorded_with_a_knob_the_tuner_now_leaves_alone_still_seeds_new_studies():
+    """A regime's study starts from every setting recorded for the structure; one recorded with num_warps_scale, a
+    knob a CPU run's tuner leaves as written, once failed that study's start (KeyError: a CPU run of softmax closed
+    as a crash of evolve's own)."""
+    from evolve.knobs import LAUNCH_KNOBS
+
+    seed = (ROOT / "problems" / "layernorm" / "seeds" / "layernorm_rows.py").read_text()
+    knobs, _ = read_knobs(seed)
+    labels = ["fp32 4096x2048", "bf16 4096x2048", "fp32 1024x32768", "bf16 1024x32768"]
+    tuner = Tuner(seed=0, trials=40)
+    tuner.remember(seed, knobs, 0.5, {label: 0.5 for label in labels})  # num_warps_scale among its values
+    tuner.ignored = LAUNCH_KNOBS
+    for _ in range(4):  # the second and fourth aim at a regime: a new study, seeded from the record
+        source, values, trial = tuner.suggest(seed)
+        assert "num_warps_scale" not in values
+        tuner.tell(seed, trial, 0.5, {label: 0.4 + 0.1 * (label[0] == "f") for label in labels})
+    assert any(regime is not None for _, regime in tuner.studies)

@@ -287,6 +287,7 @@ def test_the_tuner_takes_turns_between_the_best_and_the_kernels_that_lead_a_case
                     Archive(tmp_path / "a.db"))
     search.start()
     search.device = "NVIDIA H200"  # as a GPU run records it (on the interpreter, launch options are not tuned)
+    search.tuner.ignored = frozenset()
 
     def admit_file(path: str, figures: dict) -> str:
         source = (softmax / path).read_text()
@@ -356,3 +357,21 @@ def test_a_tuned_setting_gets_a_few_times_its_parents_evaluation_and_never_more_
         assert search.tuned_limit(12345) is None  # not evaluated by this process
     finally:
         archive.close()
+
+    # A parent whose kernels were restored from a kept compile took no compile time: its settings, compiled from
+    # scratch, keep --timeout (a TileLang seed's first compile takes minutes, its restored evaluation seconds).
+    from dataclasses import replace as replace_field
+
+    def restored(path, problem, options):
+        limits["seed" if "KNOBS" in Path(path).read_text() and not limits else "tuned"] = options.timeout_s
+        verdict = ladder(fitness=0.5 if len(limits) == 1 else 0.4)
+        return replace_field(verdict, setup=({"mode": "gpu", "compiled_restored": 3},))
+
+    limits.clear()
+    config = replace(config, db=str(tmp_path / "c.db"), eval=replace(options, cache_dir=str(tmp_path / "other")))
+    archive = Archive(tmp_path / "c.db")
+    try:
+        Search(config, archive, evaluate=restored).run()
+    finally:
+        archive.close()
+    assert limits == {"seed": 150, "tuned": 150}
