@@ -37,8 +37,9 @@ def _on_stop_signal(signum, frame):
 
 
 def _stop_on_signals() -> None:
-    """While this command runs, Ctrl-C and SIGTERM stop it once and cleanly (the run closed in the archive); the
-    handlers before are put back when it returns (a Ctrl-C then ends a wait at exit for a model call in flight)."""
+    """While this command runs, Ctrl-C and SIGTERM stop it once and cleanly (the run closed in the archive). When it
+    returns, the handlers before are put back; where a signal stopped it, a further one ends the process at once
+    instead (its archive is closed by then; exit waits for a model's call in flight, which that ends)."""
     import signal
     import threading
 
@@ -48,9 +49,20 @@ def _stop_on_signals() -> None:
     _STOPPING.clear()
     for sig in before:
         signal.signal(sig, _on_stop_signal)
+
+    def returned():
+        for sig, handler in before.items():
+            signal.signal(sig, _exit_now if _STOPPING else handler)
+
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        ctx.call_on_close(lambda: [signal.signal(sig, handler) for sig, handler in before.items()])
+        ctx.call_on_close(returned)
+
+
+def _exit_now(signum, frame):
+    import os
+
+    os._exit(_interrupted_code())
 
 
 def _interrupted_code() -> int:

@@ -49,6 +49,24 @@ def _gone_within(tmp_path, seconds: float) -> list[int]:
     return left
 
 
+def _hanging_run(tmp_path) -> tuple:
+    """(the problem folder, the archive) of a run whose one seed hangs in its kernel, and the run, started."""
+    problem = tmp_path / "problem"
+    shutil.copytree(PROBLEM, problem)
+    (problem / "seeds").mkdir()
+    shutil.copy(HANG, problem / "seeds" / "hang.py")
+    db = tmp_path / "runs.db"
+    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600",
+                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    return problem, db, proc
+
+
+def _status(db, tmp_path) -> str:
+    done = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    return done.stdout + done.stderr
+
+
 def _eval_args(tmp_path):
     return ["eval", str(HANG), str(PROBLEM), "--device", "cpu", "--timeout", "600",
             "--cache-dir", str(tmp_path / "cache")]
@@ -73,13 +91,7 @@ def test_the_evaluation_dies_with_its_parent(tmp_path, sig):
 
 
 def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
-    problem = tmp_path / "problem"
-    shutil.copytree(PROBLEM, problem)
-    (problem / "seeds").mkdir()
-    shutil.copy(HANG, problem / "seeds" / "hang.py")
-    db = tmp_path / "runs.db"
-    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600",
-                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    problem, db, proc = _hanging_run(tmp_path)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -87,9 +99,7 @@ def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
     assert proc.returncode == 130, (out, err)
     assert b"interrupted" in out + err
     assert _gone_within(tmp_path, 10) == []
-    status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
-                            text=True, cwd=tmp_path)
-    assert "interrupted" in status.stdout + status.stderr
+    assert "interrupted" in _status(db, tmp_path)
 
     # Resumed, the run is running again (the hanging candidate it left in flight is evaluated again): status says
     # so, and a second run on the same archive is refused rather than sharing it.
@@ -111,42 +121,26 @@ def test_ctrl_c_stops_a_run_and_records_it(tmp_path):
 def test_sigterm_stops_a_run_as_ctrl_c_does_and_exits_143(tmp_path):
     """A service manager, a job scheduler or `timeout` sends SIGTERM: the run is closed in the archive (not left
     "running" for --resume to find), its evaluation's processes go, and the exit status says which signal."""
-    problem = tmp_path / "problem"
-    shutil.copytree(PROBLEM, problem)
-    (problem / "seeds").mkdir()
-    shutil.copy(HANG, problem / "seeds" / "hang.py")
-    db = tmp_path / "runs.db"
-    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600",
-                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    _, db, proc = _hanging_run(tmp_path)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, (out, err)
     assert _gone_within(tmp_path, 10) == []
-    status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
-                            text=True, cwd=tmp_path)
-    assert "interrupted (SIGTERM)" in status.stdout + status.stderr, status.stdout
+    assert "interrupted (SIGTERM)" in _status(db, tmp_path)
 
 
 def test_a_second_signal_does_not_cut_the_stop_short(tmp_path):
     """Ctrl-C, then SIGTERM a moment later (`timeout` after a script forwarded its own stop, a service manager after
     an impatient user): the first one's stop runs to its end. A second signal raised inside a lock's release had
     left that lock broken and the run closed as a crash of evolve's own."""
-    problem = tmp_path / "problem"
-    shutil.copytree(PROBLEM, problem)
-    (problem / "seeds").mkdir()
-    shutil.copy(HANG, problem / "seeds" / "hang.py")
-    db = tmp_path / "runs.db"
-    proc = _start(["run", str(problem), "--db", str(db), "--device", "cpu", "--timeout", "600",
-                   "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    _, db, proc = _hanging_run(tmp_path)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert not list(tmp_path.glob("evolve-crash-*")) and _gone_within(tmp_path, 10) == []
-    status = subprocess.run([sys.executable, "-m", "evolve.cli", "status", "--db", str(db)], capture_output=True,
-                            text=True, cwd=tmp_path)
-    assert "interrupted (Ctrl-C)" in status.stdout + status.stderr, status.stdout
+    assert "interrupted (Ctrl-C)" in _status(db, tmp_path)
 
 
 def test_a_run_without_a_gpu_says_how_long_it_will_take(tmp_path):
