@@ -92,9 +92,9 @@ def default_range(value) -> list:
 
 
 # Launch options that change how a Triton kernel runs, never what it computes: tuned even where the source computes
-# them (num_stages: the tuner writes a literal in place of the expression; num_warps: a factor, below). 32 warps (1,024 threads, a block's most) halves the
-# registers a thread needs for a row held whole: the layernorm seed's 32768-wide rows ran at 128 registers a thread and
-# 21% occupancy with 16 (Nsight Compute, H100).
+# them (num_stages: the tuner writes a literal in place of the expression; num_warps: a factor, below). 32 warps
+# (1,024 threads, a block's most) halves the registers a thread needs for a row held whole: the layernorm seed's
+# 32768-wide rows ran at 128 registers a thread and 21% occupancy with 16 (Nsight Compute, H100).
 LAUNCH_OPTIONS = {"num_warps": [2, 4, 8, 16, 32], "num_stages": [1, 2, 3, 4]}
 # A num_warps the source computes is scaled instead: one constant in its place ran every shape with the same warps,
 # and 2 warps on softmax's 131072-wide rows held whole (2,048 elements a thread) compiled for over 180 s (H100).
