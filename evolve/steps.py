@@ -8,7 +8,7 @@ from concurrent.futures import Future
 
 from . import compose, known
 from .archive import Candidate, source_hash
-from .knobs import LAUNCH_KNOBS, read_knobs, structure_key
+from .knobs import read_knobs, structure_key
 from .knowledge import Toolbox
 from .population import NOISE_FLOOR
 from .proposer import Proposal
@@ -135,16 +135,13 @@ class Steps:
         the problem's own kernels still in the pipeline are tuned ahead of their verdicts: lanes that would wait for
         them idle (a TileLang seed's first evaluation takes minutes) try their settings meanwhile."""
         s = self.search
-        interpreted = s.device.startswith("cpu")  # the interpreter ignores launch options: nothing to learn there
         in_flight = [cand for key, (cand, _) in s.waiting.items()
                      if isinstance(key, int) and cand.proposer in ("seed", "solution")]
         ranked = s.population.ranked()
         # sorted() keeps rank order among leaders tried as often
         leaders = sorted(self.leaders(ranked), key=lambda c: s.tuner.suggested.get(self._structure(c), 0))
         for base in leaders + s.population.ranked(s.population.islands[island]) + ranked + in_flight:
-            knobs, space = read_knobs(base.source)
-            if knobs is None or s.tuner.exhausted(base.source) or (interpreted and set(space) <= LAUNCH_KNOBS):
-                continue
+            # None: no knobs, or none the tuner varies (launch options under the interpreter), or all tried
             suggestion = s.tuner.suggest(base.source)
             if suggestion is None:
                 continue
