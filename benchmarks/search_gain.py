@@ -53,9 +53,9 @@ HEADER = (f"{'problem':<14} {'device':<24} {'seed':>7} {'best':>7} {'gain':>7}  
           f"{'of':>4} {'per-case':>9}  stop")
 
 
-def per_case_best(archive: Archive, cands: list) -> float | None:
-    """The geometric mean over benchmark cases of the highest figure any of `cands` reached on each (fraction of
-    roofline on a GPU, 1 / interpreter ms on the CPU), over the cases every one of them was measured on."""
+def case_bests(archive: Archive, cands: list) -> dict:
+    """The highest figure any of `cands` reached on each benchmark case (fraction of roofline on a GPU, 1 /
+    interpreter ms on the CPU), over the cases every one of them was measured on."""
     best: dict = {}
     counts: dict = {}
     for cand in cands:
@@ -67,8 +67,12 @@ def per_case_best(archive: Archive, cands: list) -> float | None:
             if row.get("case") and value is not None:
                 best[row["case"]] = max(best.get(row["case"], 0.0), value)
                 counts[row["case"]] = counts.get(row["case"], 0) + 1
-    cases = [label for label in best if counts[label] == max(counts.values())]
-    return math.exp(sum(math.log(best[label]) for label in cases) / len(cases)) if cases else None
+    return {label: value for label, value in best.items() if counts[label] == max(counts.values())}
+
+
+def geometric_mean(values) -> float | None:
+    values = list(values)
+    return math.exp(sum(math.log(value) for value in values) / len(values)) if values else None
 
 
 COPY_SPAN = 512 << 20  # bytes the copies rotate through: far beyond any L2 cache
@@ -77,24 +81,39 @@ MEMORY_BOUND = 1.05  # a case whose bound is this much above its bytes' own time
 
 
 def copy_ms(nbytes: int) -> float:
-    """Milliseconds per call of a device copy moving nbytes (half read, half written), median of COPY_REPEATS runs
-    of COPY_CALLS calls queued back to back, each on buffers the previous calls did not touch."""
+    """Milliseconds per call of a device copy moving nbytes (half read, half written)."""
+    return device_ms(nbytes // 2, lambda src, dst: dst.copy_(src))
+
+
+def read_ms(nbytes: int) -> float:
+    """Milliseconds per call of a device sum reading nbytes: the pass a two-pass kernel adds before its copy."""
+    return device_ms(nbytes, lambda src, dst: torch_sum(src))
+
+
+def torch_sum(src):
+    import torch
+
+    return torch.sum(src[: len(src) // 4 * 4].view(torch.float32))
+
+
+def device_ms(half: int, call) -> float:
+    """Milliseconds per call(src, dst) on buffers of `half` bytes each, median of COPY_REPEATS runs of COPY_CALLS
+    calls queued back to back, each on buffers the previous calls did not touch."""
     import statistics
 
     import torch
 
-    half = max(1, nbytes // 2)
+    half = max(4, half)
     pairs = [(torch.empty(half, dtype=torch.uint8, device="cuda"), torch.empty(half, dtype=torch.uint8, device="cuda"))
              for _ in range(max(2, -(-COPY_SPAN // (2 * half))))]
     for src, dst in pairs:
-        dst.copy_(src)
+        call(src, dst)
     figures = []
     for _ in range(COPY_REPEATS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for i in range(COPY_CALLS):
-            src, dst = pairs[i % len(pairs)]
-            dst.copy_(src)
+            call(*pairs[i % len(pairs)])
         end.record()
         end.synchronize()
         figures.append(start.elapsed_time(end) / COPY_CALLS)
@@ -112,11 +131,12 @@ def case_input_bytes(row: dict) -> int | None:
         return None
 
 
-def ceilings(rows: list, time_copy, peak: float) -> list:
-    """(case, the copy's fraction of the roofline, the seed's) per case of the seed's verdict rows that a copy
-    describes: memory-bound, writing about as many bytes as it reads. A case's bytes are its achieved rate times its
-    time; its copy's fraction is the bound over the copy's time (at most 1); peak: the card's copy bandwidth in bytes
-    a second, which tells a memory bound from a compute one."""
+def ceilings(rows: list, time_copy, time_read, peak: float) -> list:
+    """(case, the copy's fraction of the roofline, a two-pass kernel's, the seed's) per case of the seed's verdict rows
+    that a copy describes: memory-bound, writing about as many bytes as it reads. A case's bytes are its achieved
+    rate times its time; its copy's fraction is the bound over the copy's time (at most 1), a two-pass kernel's the
+    bound over a read of the inputs and a copy (what a kernel pays that cannot hold what it reads until it writes);
+    peak: the card's copy bandwidth in bytes a second, which tells a memory bound from a compute one."""
     out = []
     for row in rows:
         if not row.get("case") or not row.get("bytes_per_s") or not row.get("bound_ms"):
@@ -127,15 +147,29 @@ def ceilings(rows: list, time_copy, peak: float) -> list:
         read = case_input_bytes(row)
         if read is None or abs((nbytes - read) - read) > COPY_SHAPED * read:
             continue  # mostly reads (a loss) or mostly writes: not a copy's traffic
-        out.append((row["case"], min(1.0, row["bound_ms"] / time_copy(int(nbytes))), row["roofline_fraction"]))
+        copy = time_copy(int(nbytes))
+        out.append((row["case"], min(1.0, row["bound_ms"] / copy),
+                    min(1.0, row["bound_ms"] / (copy + time_read(read))), row["roofline_fraction"]))
     return out
 
 
-def ceiling_line(problem: str, found: list) -> str:
+def copy_room(found: list, bests: dict, seed_rows: list) -> float | None:
+    """The most a kernel could gain over the seed (a ratio) where it reached, on each case of `found`, the higher of
+    the run's per-case best and the copy's fraction, and elsewhere the run's per-case best."""
+    seed = {row["case"]: case_value(row, True) for row in seed_rows if row.get("case")}
+    cases = [case for case in bests if seed.get(case)]
+    if not cases:
+        return None
+    copy = {case: fraction for case, fraction, _, _ in found}
+    return math.exp(sum(math.log(max(bests[case], copy.get(case, 0.0)) / seed[case]) for case in cases) / len(cases))
+
+
+def ceiling_line(problem: str, found: list, room: float | None = None) -> str:
     if not found:
         return f"  {problem}: no case moves a copy's traffic (memory-bound, as many bytes written as read)"
-    return f"  {problem} copy ceiling (seed): " + ", ".join(f"{case} {copy:.3f} ({seed:.3f})"
-                                                          for case, copy, seed in found)
+    cases = ", ".join(f"{case} {copy:.3f} {two:.3f} ({seed:.3f})" for case, copy, two, seed in found)
+    tail = f"; at copy rate there, at most {room - 1:+.1%} over the seed" if room else ""
+    return f"  {problem} copy, two-pass ceiling (seed): {cases}{tail}"
 
 
 def card_peak() -> float:
@@ -183,9 +217,10 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     seed = max(seeds, key=lambda c: c.score) if seeds else None
     taken = next((i + 1 for i, c in enumerate(cands) if best is not None and c.id == best.id), None)
     verdict = archive.verdict(seed.id) if seed else None
+    bests = case_bests(archive, cands)
     return {"problem": problem, "device": run["device"], "seed": seed, "best": best, "taken": taken,
             "mode": verdict.mode if verdict else None, "seed_rows": list(verdict.shapes) if verdict else [],
-            "evaluated": len(cands), "seconds": seconds, "per_case": per_case_best(archive, cands),
+            "evaluated": len(cands), "seconds": seconds, "case_bests": bests, "per_case": geometric_mean(bests.values()),
             "stop": run["stop_reason"] if run["ended"] else
             f"the run did not end (exit code {done.returncode}): {last}"}
 
@@ -232,7 +267,9 @@ def main():
             peak = card_peak()
             for row in rows:
                 if row.get("mode") == "gpu":
-                    print(ceiling_line(row["problem"], ceilings(row["seed_rows"], copy_ms, peak)), flush=True)
+                    found = ceilings(row["seed_rows"], copy_ms, read_ms, peak)
+                    room = copy_room(found, row["case_bests"], row["seed_rows"])
+                    print(ceiling_line(row["problem"], found, room), flush=True)
     print(f"(* interpreter score, 1 / ms: no GPU; taken: the best's place among the run's evaluated candidates; "
           f"{args.jobs} search{'es' if args.jobs != 1 else ''} at once)")
 

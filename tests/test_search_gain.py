@@ -1,4 +1,5 @@
-"""benchmarks/search_gain.py's copy ceiling: which cases a copy describes, and the fraction it reaches there."""
+"""benchmarks/search_gain.py's copy ceiling: which cases a copy describes, the fractions a copy and a two-pass kernel
+reach there, and the most a kernel could gain over the seed at copy rate."""
 import importlib.util
 from pathlib import Path
 
@@ -37,10 +38,25 @@ def test_only_memory_bound_cases_moving_a_copys_traffic_get_a_ceiling(gain):
         seen.append(nbytes)
         return 2 * nbytes / peak * 1e3  # a copy at half the peak
 
-    found = gain.ceilings(rows, time_copy, peak)
-    assert [case for case, _, _ in found] == ["fp32 4096x1024"] and seen == [2 * mb]
-    case, copy, seed = found[0]
+    def time_read(nbytes):
+        seen.append(-nbytes)
+        return nbytes / peak * 1e3  # a read at the peak
+
+    found = gain.ceilings(rows, time_copy, time_read, peak)
+    assert [case for case, _, _, _ in found] == ["fp32 4096x1024"] and seen == [2 * mb, -mb]
+    case, copy, two_pass, seed = found[0]
     assert copy == pytest.approx(0.5) and seed == pytest.approx(rows[0]["roofline_fraction"])
-    assert gain.ceilings(rows[:1], lambda nbytes: 1e-9, peak)[0][1] == 1.0  # never above the roofline
-    assert "fp32 4096x1024 0.500 (0.583)" in gain.ceiling_line("softmax", found)
-    assert "no case" in gain.ceiling_line("cross_entropy", gain.ceilings(rows[1:2], time_copy, peak))
+    assert two_pass == pytest.approx(0.4)  # bound 2 mb / peak over a copy (4 mb / peak) and a read (mb / peak)
+    assert gain.ceilings(rows[:1], lambda nbytes: 1e-9, lambda nbytes: 0.0, peak)[0][1:3] == (1.0, 1.0)
+    assert "fp32 4096x1024 0.500 0.400 (0.583)" in gain.ceiling_line("softmax", found)
+    assert "no case" in gain.ceiling_line("cross_entropy", gain.ceilings(rows[1:2], time_copy, time_read, peak))
+
+
+def test_the_room_at_copy_rate_takes_the_higher_of_the_copy_and_the_runs_best_on_each_case(gain):
+    seed_rows = [{"case": "a", "roofline_fraction": 0.5}, {"case": "b", "roofline_fraction": 0.8},
+                 {"case": "c", "roofline_fraction": 0.9}]
+    found = [("a", 0.8, 0.5, 0.5), ("b", 0.7, 0.5, 0.8)]  # c moves no copy's traffic
+    room = gain.copy_room(found, {"a": 0.6, "b": 0.88, "c": 0.9}, seed_rows)
+    assert room == pytest.approx((0.8 / 0.5 * 0.88 / 0.8 * 1.0) ** (1 / 3))
+    assert "at most +20.7% over the seed" in gain.ceiling_line("softmax", found, room)
+    assert gain.copy_room(found, {}, seed_rows) is None
