@@ -1,0 +1,81 @@
+"""What a kernel that holds each row whole in one block can reach, against a plain copy of the same bytes (GPU).
+
+    python benchmarks/row_ceiling.py [--shape fp32:1024x32768 ...] [--warps 8 16 32]
+
+Each row is loaded into one program's registers, reduced twice (a mean, then the variance about it: a layer norm's
+work, no weights) and written back normalised: the structure of the row-wise seeds and solutions of softmax, rmsnorm
+and layernorm. One table: per shape and num_warps, the time, the achieved rate (bytes read and written over the
+time) and its fraction of a device copy's rate on the same bytes (torch's `copy_`, fresh buffers each call so the L2
+cache holds none of them). Where the best num_warps stays well under 1.0, the structure itself, not its setting, is
+what holds a problem's kernels under the copy ceiling that `search_gain.py` prints: with one such block filling an SM,
+a row's loads wait for the previous row's reductions and stores, and a kernel that splits a row across blocks or
+overlaps rows is what could close the gap.
+"""
+import argparse
+import statistics
+
+import torch
+import triton
+import triton.language as tl
+
+SPAN = 1 << 30  # bytes the calls rotate through: far beyond any L2 cache
+CALLS, REPEATS = 32, 5
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+DEFAULT_SHAPES = ["fp32:1024x32768", "bf16:1024x32768", "bf16:4096x16384", "fp32:4096x2048", "bf16:4096x2048"]
+
+
+@triton.jit
+def row_whole_kernel(x_ptr, y_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < N
+    values = tl.load(x_ptr + row * N + offsets, mask=mask, other=0.0).to(tl.float32)
+    centred = tl.where(mask, values - tl.sum(values, axis=0) / N, 0.0)
+    scale = tl.rsqrt(tl.sum(centred * centred, axis=0) / N + 1e-5)
+    tl.store(y_ptr + row * N + offsets, (centred * scale).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def timed_ms(buffers: list, call) -> float:
+    """Milliseconds per call over the buffer pairs in turn, median of REPEATS runs of CALLS calls back to back."""
+    for pair in buffers:
+        call(*pair)
+    figures = []
+    for _ in range(REPEATS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(CALLS):
+            call(*buffers[i % len(buffers)])
+        end.record()
+        end.synchronize()
+        figures.append(start.elapsed_time(end) / CALLS)
+    return statistics.median(figures)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", action="append", help="DTYPE:ROWSxCOLS, repeatable [default: five of the "
+                        "row-wise problems' cases]")
+    parser.add_argument("--warps", type=int, nargs="+", default=[8, 16, 32])
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("row_ceiling.py measures a GPU: none is visible here")
+    print(f"{torch.cuda.get_device_name()}")
+    print(f"{'shape':<18} {'warps':>5} {'us':>9} {'TB/s':>6} {'of copy':>8}")
+    for spec in args.shape or DEFAULT_SHAPES:
+        name, dims = spec.split(":")
+        rows, cols = (int(n) for n in dims.split("x"))
+        one = rows * cols * DTYPES[name].itemsize
+        buffers = [(torch.randn(rows, cols, device="cuda").to(DTYPES[name]),
+                    torch.empty(rows, cols, device="cuda", dtype=DTYPES[name]))
+                   for _ in range(max(2, SPAN // (2 * one)))]
+        copy = timed_ms(buffers, lambda x, y: y.copy_(x))
+        print(f"{spec:<18} {'copy':>5} {copy * 1e3:9.1f} {2 * one / copy * 1e-9:6.2f} {1.0:8.3f}")
+        block = triton.next_power_of_2(cols)
+        for warps in args.warps:
+            ms = timed_ms(buffers, lambda x, y, w=warps: row_whole_kernel[(rows,)](x, y, cols, block, num_warps=w))
+            print(f"{spec:<18} {warps:>5} {ms * 1e3:9.1f} {2 * one / ms * 1e-9:6.2f} {copy / ms:8.3f}", flush=True)
+        del buffers
+
+
+if __name__ == "__main__":
+    main()
