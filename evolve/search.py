@@ -349,7 +349,10 @@ class Search:
         else:
             evaluate = self._evaluate
         options = replace(self.config.eval, gpu=self._first_gpu(), sass=False)  # the first lane's card
-        return self.rounds.retime(self.population.ranked(), self.run_id, evaluate, options, score_of)
+        held = self.reported()[0]  # first: the others are re-timed against it, whatever their own figures
+        ranked = self.population.ranked()
+        ranked = [held] + [c for c in ranked if c.id != held.id] if held is not None else ranked
+        return self.rounds.retime(ranked, self.run_id, evaluate, options, score_of)
 
     def audit_step(self) -> None:
         self.rounds.audit(self.device, lambda: self.reported()[0], self._first_gpu())
