@@ -1,11 +1,11 @@
 """The top candidates of a run re-timed against each other, interleaved, on one device, back to back.
 
 A run's fitness figures were measured minutes or hours apart, each candidate once. At the end of a run on a GPU (and
-with `evolve retime`), the best `top` correct candidates (the run's reported best first, then the highest figures)
-go up the whole ladder again `rounds` times, interleaved
+with `evolve retime`), the best `top` correct candidates go up the whole ladder again `rounds` times, interleaved
 (round 1: A B C, round 2: B C A, round 3: C A B, so no candidate always goes first after a quiet spell), and the
-spread of each one's figures is reported with the order they give. Nothing here changes a candidate's own verdict or
-fitness: the re-timings are kept apart (table `retimes`), as evidence for the reader.
+spread of each one's figures is reported with the order they give, against the first: at the end of a run, the best
+it reports (the others are the highest figures). Nothing here changes a candidate's own verdict or fitness: the
+re-timings are kept apart (table `retimes`), as evidence for the reader.
 """
 from __future__ import annotations
 
