@@ -15,14 +15,13 @@ On an H100 (2026-12-06, no `--affine`): fp32 1024x32768 0.960-0.965 of a copy at
 0.852 at 8 and 0.94 at 16 and 32, bf16 4096x16384 0.99; bf16 4096x2048 0.78 at best (16 warps).
 """
 import argparse
-import statistics
 
 import torch
 import triton
 import triton.language as tl
+from search_gain import timed_ms  # the copy ceiling's timing: the same calls, the same events
 
 SPAN = 1 << 30  # bytes the calls rotate through: far beyond any L2 cache
-CALLS, REPEATS = 32, 5
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 DEFAULT_SHAPES = ["fp32:1024x32768", "bf16:1024x32768", "bf16:4096x16384", "fp32:4096x2048", "bf16:4096x2048"]
 
@@ -39,22 +38,6 @@ def row_whole_kernel(x_ptr, y_ptr, w_ptr, b_ptr, N: tl.constexpr, BLOCK: tl.cons
         out = out * tl.load(w_ptr + offsets, mask=mask, other=0.0).to(tl.float32) \
             + tl.load(b_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + row * N + offsets, out.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def timed_ms(buffers: list, call) -> float:
-    """Milliseconds per call over the buffer pairs in turn, median of REPEATS runs of CALLS calls back to back."""
-    for pair in buffers:
-        call(*pair)
-    figures = []
-    for _ in range(REPEATS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(CALLS):
-            call(*buffers[i % len(buffers)])
-        end.record()
-        end.synchronize()
-        figures.append(start.elapsed_time(end) / CALLS)
-    return statistics.median(figures)
 
 
 def main():

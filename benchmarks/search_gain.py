@@ -15,8 +15,9 @@ Ctrl-C stops one, and starts no other, so the rows of those that ran still print
 
 On a GPU each problem's row is followed by the copy ceiling of its memory-bound cases: the fraction of the roofline
 a plain device copy of the same bytes reaches at that size (half read, half written, fresh buffers each call so the
-L2 cache holds none of them, timed back to back with CUDA events), the seed's figure beside it. A seed near the
-ceiling on a case leaves no room there to any kernel; one far below it leaves room the run did not find.
+L2 cache holds none of them, timed back to back with CUDA events), a two-pass kernel's (a read of the inputs, then
+a copy), and the seed's figure. A seed near the ceiling on a case leaves no room there to any kernel; one far below
+it leaves room the run did not find. The line ends on the most any kernel could gain over the seed at copy rate.
 
 Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention. On a machine without a GPU the figures are
 interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
@@ -97,23 +98,31 @@ def torch_sum(src):
 
 
 def device_ms(half: int, call) -> float:
-    """Milliseconds per call(src, dst) on buffers of `half` bytes each, median of COPY_REPEATS runs of COPY_CALLS
-    calls queued back to back, each on buffers the previous calls did not touch."""
-    import statistics
-
+    """Milliseconds per call(src, dst) on buffers of `half` bytes each, each call on buffers the previous calls did
+    not touch (timed_ms)."""
     import torch
 
     half = max(4, half)
     pairs = [(torch.empty(half, dtype=torch.uint8, device="cuda"), torch.empty(half, dtype=torch.uint8, device="cuda"))
              for _ in range(max(2, -(-COPY_SPAN // (2 * half))))]
-    for src, dst in pairs:
-        call(src, dst)
+    return timed_ms(pairs, call)
+
+
+def timed_ms(buffers: list, call) -> float:
+    """Milliseconds per call(*buffers[i]) over the buffers in turn, after one call on each: median of COPY_REPEATS
+    runs of COPY_CALLS calls queued back to back, timed with CUDA events."""
+    import statistics
+
+    import torch
+
+    for pair in buffers:
+        call(*pair)
     figures = []
     for _ in range(COPY_REPEATS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for i in range(COPY_CALLS):
-            call(*pairs[i % len(pairs)])
+            call(*buffers[i % len(buffers)])
         end.record()
         end.synchronize()
         figures.append(start.elapsed_time(end) / COPY_CALLS)
@@ -157,11 +166,8 @@ def copy_room(found: list, bests: dict, seed_rows: list) -> float | None:
     """The most a kernel could gain over the seed (a ratio) where it reached, on each case of `found`, the higher of
     the run's per-case best and the copy's fraction, and elsewhere the run's per-case best."""
     seed = {row["case"]: case_value(row, True) for row in seed_rows if row.get("case")}
-    cases = [case for case in bests if seed.get(case)]
-    if not cases:
-        return None
     copy = {case: fraction for case, fraction, _, _ in found}
-    return math.exp(sum(math.log(max(bests[case], copy.get(case, 0.0)) / seed[case]) for case in cases) / len(cases))
+    return geometric_mean(max(bests[case], copy.get(case, 0.0)) / seed[case] for case in bests if seed.get(case))
 
 
 def ceiling_line(problem: str, found: list, room: float | None = None) -> str:
@@ -220,8 +226,8 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     bests = case_bests(archive, cands)
     return {"problem": problem, "device": run["device"], "seed": seed, "best": best, "taken": taken,
             "mode": verdict.mode if verdict else None, "seed_rows": list(verdict.shapes) if verdict else [],
-            "evaluated": len(cands), "seconds": seconds, "case_bests": bests, "per_case": geometric_mean(bests.values()),
-            "stop": run["stop_reason"] if run["ended"] else
+            "evaluated": len(cands), "seconds": seconds, "case_bests": bests,
+            "per_case": geometric_mean(bests.values()), "stop": run["stop_reason"] if run["ended"] else
             f"the run did not end (exit code {done.returncode}): {last}"}
 
 
