@@ -1,6 +1,6 @@
 """What a kernel that holds each row whole in one block can reach, against a plain copy of the same bytes (GPU).
 
-    python benchmarks/row_ceiling.py [--shape fp32:1024x32768 ...] [--warps 8 16 32] [--affine]
+    python benchmarks/row_ceiling.py [--shape fp32:1024x32768 ...] [--warps 8 16 32] [--affine] [--runtime-cols]
 
 Each row is loaded into one program's registers, reduced twice (a mean, then the variance about it: a layer norm's
 work, no weights) and written back normalised: the structure of the row-wise seeds and solutions of softmax, rmsnorm
@@ -8,7 +8,7 @@ and layernorm (`--affine` adds a layer norm's weight and bias, every row reading
 num_warps, the time, the achieved rate (bytes read and written over the time) and its fraction of a device copy's
 rate on the same bytes (torch's `copy_`, fresh buffers each call so the L2 cache holds none of them). Where a
 problem's kernel of this structure stays well under this figure, what holds it back is in the kernel (its extra
-loads, its registers), not in the structure; where this figure itself is well under 1.0, the structure is what a
+loads, its registers, a row length the compiler does not know: `--runtime-cols`), not in the structure; where this figure itself is well under 1.0, the structure is what a
 faster kernel must leave (rows split across blocks, or overlapped).
 
 On an H100 (2026-12-06, no `--affine`): fp32 1024x32768 0.960-0.965 of a copy at 8, 16 and 32 warps, bf16 1024x32768
@@ -27,17 +27,19 @@ DEFAULT_SHAPES = ["fp32:1024x32768", "bf16:1024x32768", "bf16:4096x16384", "fp32
 
 
 @triton.jit
-def row_whole_kernel(x_ptr, y_ptr, w_ptr, b_ptr, N: tl.constexpr, BLOCK: tl.constexpr, AFFINE: tl.constexpr):
+def row_whole_kernel(x_ptr, y_ptr, w_ptr, b_ptr, n_cols, N: tl.constexpr, BLOCK: tl.constexpr,
+                     AFFINE: tl.constexpr, RUNTIME_COLS: tl.constexpr):
+    cols = n_cols if RUNTIME_COLS else N  # a runtime row length, as the problems' kernels take it, or a constant
     row = tl.program_id(0).to(tl.int64)
     offsets = tl.arange(0, BLOCK)
-    mask = offsets < N
-    values = tl.load(x_ptr + row * N + offsets, mask=mask, other=0.0).to(tl.float32)
-    centred = tl.where(mask, values - tl.sum(values, axis=0) / N, 0.0)
-    out = centred * tl.rsqrt(tl.sum(centred * centred, axis=0) / N + 1e-5)
+    mask = offsets < cols
+    values = tl.load(x_ptr + row * cols + offsets, mask=mask, other=0.0).to(tl.float32)
+    centred = tl.where(mask, values - tl.sum(values, axis=0) / cols, 0.0)
+    out = centred * tl.rsqrt(tl.sum(centred * centred, axis=0) / cols + 1e-5)
     if AFFINE:  # a layer norm's weight and bias, read by every row (from L2 after the first)
         out = out * tl.load(w_ptr + offsets, mask=mask, other=0.0).to(tl.float32) \
             + tl.load(b_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row * N + offsets, out.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + row * cols + offsets, out.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def main():
@@ -46,11 +48,13 @@ def main():
                         "row-wise problems' cases]")
     parser.add_argument("--warps", type=int, nargs="+", default=[8, 16, 32])
     parser.add_argument("--affine", action="store_true", help="also the same with a layer norm's weight and bias")
+    parser.add_argument("--runtime-cols", action="store_true", help="also the same with the row length an argument "
+                        "(as the problems' kernels take it) instead of a compile-time constant")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("row_ceiling.py measures a GPU: none is visible here")
     print(f"{torch.cuda.get_device_name()}")
-    print(f"{'shape':<18} {'warps':>7} {'us':>9} {'TB/s':>6} {'of copy':>8}")
+    print(f"{'shape':<18} {'warps':>10} {'us':>9} {'TB/s':>6} {'of copy':>8}")
     for spec in args.shape or DEFAULT_SHAPES:
         name, dims = spec.split(":")
         rows, cols = (int(n) for n in dims.split("x"))
@@ -59,15 +63,16 @@ def main():
                     torch.empty(rows, cols, device="cuda", dtype=DTYPES[name]))
                    for _ in range(max(2, SPAN // (2 * one)))]
         copy = timed_ms(buffers, lambda x, y: y.copy_(x))
-        print(f"{spec:<18} {'copy':>7} {copy * 1e3:9.1f} {2 * one / copy * 1e-9:6.2f} {1.0:8.3f}")
+        print(f"{spec:<18} {'copy':>10} {copy * 1e3:9.1f} {2 * one / copy * 1e-9:6.2f} {1.0:8.3f}")
         block = triton.next_power_of_2(cols)
         weight, bias = (torch.randn(cols, device="cuda").to(DTYPES[name]) for _ in range(2))
-        for affine in (False, True) if args.affine else (False,):
+        variants = [(a, r) for a in (False, True)[:1 + args.affine] for r in (False, True)[:1 + args.runtime_cols]]
+        for affine, runtime in variants:
             for warps in args.warps:
-                ms = timed_ms(buffers, lambda x, y, w=warps, a=affine: row_whole_kernel[(rows,)](
-                    x, y, weight, bias, cols, block, a, num_warps=w))
-                label = f"{warps}{' +wb' if affine else ''}"
-                print(f"{spec:<18} {label:>7} {ms * 1e3:9.1f} {2 * one / ms * 1e-9:6.2f} {copy / ms:8.3f}", flush=True)
+                ms = timed_ms(buffers, lambda x, y, w=warps, a=affine, r=runtime: row_whole_kernel[(rows,)](
+                    x, y, weight, bias, cols, cols, block, a, r, num_warps=w))
+                label = f"{warps}{' +wb' if affine else ''}{' rt' if runtime else ''}"
+                print(f"{spec:<18} {label:>10} {ms * 1e3:9.1f} {2 * one / ms * 1e-9:6.2f} {copy / ms:8.3f}", flush=True)
         del buffers
 
 
