@@ -8,11 +8,14 @@ and layernorm (`--affine` adds a layer norm's weight and bias, every row reading
 num_warps, the time, the achieved rate (bytes read and written over the time) and its fraction of a device copy's
 rate on the same bytes (torch's `copy_`, fresh buffers each call so the L2 cache holds none of them). Where a
 problem's kernel of this structure stays well under this figure, what holds it back is in the kernel (its extra
-loads, its registers, a row length the compiler does not know: `--runtime-cols`), not in the structure; where this figure itself is well under 1.0, the structure is what a
-faster kernel must leave (rows split across blocks, or overlapped).
+loads, its registers, a row length the compiler does not know: `--runtime-cols`), not in the structure; where this
+figure itself is well under 1.0, the structure is what a faster kernel must leave (rows split across blocks, or
+overlapped).
 
 On an H100 (2026-12-06, no `--affine`): fp32 1024x32768 0.960-0.965 of a copy at 8, 16 and 32 warps, bf16 1024x32768
-0.852 at 8 and 0.94 at 16 and 32, bf16 4096x16384 0.99; bf16 4096x2048 0.78 at best (16 warps).
+0.852 at 8 and 0.94 at 16 and 32, bf16 4096x16384 0.99; bf16 4096x2048 0.78 at best (16 warps). With `--affine
+--runtime-cols` (a layer norm as its seed writes it), at 16 and 32 warps: fp32 1024x32768 0.777 and 0.903, bf16
+1024x32768 0.851 and 0.880, bf16 4096x16384 0.970 and 0.740 (docs/measuring.md has every variant).
 """
 import argparse
 
