@@ -346,7 +346,8 @@ def _open_archive(db, must_exist=True, read_only=False):
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
 @click.option("--retime", "retime_top", type=click.IntRange(min=0), default=3, show_default=True,
               help="On a GPU, at the end of a run: re-time the best N correct candidates against each other, "
-                   "interleaved, and report each one's spread (0 or 1: not). Never changes a fitness.")
+                   "interleaved, and report each one's spread (0 or 1: not); one above the held best in every "
+                   "round is reported as the run's best. Never changes a fitness.")
 @click.option("--retime-rounds", type=click.IntRange(min=1), default=3, show_default=True,
               help="Rounds of --retime.")
 @click.option("--profile-as-root", is_flag=True,
@@ -554,7 +555,7 @@ def _print_summary(summary, archive, problem):
         from .retime import report
 
         rounds = max(len(r.figures) for r in summary.retimed)
-        for line in report(list(summary.retimed), rounds, "fraction of roofline"):
+        for line in report(list(summary.retimed), rounds, "fraction of roofline", summary.promoted):
             click.echo(line)
     click.echo(f"archive: {summary.db}")
 

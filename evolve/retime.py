@@ -4,8 +4,10 @@ A run's fitness figures were measured minutes or hours apart, each candidate onc
 with `evolve retime`), the best `top` correct candidates go up the whole ladder again `rounds` times, interleaved
 (round 1: A B C, round 2: B C A, round 3: C A B, so no candidate always goes first after a quiet spell), and the
 spread of each one's figures is reported with the order they give, against the first: at the end of a run, the best
-it reports (the others are the highest figures). Nothing here changes a candidate's own verdict or fitness: the
-re-timings are kept apart (table `retimes`), as evidence for the reader.
+it held (the others are the highest figures). Nothing here changes a candidate's own verdict or fitness: the
+re-timings are kept apart (table `retimes`). At the end of a run, one whose every re-timed figure is above every
+one of the held best's (`overtaken`) is the best the run reports: two kernels measured once each, minutes apart, can
+be held as a tie that back-to-back rounds separate.
 """
 from __future__ import annotations
 
@@ -63,8 +65,21 @@ def retime(archive, run_id: int, candidates, evaluate, problem_path, options, wo
     return [results[c.id] for c in candidates]
 
 
-def report(results: list[Retimed], rounds: int, label: str) -> list[str]:
-    """The lines `evolve run` and `evolve retime` print."""
+def overtaken(results: list[Retimed]) -> int | None:
+    """The candidate that re-timed above the first (the held best) in every round against every one of its figures,
+    the highest median of those; None where none did, or where either has fewer than two figures (a failed round
+    counts against it)."""
+    if not results or len(results[0].measured) < 2 or len(results[0].measured) < len(results[0].figures):
+        return None
+    ceiling = max(results[0].measured)
+    above = [r for r in results[1:] if len(r.measured) >= 2 and len(r.measured) == len(r.figures)
+             and min(r.measured) > ceiling]
+    return max(above, key=lambda r: r.median).candidate_id if above else None
+
+
+def report(results: list[Retimed], rounds: int, label: str, promoted: int | None = None) -> list[str]:
+    """The lines `evolve run` and `evolve retime` print; `promoted`: the candidate the run reports instead of the
+    first, as `overtaken` chose it."""
     if not results:
         return []
     lines = [f"re-timed against each other, interleaved ({rounds} round{'s' if rounds != 1 else ''}, one device, "
@@ -87,5 +102,7 @@ def report(results: list[Retimed], rounds: int, label: str) -> list[str]:
             within = gap is not None and gap <= noise
             lines.append(f"  re-timed order {text}: #{first.candidate_id} re-times above the search's best "
                          f"#{held.candidate_id}" + (f" by {gap:.1%}, " + ("inside" if within else "outside")
-                                                    + " their spread" if gap is not None else ""))
+                                                    + " their spread" if gap is not None else "")
+                         + (f"; #{promoted} is the run's best: every one of its figures is above every one of "
+                            f"#{held.candidate_id}'s" if promoted is not None else ""))
     return lines

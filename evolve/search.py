@@ -38,6 +38,7 @@ from .population import NOISE_FLOOR, Policy, Population
 from .promotion import Duels
 from .prompt_context import Contexts
 from .proposer import PromptContext
+from .retime import overtaken
 from .rounds import Rounds
 from .scoring import compiled_anew, noise_of, score_of
 from .steps import Pending, Steps, fields_of
@@ -57,6 +58,7 @@ class Summary:
     near_tie: Candidate | None = None  # measured above `best`, but by less than the timing noise
     interrupted: bool = False  # stopped by Ctrl-C or SIGTERM (the command exits 130 or 143)
     retimed: tuple = ()  # retime.Retimed: the best few re-timed against each other at the end (GPU runs)
+    promoted: int | None = None  # `best`, where it re-timed above the best the search held (retime.overtaken)
     session_evaluated: int | None = None  # evaluated by this process, where the run was resumed (seconds count these)
     audit: object = None  # launch_audit.Audit of `best`: passed, or not run and why
     audit_failed: tuple = ()  # (Candidate, Audit): better candidates that failed the launch audit, left out
@@ -151,6 +153,7 @@ class Search:
         self.planner = compose.Planner(self.problem, archive.verdict)  # which composite to try, from verdicts read once
         self.rounds = Rounds(config, archive, self.problem, self.work, self.emit, auditor)  # profiles, re-timing, audit
         self.profiled_at = 0  # evaluations when profiling last ran
+        self.promoted: int | None = None  # the candidate the end-of-run re-timing made the run's best
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
@@ -352,7 +355,12 @@ class Search:
         held = self.reported()[0]  # first: the others are re-timed against it, whatever their own figures
         ranked = self.population.ranked()
         ranked = [held] + [c for c in ranked if c.id != held.id] if held is not None else ranked
-        return self.rounds.retime(ranked, self.run_id, evaluate, options, score_of)
+        results = self.rounds.retime(ranked, self.run_id, evaluate, options, score_of)
+        winner = overtaken(results)
+        if winner is not None:  # back to back, it beat the held best in every round: the run reports it
+            self.population.best = next(c for c in ranked if c.id == winner)
+            self.promoted = winner
+        return results
 
     def audit_step(self) -> None:
         self.rounds.audit(self.device, lambda: self.reported()[0], self._first_gpu())
@@ -632,5 +640,5 @@ class Search:
             seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
             cost=self.archive.spend(self.run_id)["cost"], seconds=self.clock() - self.started,
             db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.rounds.retimed), audit=audit,
-            audit_failed=failed,
+            audit_failed=failed, promoted=self.promoted if best is not None and best.id == self.promoted else None,
         )

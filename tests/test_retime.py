@@ -8,7 +8,7 @@ import pytest
 from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig
 from evolve.harness import EvalOptions
-from evolve.retime import Retimed, order, report, retime
+from evolve.retime import Retimed, order, overtaken, report, retime
 from evolve.search import Search
 from test_run import evolve
 from verdicts import ladder
@@ -34,6 +34,19 @@ def test_the_report_says_whether_the_best_holds():
     apart = [Retimed(1, 0.80, [0.70, 0.70]), Retimed(2, 0.79, [0.79, None])]
     assert "by 11.4%, outside their spread" in report(apart, 2, "x")[-1]
     assert "failed" in report(apart, 2, "x")[2]
+
+
+def test_a_kernel_overtakes_the_held_best_only_above_every_one_of_its_figures():
+    held = Retimed(11, 0.748, [0.747, 0.741, 0.742])  # the figures of an H100 cross_entropy run's end
+    assert overtaken([held, Retimed(19, 0.761, [0.755, 0.756, 0.756]), Retimed(16, 0.758, [0.757, 0.758, 0.757])]) == 16
+    assert overtaken([held, Retimed(19, 0.761, [0.755, 0.746, 0.756])]) is None  # one round within the held range
+    assert overtaken([held, Retimed(19, 0.761, [0.755, None, 0.756])]) is None  # a failed round
+    assert overtaken([Retimed(11, 0.748, [0.747, None, 0.742]), Retimed(19, 0.761, [0.755, 0.756, 0.756])]) is None
+    assert overtaken([Retimed(11, 0.748, [0.747]), Retimed(19, 0.761, [0.755])]) is None  # one round says little
+    assert overtaken([held]) is None and overtaken([]) is None
+    line = report([held, Retimed(16, 0.758, [0.757, 0.758, 0.757])], 3, "x", promoted=16)[-1]
+    assert line == ("  re-timed order #16 > #11: #16 re-times above the search's best #11 by 2.0%, outside their "
+                    "spread; #16 is the run's best: every one of its figures is above every one of #11's")
 
 
 @pytest.fixture
@@ -118,6 +131,40 @@ def test_the_held_best_is_re_timed_first_when_a_higher_figure_is_within_its_nois
         # the seed re-times at 0.72, multi_row at 0.71 (before, this read "#1 re-times above the search's best #2")
         holds = f"  re-timed order #{seed.id} > #{multi.id}: the search's best holds"
         assert report(list(summary.retimed), 1, "x")[-1] == holds
+    finally:
+        archive.close()
+
+
+class OvertakingFake(CloseFake):
+    """multi_row measures 0.71 in the search (held within the noise of the seed's 0.70), then 0.75 in every round of
+    the re-timing, above each of the seed's."""
+
+    def __call__(self, path, problem_path, options):
+        verdict = super().__call__(path, problem_path, options)
+        if self.calls[-1][1] == "multi" and Path(path).name.startswith("retime_"):
+            verdict = ladder(fitness=0.75, shapes=[{"case": "fp32 4096x1024", "ms": 0.01, "roofline_fraction": 0.75,
+                                                    "speedup_vs_torch": 1.0, "speedup_vs_compile": 1.0,
+                                                    "spread": 0.01}])
+        return verdict
+
+
+def test_a_kernel_that_re_times_above_the_held_best_in_every_round_is_the_runs_best(tmp_path, problem):
+    """An H100 cross_entropy run held its composite (0.748) against two tuned settings within the noise (0.758,
+    0.761), then re-timed both above it in every round (0.757 and 0.756 against 0.747 at most) and still reported
+    the composite: the summary, `evolve best` and the re-timing named three different kernels."""
+    fake = OvertakingFake()
+    db = tmp_path / "o.db"
+    config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=2,
+                       profile=ProfileConfig(top=0), retime_top=2, retime_rounds=3)
+    archive = Archive(db)
+    try:
+        summary = Search(config, archive, proposer=None, evaluate=fake).run()
+        seed, multi = archive.candidates(summary.run_id)[:2]
+        assert [r.candidate_id for r in summary.retimed] == [seed.id, multi.id]  # the held seed first
+        assert summary.best.id == multi.id and summary.promoted == multi.id and summary.near_tie is None
+        assert archive.get(multi.id).fitness == 0.71  # its own verdict is untouched
+        assert report(list(summary.retimed), 3, "x", summary.promoted)[-1].endswith(
+            f"#{multi.id} is the run's best: every one of its figures is above every one of #{seed.id}'s")
     finally:
         archive.close()
 
