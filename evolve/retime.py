@@ -69,11 +69,13 @@ def overtaken(results: list[Retimed]) -> int | None:
     """The candidate that re-timed above the first (the held best) in every round against every one of its figures,
     the highest median of those; None where none did, or where either has fewer than two figures (a failed round
     counts against it)."""
-    if not results or len(results[0].measured) < 2 or len(results[0].measured) < len(results[0].figures):
+    def complete(r: Retimed) -> bool:
+        return len(r.figures) >= 2 and None not in r.figures
+
+    if not results or not complete(results[0]):
         return None
     ceiling = max(results[0].measured)
-    above = [r for r in results[1:] if len(r.measured) >= 2 and len(r.measured) == len(r.figures)
-             and min(r.measured) > ceiling]
+    above = [r for r in results[1:] if complete(r) and min(r.measured) > ceiling]
     return max(above, key=lambda r: r.median).candidate_id if above else None
 
 

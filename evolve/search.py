@@ -153,7 +153,6 @@ class Search:
         self.planner = compose.Planner(self.problem, archive.verdict)  # which composite to try, from verdicts read once
         self.rounds = Rounds(config, archive, self.problem, self.work, self.emit, auditor)  # profiles, re-timing, audit
         self.profiled_at = 0  # evaluations when profiling last ran
-        self.promoted: int | None = None  # the candidate the end-of-run re-timing made the run's best
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
 
@@ -359,7 +358,6 @@ class Search:
         winner = overtaken(results)
         if winner is not None:  # back to back, it beat the held best in every round: the run reports it
             self.population.best = next(c for c in ranked if c.id == winner)
-            self.promoted = winner
         return results
 
     def audit_step(self) -> None:
@@ -634,11 +632,12 @@ class Search:
             audit, failed = (recorded(self.archive, best, self.device) if best is not None else None), ()
         if best is None or near_tie is not None and near_tie.id == best.id:
             near_tie = None
+        promoted = overtaken(self.rounds.retimed)  # the re-timing's choice, unless the launch audit turned it down
         return Summary(
             run_id=self.run_id, stop_reason=stop, evaluated=sum(c.status == "evaluated" for c in everything),
             correct=sum(bool(c.ok) for c in everything), best=best,
             seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
             cost=self.archive.spend(self.run_id)["cost"], seconds=self.clock() - self.started,
             db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.rounds.retimed), audit=audit,
-            audit_failed=failed, promoted=self.promoted if best is not None and best.id == self.promoted else None,
+            audit_failed=failed, promoted=promoted if best is not None and best.id == promoted else None,
         )

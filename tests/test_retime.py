@@ -8,7 +8,7 @@ import pytest
 from evolve.archive import Archive
 from evolve.config import ProfileConfig, RunConfig
 from evolve.harness import EvalOptions
-from evolve.retime import Retimed, order, overtaken, report, retime
+from evolve.retime import Retimed, order, overtaken, report
 from evolve.search import Search
 from test_run import evolve
 from verdicts import ladder
@@ -59,6 +59,23 @@ def problem(tmp_path):
     return folder
 
 
+def gpu_verdict(fitness: float):
+    return ladder(fitness=fitness, shapes=[{"case": "fp32 4096x1024", "ms": 0.01, "roofline_fraction": fitness,
+                                            "speedup_vs_torch": 1.0, "speedup_vs_compile": 1.0, "spread": 0.01}])
+
+
+def run_two(tmp_path, problem, fake, rounds: int):
+    """A run of the seed and multi_row with `fake` as its evaluator, re-timing both `rounds` times: (summary, seed,
+    multi_row, the archive, left open)."""
+    db = tmp_path / "run.db"
+    config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=2,
+                       profile=ProfileConfig(top=0), retime_top=2, retime_rounds=rounds)
+    archive = Archive(db)
+    summary = Search(config, archive, proposer=None, evaluate=fake).run()
+    seed, multi = archive.candidates(summary.run_id)[:2]
+    return summary, seed, multi, archive
+
+
 class Fake:
     """GPU verdicts: the seed measures 0.70 then 0.72, 0.71; multi_row 0.60 every time."""
 
@@ -70,9 +87,7 @@ class Fake:
         kind = "multi" if "softmax_rows_kernel" in source or "ROWS_PER_PROGRAM" in source else "seed"
         self.calls.append((Path(path).name, kind))
         n = sum(k == kind for _, k in self.calls)
-        fitness = {"seed": [0.70, 0.72, 0.71, 0.69], "multi": [0.60] * 4}[kind][n - 1]
-        return ladder(fitness=fitness, shapes=[{"case": "fp32 4096x1024", "ms": 0.01, "roofline_fraction": fitness,
-                                                "speedup_vs_torch": 1.0, "speedup_vs_compile": 1.0, "spread": 0.01}])
+        return gpu_verdict({"seed": [0.70, 0.72, 0.71, 0.69], "multi": [0.60] * 4}[kind][n - 1])
 
 
 def test_a_gpu_run_ends_by_re_timing_its_best_interleaved(tmp_path, problem):
@@ -107,25 +122,15 @@ class CloseFake(Fake):
 
     def __call__(self, path, problem_path, options):
         verdict = super().__call__(path, problem_path, options)
-        if self.calls[-1][1] == "multi":
-            verdict = ladder(fitness=0.71, shapes=[{"case": "fp32 4096x1024", "ms": 0.01, "roofline_fraction": 0.71,
-                                                    "speedup_vs_torch": 1.0, "speedup_vs_compile": 1.0,
-                                                    "spread": 0.01}])
-        return verdict
+        return gpu_verdict(0.71) if self.calls[-1][1] == "multi" else verdict
 
 
 def test_the_held_best_is_re_timed_first_when_a_higher_figure_is_within_its_noise(tmp_path, problem):
     """The report weighs the others against the first re-timed: the best the run reports (the seed, held against
     multi_row's 0.71 inside the noise), not the highest figure, which led the re-timing before and was called "the
     search's best" while the run reported the seed."""
-    fake = CloseFake()
-    db = tmp_path / "h.db"
-    config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=2,
-                       profile=ProfileConfig(top=0), retime_top=2, retime_rounds=1)
-    archive = Archive(db)
+    summary, seed, multi, archive = run_two(tmp_path, problem, CloseFake(), rounds=1)
     try:
-        summary = Search(config, archive, proposer=None, evaluate=fake).run()
-        seed, multi = archive.candidates(summary.run_id)[:2]
         assert multi.fitness > seed.fitness and summary.best.id == seed.id and summary.near_tie.id == multi.id
         assert [r.candidate_id for r in summary.retimed] == [seed.id, multi.id]
         # the seed re-times at 0.72, multi_row at 0.71 (before, this read "#1 re-times above the search's best #2")
@@ -141,25 +146,16 @@ class OvertakingFake(CloseFake):
 
     def __call__(self, path, problem_path, options):
         verdict = super().__call__(path, problem_path, options)
-        if self.calls[-1][1] == "multi" and Path(path).name.startswith("retime_"):
-            verdict = ladder(fitness=0.75, shapes=[{"case": "fp32 4096x1024", "ms": 0.01, "roofline_fraction": 0.75,
-                                                    "speedup_vs_torch": 1.0, "speedup_vs_compile": 1.0,
-                                                    "spread": 0.01}])
-        return verdict
+        retiming = Path(path).name.startswith("retime_")
+        return gpu_verdict(0.75) if self.calls[-1][1] == "multi" and retiming else verdict
 
 
 def test_a_kernel_that_re_times_above_the_held_best_in_every_round_is_the_runs_best(tmp_path, problem):
     """An H100 cross_entropy run held its composite (0.748) against two tuned settings within the noise (0.758,
     0.761), then re-timed both above it in every round (0.757 and 0.756 against 0.747 at most) and still reported
     the composite: the summary, `evolve best` and the re-timing named three different kernels."""
-    fake = OvertakingFake()
-    db = tmp_path / "o.db"
-    config = RunConfig(problem_dir=str(problem), db=str(db), eval=EvalOptions(device="cpu"), max_candidates=2,
-                       profile=ProfileConfig(top=0), retime_top=2, retime_rounds=3)
-    archive = Archive(db)
+    summary, seed, multi, archive = run_two(tmp_path, problem, OvertakingFake(), rounds=3)
     try:
-        summary = Search(config, archive, proposer=None, evaluate=fake).run()
-        seed, multi = archive.candidates(summary.run_id)[:2]
         assert [r.candidate_id for r in summary.retimed] == [seed.id, multi.id]  # the held seed first
         assert summary.best.id == multi.id and summary.promoted == multi.id and summary.near_tie is None
         assert archive.get(multi.id).fitness == 0.71  # its own verdict is untouched
