@@ -1,12 +1,15 @@
 """What one read of an evaluation's memory (harness/processes.py, every 0.25 s of every evaluation) costs the parent
 in CPU time, part by part. Prints a table. The evaluations side by side share one read of the process table a poll
-interval (with N lanes, one read serves about N polls): the last column is a poll whose table another read.
+interval (with N lanes, one read serves about N polls): "poll, table shared" is a poll whose table another read. The
+parent hands each poll to a reader process (harness/memory_reader.py): the last two columns are the parent's CPU for
+such a poll (the process table read a poll interval ago at most, as in a run) and the poll's wall time.
 
-    python benchmarks/memory_poll.py [--maps 0 3000] [--others 300] [--files 300] [--polls 200]
+    python benchmarks/memory_poll.py [--maps 0 3000] [--others 300] [--files 300] [--polls 200] [--cuda]
 
 The evaluation is one process that imports torch, holds a memfd and an unlinked file open (so its memory maps are
 read) and maps --maps extra regions (a CUDA process maps thousands); its folder holds --files files (a Triton cache
-of hundreds). --others idle processes stand for the rest of a busy host (lanes, their spares, the system).
+of hundreds). --others idle processes stand for the rest of a busy host (lanes, their spares, the system). With --cuda the process
+also opens a CUDA context, as an evaluation's GPU runner and measurer do.
 """
 import argparse
 import os
@@ -15,10 +18,12 @@ import sys
 import tempfile
 import time
 
-from evolve.harness import processes
+from evolve.harness import memory_reader, processes
 
 CHILD = """import mmap, os, sys, tempfile, time
 import torch
+if sys.argv[2] == "cuda":
+    torch.empty(1, device="cuda")
 fd = os.memfd_create("held"); os.write(fd, b"x" * 1000000)
 unlinked = tempfile.TemporaryFile(); unlinked.write(b"y" * 100000); unlinked.flush()
 regions = [mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,  # alternate protections: none merge
@@ -28,11 +33,11 @@ time.sleep(600)
 """
 
 
-def per_call_ms(fn, polls: int) -> float:
-    began = time.thread_time()
+def per_call_ms(fn, polls: int, clock=time.thread_time) -> float:
+    began = clock()
     for _ in range(polls):
         fn()
-    return (time.thread_time() - began) / polls * 1e3
+    return (clock() - began) / polls * 1e3
 
 
 def main():
@@ -41,6 +46,7 @@ def main():
     parser.add_argument("--others", type=int, default=300, help="idle processes elsewhere on the host")
     parser.add_argument("--files", type=int, default=300, help="files in the evaluation's folder")
     parser.add_argument("--polls", type=int, default=200)
+    parser.add_argument("--cuda", action="store_true", help="the process opens a CUDA context (needs a GPU)")
     args = parser.parse_args()
     others = [subprocess.Popen(["sleep", "600"]) for _ in range(args.others)]
     folder = tempfile.mkdtemp()
@@ -52,11 +58,11 @@ def main():
     print(f"{sum(n.isdigit() for n in os.listdir('/proc'))} processes on the host, {args.files} files in the folder, "
           f"{args.polls} polls each")
     print("| regions mapped | maps lines | process table | nameless files | of which maps | folder | whole poll | "
-          "poll, table shared |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "poll, table shared | the parent's, read by a reader | its wall |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     try:
         for extra in args.maps:
-            child = subprocess.Popen([sys.executable, "-c", CHILD, str(extra)], stdout=subprocess.PIPE, text=True)
+            child = subprocess.Popen([sys.executable, "-c", CHILD, str(extra), "cuda" if args.cuda else "cpu"], stdout=subprocess.PIPE, text=True)
             child.stdout.readline()
             with open(f"/proc/{child.pid}/maps", "rb") as f:
                 lines = sum(1 for _ in f)
@@ -66,7 +72,10 @@ def main():
                    per_call_ms(lambda: processes._mapped_inodes(child.pid), args.polls),
                    per_call_ms(lambda: processes.folder_bytes([folder], set()), args.polls),
                    per_call_ms(lambda: processes.evaluation_bytes([child.pid], [folder]), args.polls),
-                   per_call_ms(lambda: processes.evaluation_bytes([child.pid], [folder], 3600.0), args.polls)]
+                   per_call_ms(lambda: processes.evaluation_bytes([child.pid], [folder], 3600.0), args.polls),
+                   per_call_ms(lambda: memory_reader.evaluation_bytes([child.pid], [folder], 0.25), args.polls),
+                   per_call_ms(lambda: memory_reader.evaluation_bytes([child.pid], [folder], 0.25), args.polls,
+                               clock=time.perf_counter)]
             print(f"| {extra} | {lines} | " + " | ".join(f"{ms:.2f} ms" for ms in row) + " |")
             child.kill()
             child.wait()

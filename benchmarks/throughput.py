@@ -18,7 +18,9 @@ fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu`
 above 0%, and their mean; the host's CPU busy share is read from /proc/stat every second over all its cores (an
 evaluation's imports, compiles and host code are CPU work: where it nears 100%, cores bound the rate). A last line splits the GPU crew's set-up (the wait for its job, its warm-up, the
 measurer's connect, lease wait and calibrations), where most of "the rest" goes, and the parent's CPU seconds
-spent reading each evaluation's memory from /proc (memory_poll_s). With several lanes on a card, a last line gives
+spent on each evaluation's memory reads (memory_poll_s; the reads themselves run in reader processes, whose CPU
+seconds are memory_read_s: harness/memory_reader.py). "parent CPU" is the cores the run's own process kept busy
+(its lanes' threads share one interpreter lock: near 1.0, the parent bounds the rate). With several lanes on a card, a last line gives
 the rate the card's timing lease allows (each evaluation's time holding it, l, and working outside it, w: at most
 N / (w + N l) a second with N side by side, since all stand still while one holds it; 1 / l with any number). The seed's fitness is reported from the first candidate (the seed itself), so before/after
 figures can be compared with the same script.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import resource
 import shutil
 import signal
 import statistics
@@ -49,7 +52,7 @@ BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's ow
 # the GPU crew's set-up (harness/ladder.py's setup record and the measurer's prepare_split), in the order they happen,
 # and the parent's own work after the verdict (keeping the compiled kernels and dumps, killing the processes)
 SETUP_PARTS = ("before_s", "wait_s", "warm_s", "runner_warm_s", "prepare_s", "connect", "lease", "peaks", "baselines",
-               "hops", "plans", "after_s", "keep_s", "discard_s", "memory_poll_s")
+               "hops", "plans", "after_s", "keep_s", "discard_s", "memory_poll_s", "memory_read_s")
 
 
 class Instant:
@@ -114,6 +117,12 @@ class CpuSampler:
         self._stop.set()
 
 
+def _own_cpu_s() -> float:
+    """This process's CPU seconds, all its threads (not its children)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problem", default=str(ROOT / "problems" / "softmax"))
@@ -149,7 +158,7 @@ def main():
         lanes_seen: list = []
         sampler = GpuSampler(list(gpus) if gpus else (visible_gpus() if args.device != "cpu" else []))
         cpu = CpuSampler()
-        started = time.monotonic()
+        started, own_cpu = time.monotonic(), _own_cpu_s()
         walls: dict[str, float] = {}
 
         ends: list[float] = []
@@ -176,6 +185,7 @@ def main():
         summary = Search(config, archive, Instant(seed), evaluate=timed,
                          on_event=note).run()
         wall = time.monotonic() - started
+        parent_cores = (_own_cpu_s() - own_cpu) / wall
         sampler.stop()
         cpu.stop()
         cands = [c for c in archive.candidates(summary.run_id) if c.status == "evaluated"]
@@ -224,8 +234,8 @@ def main():
           f" instant proposer{', no fork server' if args.no_fork_server else ''}, {time.strftime('%Y-%m-%d')}"
           f"{'' if not summary.interrupted else ', interrupted'}")
     print(f"| wall | evaluations per GPU-hour | wall per evaluation | lane time: {' | '.join(split)} | lane idle | "
-          f"timing lease held | GPU busy | GPU util mean | host CPU busy | seed fitness |")
-    print("| --- " * (10 + len(split)) + "|")
+          f"timing lease held | GPU busy | GPU util mean | host CPU busy | parent CPU | seed fitness |")
+    print("| --- " * (11 + len(split)) + "|")
     per = wall / n if n else float("nan")
     idle = 1 - sum(eval_wall) / (wall * len(lanes)) if n else float("nan")
     busy = (sum(s > 0 for s in sampler.samples) / len(sampler.samples)) if sampler.samples else None
@@ -240,7 +250,7 @@ def main():
     print(f"| {wall:.0f} s | {3600 / (per * cards):.0f} | {per:.2f} s | {' | '.join(cells)} | {idle:.0%} | "
           f"{lease_s / (wall * cards):.0%} | "
           f"{'-' if busy is None else f'{busy:.0%}'} | {'-' if util is None else f'{util:.0f}%'} | "
-          f"{f'{statistics.mean(cpu.samples):.0%}' if cpu.samples else '-'} | "
+          f"{f'{statistics.mean(cpu.samples):.0%}' if cpu.samples else '-'} | {parent_cores:.2f} cores | "
           f"{'-' if seed_fitness is None else f'{seed_fitness:.3f}'} |")
     if windows:
         def mean_of(keys):

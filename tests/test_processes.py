@@ -25,3 +25,76 @@ def test_polls_side_by_side_share_one_read_of_the_process_table_and_the_next_rea
     finally:
         child.kill()
         child.wait()
+
+
+def _holding_child():
+    child = subprocess.Popen([sys.executable, "-c", HOLD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    return child
+
+
+def test_a_reader_process_counts_what_the_parent_would_and_reads_in_a_process_of_its_own(tmp_path):
+    """The lanes' memory reads run in reader processes (harness/memory_reader.py), so they take none of the parent's
+    interpreter lock; a reader's count is the parent's own read's."""
+    from evolve.harness import memory_reader
+
+    (tmp_path / "kept").write_bytes(b"k" * 3 * 2**20)
+    child = _holding_child()
+    try:
+        counted, reader_cpu_s = memory_reader.evaluation_bytes([child.pid], [tmp_path], 0.0)
+        own = processes.evaluation_bytes([child.pid], [tmp_path], 0.0)
+        assert counted >= 203 * 2**20 and abs(counted - own) < 8 * 2**20, (counted, own)
+        assert reader_cpu_s > 0
+        readers = memory_reader.READERS._idle
+        assert readers and all(r.proc.pid != os.getpid() and r.proc.poll() is None for r in readers)
+        assert processes.parents()[readers[-1].proc.pid] == os.getpid()  # a child of this process, which it kills
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_reader_that_dies_stops_or_answers_out_of_turn_leaves_the_evaluation_uninspectable_never_uncounted(
+        tmp_path, monkeypatch):
+    import json
+    import signal
+
+    import pytest
+
+    from evolve.harness import memory_reader
+
+    monkeypatch.setattr(memory_reader, "ANSWER_TIMEOUT_S", 1.0)
+    readers = memory_reader.Readers()
+    child = _holding_child()
+    try:
+        assert readers.read([child.pid], [tmp_path], 0.0)[0] >= 200 * 2**20
+        for harm in ("kill", "stop", "forged"):
+            reader = readers._idle[-1]
+            if harm == "kill":
+                reader.proc.kill()
+                reader.proc.wait()
+            elif harm == "stop":
+                os.kill(reader.proc.pid, signal.SIGSTOP)
+            else:  # a line already waiting on the reader's answer pipe, before the parent's request
+                os.kill(reader.proc.pid, signal.SIGSTOP)
+                with open(f"/proc/{reader.proc.pid}/fd/1", "wb") as pipe:
+                    pipe.write(json.dumps({"bytes": 0, "cpu_s": 0.0, "nonce": None}).encode() + b"\n")
+            with pytest.raises(processes.Uninspectable, match="stopped answering"):
+                readers.read([child.pid], [tmp_path], 0.0)
+            assert reader.proc.poll() is not None and reader not in readers._idle  # killed, never used again
+            assert readers.read([child.pid], [tmp_path], 0.0)[0] >= 200 * 2**20  # a fresh reader counts it
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_what_a_reader_cannot_count_it_says_and_the_parent_raises(tmp_path, monkeypatch):
+    import pytest
+
+    from evolve.harness import memory_reader
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(processes.MAX_FOLDER_ENTRIES + 1):
+        (folder / str(i)).touch()
+    with pytest.raises(processes.Uninspectable, match=f"more than {processes.MAX_FOLDER_ENTRIES} files"):
+        memory_reader.evaluation_bytes([os.getpid()], [folder], 0.0)

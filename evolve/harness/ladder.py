@@ -299,6 +299,7 @@ class _Evaluation:
         if crew.party is not None and setup:  # time stopped for other evaluations' leases, for the record
             setup[-1]["stopped_s"] = round(crew.party.stopped_s, 3)
             setup[-1]["memory_poll_s"] = round(result.memory_poll_s, 3)
+            setup[-1]["memory_read_s"] = round(result.memory_read_s, 3)
         if setup:  # the waits for the card, which say nothing of how long the candidate's own evaluation takes
             setup[-1]["card_wait_s"] = round(result.card_wait_s + self.calibration_wait_s, 3)
         if kept:

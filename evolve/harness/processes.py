@@ -7,9 +7,11 @@ that have no name any more (unlinked, memfd) and the bytes in the folders they m
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
+import sys
 import threading
 import time
 
@@ -169,3 +171,27 @@ def evaluation_bytes(roots, folders, table_age_s: float = 0.0) -> int:
     seen: set = set()
     members = tree(roots, recent_parents(table_age_s))
     return resident_bytes(members) + nameless_file_bytes(members, seen) + folder_bytes(folders, seen)
+
+
+def serve(requests=None, answers=None) -> None:
+    """A reader process (harness/memory_reader.py): one JSON request a line (roots, folders, the process table's
+    age), one answer a line (the bytes and this process's CPU seconds for them, or why they could not be counted);
+    until the parent closes the pipe."""
+    requests, answers = requests or sys.stdin.buffer, answers or sys.stdout.buffer
+    for line in requests:
+        began, request = time.thread_time(), None
+        try:
+            request = json.loads(line)
+            counted = evaluation_bytes(request["roots"], request["folders"], float(request["age"]))
+            answer = {"bytes": counted, "cpu_s": time.thread_time() - began}
+        except Uninspectable as exc:
+            answer = {"uninspectable": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - said to the parent, which kills the evaluation
+            answer = {"uninspectable": f"the memory read failed: {type(exc).__name__}: {exc}"[:300]}
+        answer["nonce"] = request.get("nonce") if isinstance(request, dict) else None
+        answers.write(json.dumps(answer).encode() + b"\n")
+        answers.flush()
+
+
+if __name__ == "__main__":  # python -S processes.py: a reader, with nothing but the standard library imported
+    serve()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..lang import DEFAULT as DEFAULT_LANGUAGE
 from ..lang import get as get_language
-from . import forkserver, jail, privilege, processes
+from . import forkserver, jail, memory_reader, privilege, processes
 from .lease import card_name
 from ..redact import is_secret_name
 from .lifeline import ENV as LIFELINE_ENV, kill_everything
@@ -68,7 +68,8 @@ class CrewResult:
     seconds: float = 0.0
     runner_exit: dict = field(default_factory=dict)  # runner name -> returncode (None if still running when killed)
     stderr: dict = field(default_factory=dict)  # process name -> tail of its stderr
-    memory_poll_s: float = 0.0  # this process's CPU time spent reading the evaluation's memory from /proc
+    memory_poll_s: float = 0.0  # this process's CPU time spent on the evaluation's memory reads
+    memory_read_s: float = 0.0  # the reader processes' CPU time reading it from /proc (harness/memory_reader.py)
     card_wait_s: float = 0.0  # seconds waited for another evolve process to let go of the card
 
     def death(self, limit_s: float, max_rss_gb: float, runner: str | None = None) -> str:
@@ -259,7 +260,9 @@ class Crew:
         in their folders and the shared buffers' folder (RAM where it is /dev/shm)."""
         folders = [self.work / name for name in self.runners] + [Path(self.shm)]
         try:
-            return processes.evaluation_bytes(runners, folders, MEMORY_POLL_S) > max_rss_gb * 2**30
+            counted, read_s = memory_reader.evaluation_bytes(runners, folders, MEMORY_POLL_S)
+            result.memory_read_s += read_s
+            return counted > max_rss_gb * 2**30
         except processes.Uninspectable as exc:
             result.uninspectable = str(exc)
             return True

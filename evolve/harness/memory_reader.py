@@ -1,0 +1,99 @@
+"""An evaluation's memory read in processes of their own. Every evaluation's memory is read from /proc every
+MEMORY_POLL_S (harness/processes.py: its processes, their open files and maps, its folders); read in the parent,
+those reads hold the interpreter lock that every lane's thread needs, a core or more of a run with six lanes on a card.
+A reader is a child of the parent that runs harness/processes.py alone (no candidate code, no torch); a lane's thread
+sends it the evaluation's roots and folders and waits for the count. A reader that dies or stops answering makes
+the evaluation uninspectable (it is killed), never uncounted."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import subprocess
+import sys
+import threading
+
+from . import processes
+
+ANSWER_TIMEOUT_S = 10.0  # a read takes milliseconds; this long means the reader is stopped or the host is stuck
+
+
+class Reader:
+    """One reader process: a request per line on its stdin, an answer per line on its stdout."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-S", processes.__file__], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+
+    def read(self, roots, folders, table_age_s: float) -> tuple[int, float]:
+        """(bytes, the reader's CPU seconds for it); Uninspectable where the reader could not count them."""
+        nonce = secrets.token_hex(16)  # an answer names its request: a line another process slipped in names none
+        request = {"roots": [int(r) for r in roots], "folders": [str(f) for f in folders], "age": table_age_s,
+                   "nonce": nonce}
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], ANSWER_TIMEOUT_S)
+            answer = json.loads(self.proc.stdout.readline()) if ready else None
+        except (OSError, ValueError):
+            answer = None
+        if not isinstance(answer, dict) or answer.get("nonce") != nonce:
+            raise ReaderLost(f"the process reading the evaluation's memory stopped answering "
+                             f"(exit status {self.proc.poll()})")
+        if "uninspectable" in answer:
+            raise processes.Uninspectable(str(answer["uninspectable"]))
+        return int(answer["bytes"]), float(answer["cpu_s"])
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+class ReaderLost(processes.Uninspectable):
+    pass
+
+
+class Readers:
+    """Readers kept between reads: a lane's thread takes an idle one (or starts one) for each read and gives it back,
+    so as many run at once as there are reads at once."""
+
+    def __init__(self):
+        self._idle: list[Reader] = []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def read(self, roots, folders, table_age_s: float) -> tuple[int, float]:
+        reader = self._take()
+        try:
+            counted = reader.read(roots, folders, table_age_s)
+        except ReaderLost:
+            reader.close()
+            raise
+        self._give(reader)
+        return counted
+
+    def _take(self) -> Reader:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child: its parent's readers answer its parent
+                self._idle, self._pid = [], os.getpid()
+            if self._idle:
+                return self._idle.pop()
+        return Reader()
+
+    def _give(self, reader: Reader) -> None:
+        with self._lock:
+            self._idle.append(reader)
+
+
+READERS = Readers()
+
+
+def evaluation_bytes(roots, folders, table_age_s: float) -> tuple[int, float]:
+    """processes.evaluation_bytes, read by a reader process: (bytes, the reader's CPU seconds)."""
+    return READERS.read(roots, folders, table_age_s)
