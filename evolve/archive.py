@@ -16,6 +16,9 @@ Datasette. Tables and columns:
     paused        1 while ``evolve pause`` holds it (no new proposals; what is in flight finishes), else 0
     gaps          JSON list of [from, to] ISO times the run was not running: from its stop (or, after a crash, its
                   last stored candidate) to its resume; wall times on the leaderboard leave them out
+    best_id       the candidate the run reported as its best when it last stopped (its summary's: the search's
+                  held best where the highest score is within its noise, or one its re-timing put above it in every
+                  round); null before then, or where it had none
 
 ``candidates``: one row per proposal, including failed ones: the log of every LLM exchange.
     id            integer primary key
@@ -173,6 +176,7 @@ class RunRow(TypedDict, total=False):
     paused: int  # 1 while `evolve pause` holds it
     gaps: list  # [stopped, resumed] instants: time it was not running
     language: str  # the candidate language it asked for (evolve/lang)
+    best_id: int | None  # the candidate it reported as its best when it last stopped
     candidates: int  # runs() only, from here on
     evaluated: int
     correct: int
@@ -351,6 +355,13 @@ def m012_traces(db: sqlite_utils.Database) -> None:
         device TEXT NOT NULL, case_label TEXT, ok INTEGER NOT NULL, seconds REAL NOT NULL, message TEXT, summary TEXT,
         created TEXT NOT NULL)""")
     db.execute("CREATE INDEX idx_traces_candidate_id ON traces (candidate_id)")
+
+
+@migration
+def m013_run_best(db: sqlite_utils.Database) -> None:
+    """The kernel a run reported as its best when it stopped, which `evolve best` names over a near tie; runs from
+    before have none."""
+    db["runs"].add_column("best_id", int)
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:
@@ -659,9 +670,10 @@ class Archive:
                       [json.dumps(gaps), run_id])
         self._write(write)
 
-    def finish_run(self, run_id: int, stop_reason: str) -> None:
-        self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ?, paused = 0 WHERE id = ?",
-                                        [_now(), stop_reason, run_id]))
+    def finish_run(self, run_id: int, stop_reason: str, best_id: int | None = None) -> None:
+        """The run stopped, and what it reported as its best (None: none, or a stop that chose none)."""
+        self._write(lambda c: c.execute("UPDATE runs SET ended = ?, stop_reason = ?, paused = 0, best_id = ? "
+                                        "WHERE id = ?", [_now(), stop_reason, best_id, run_id]))
 
     def runs(self) -> list[RunRow]:
         """Every run, with its candidates counted (the fields RunRow marks as runs() only)."""
@@ -801,6 +813,20 @@ class Archive:
             params.append(run_id)
         rows = self._query(sql + " ORDER BY c.score IS NULL, c.score DESC, c.id LIMIT 1", params)
         return _candidate(rows[0]) if rows else None
+
+    def reported_best(self, problem: str) -> tuple[Candidate | None, Candidate | None]:
+        """(the problem's best, the highest score where that is another): best(problem), unless the run of that
+        kernel reported another as its best when it stopped (one measured within its noise, or re-timed above it in
+        every round), correct and never failing a launch audit: then that one."""
+        top = self.best(problem)
+        if top is None:
+            return None, None
+        rows = self._query("SELECT best_id FROM runs WHERE id = ?", [top.run_id])
+        chosen = rows[0][0] if rows else None
+        if chosen is None or chosen == top.id or chosen in self.failed_audits():
+            return top, None
+        held = self.get(chosen)
+        return (held, top) if held.ok else (top, None)
 
     def evaluation(self, candidate_id: int) -> dict | None:
         """The stored verdict as written (JSON), or None before evaluation."""

@@ -813,7 +813,8 @@ class _Unstored:
 def best_command(problem, db, export_path, export_format, no_verify, device):
     """The best correct kernel for PROBLEM in the archive, re-verified through the whole ladder and, on a GPU with
     Nsight Compute, the launch audit (what ran on the device: only its own Triton kernels); one that fails the audit
-    is left out for good and the next best is tried.
+    is left out for good and the next best is tried. The best is the highest score, or the kernel its run reported
+    over it (measured within the run's noise of it, or re-timed above it in every round).
 
     Its source goes to stdout (`evolve best PROBLEM > best.py`) and the report (which candidate, its rungs and
     figures) to stderr; with --export FILE the source goes to FILE and the report to stdout."""
@@ -844,9 +845,16 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     def header(cand):
         say(f"#{cand.id} from run {cand.run_id} ({cand.proposer}{' ' + cand.model if cand.model else ''}), "
             f"score {cand.score:.4g}")
+        chosen, top = archive.reported_best(name)
+        if top is not None and chosen is not None and cand.id == chosen.id:
+            say(f"  run {top.run_id}'s reported best: #{top.id} scored higher ({top.score:.4g}), within the run's "
+                f"noise, or #{cand.id} re-timed above it in every round")
+
+    def reported():  # the run's own choice over a near tie of the highest score; never one that failed an audit
+        return archive.reported_best(name)[0]
 
     if no_verify:
-        best = archive.best(name)  # never one that failed a launch audit
+        best = reported()
         if best is None:
             _fail(f"no correct kernel for {name} in {db}", 1)
         header(best)
@@ -894,7 +902,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
             say(audit.line + (" (on record)" if audit.recorded else ""))
             return audit
 
-        picked = pick(_Unstored(archive) if archive.read_only else archive, where, lambda: archive.best(name), check,
+        picked = pick(_Unstored(archive) if archive.read_only else archive, where, reported, check,
                       reuse=False)
         if picked.best is None:
             _fail(picked.audit.line if picked.audit else f"no correct kernel for {name} in {db}", 1)

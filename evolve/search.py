@@ -522,9 +522,10 @@ class Search:
                                + (f"; the traceback is in {report}, please report it)" if report else ")")) from exc
         self.pipeline.close()  # candidates still in it stay pending in the archive: --resume evaluates them
         self.keep_answered()
-        self.archive.finish_run(self.run_id, stop)
+        summary = self.summary(stop)
+        self.archive.finish_run(self.run_id, stop, summary.best.id if summary.best is not None else None)
         shutil.rmtree(self.work, ignore_errors=True)
-        return replace(self.summary(stop), interrupted=interrupted,
+        return replace(summary, interrupted=interrupted,
                        session_evaluated=self.evaluated - self.evaluated_before if self.config.resume else None)
 
     def _loop(self) -> str:

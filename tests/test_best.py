@@ -56,6 +56,42 @@ def test_exported_source_has_no_test_header_and_the_archive_keeps_it(tmp_path):
     assert stored(db, cand) == HEADED
 
 
+def test_best_names_what_its_run_reported_over_a_near_tie_of_the_highest_score(tmp_path):
+    """A run that held its best against a higher figure within the noise, or re-timed another above it, reports that
+    kernel; `evolve best` named the highest figure instead, so the run's summary and `evolve best` named two."""
+    from evolve.launch_audit import FAILED, Audit
+
+    db = tmp_path / "b.db"
+    archive = Archive(db)
+    try:
+        run = archive.start_run("mini_softmax", str(MINI), {}, "cpu (Triton interpreter)", {})
+        ids = []
+        for n, ms in ((1, 60.0), (2, 59.5)):  # the second measured 1% faster
+            cand = archive.add_candidate(run, source=SEED + f"\n_N = {n}\n", proposer="tuner")
+            verdict = ladder(mode="cpu", fitness=None, roofline="skipped",
+                             shapes=[{"case": "fp32 4x256", "ms": ms, "clock": "cpu-interpreter"}])
+            archive.record_verdict(cand.id, verdict, 1 / ms)
+            ids.append(cand.id)
+        held, higher = ids
+        archive.finish_run(run, "budget", held)
+    finally:
+        archive.close()
+    result = evolve("best", MINI, "--db", db, "--no-verify")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("_N = 1\n")
+    assert result.stderr.startswith(f"#{held} from run {run} (tuner)")
+    assert f"run {run}'s reported best: #{higher} scored higher" in result.stderr
+    archive = Archive(db)
+    try:
+        assert archive.run(run)["best_id"] == held
+        archive.store_audit(held, "cpu (Triton interpreter)", Audit(FAILED, "ran a torch kernel"))
+    finally:
+        archive.close()
+    result = evolve("best", MINI, "--db", db, "--no-verify")  # the run's choice failed its audit: the highest then
+    assert result.returncode == 0 and result.stdout.endswith("_N = 2\n"), result.stderr
+    assert result.stderr.startswith(f"#{higher} ") and "reported best" not in result.stderr
+
+
 @pytest.mark.slow
 def test_best_reverifies_then_prints_the_source(tmp_path):
     """Re-verified on the CPU: the rungs are reported on stderr as they pass, the source comes on stdout."""

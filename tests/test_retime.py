@@ -136,6 +136,9 @@ def test_the_held_best_is_re_timed_first_when_a_higher_figure_is_within_its_nois
         # the seed re-times at 0.72, multi_row at 0.71 (before, this read "#1 re-times above the search's best #2")
         holds = f"  re-timed order #{seed.id} > #{multi.id}: the search's best holds"
         assert report(list(summary.retimed), 1, "x")[-1] == holds
+        # the archive keeps what the run reported, and `evolve best` names it over the higher figure
+        assert archive.run(summary.run_id)["best_id"] == seed.id
+        assert [c.id for c in archive.reported_best(archive.run(summary.run_id)["problem"])] == [seed.id, multi.id]
     finally:
         archive.close()
 
