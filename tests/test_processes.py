@@ -87,7 +87,7 @@ def test_a_reader_that_dies_stops_or_answers_out_of_turn_leaves_the_evaluation_u
         child.wait()
 
 
-def test_what_a_reader_cannot_count_it_says_and_the_parent_raises(tmp_path, monkeypatch):
+def test_what_a_reader_cannot_count_it_says_and_where_none_starts_the_parent_reads(tmp_path, monkeypatch):
     import pytest
 
     from evolve.harness import memory_reader
@@ -96,5 +96,16 @@ def test_what_a_reader_cannot_count_it_says_and_the_parent_raises(tmp_path, monk
     folder.mkdir()
     for i in range(processes.MAX_FOLDER_ENTRIES + 1):
         (folder / str(i)).touch()
+    readers = memory_reader.Readers()
     with pytest.raises(processes.Uninspectable, match=f"more than {processes.MAX_FOLDER_ENTRIES} files"):
-        memory_reader.evaluation_bytes([os.getpid()], [folder], 0.0)
+        readers.read([os.getpid()], [folder], 0.0)
+    reader = readers._idle[-1]  # it answered: kept for the next read
+    assert readers.read([os.getpid()], [tmp_path / "none"], 0.0)[0] > 0 and readers._idle == [reader]
+    reader.close()
+
+    def no_process():
+        raise OSError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(memory_reader, "Reader", no_process)  # a host out of processes: the parent reads itself
+    counted, reader_cpu_s = memory_reader.Readers().read([os.getpid()], [tmp_path / "none"], 0.0)
+    assert counted > 0 and reader_cpu_s == 0.0
