@@ -67,17 +67,18 @@ def test_a_reader_that_dies_stops_or_answers_out_of_turn_leaves_the_evaluation_u
     child = _holding_child()
     try:
         assert readers.read([child.pid], [tmp_path], 0.0)[0] >= 200 * 2**20
-        for harm in ("kill", "stop", "forged"):
+        for harm in ("kill", "stop", "forged", "unended"):
             reader = readers._idle[-1]
             if harm == "kill":
                 reader.proc.kill()
                 reader.proc.wait()
             elif harm == "stop":
                 os.kill(reader.proc.pid, signal.SIGSTOP)
-            else:  # a line already waiting on the reader's answer pipe, before the parent's request
+            else:  # a line already waiting on the reader's answer pipe, before the parent's request, or half of one
                 os.kill(reader.proc.pid, signal.SIGSTOP)
+                forged = json.dumps({"bytes": 0, "cpu_s": 0.0, "nonce": None}).encode()
                 with open(f"/proc/{reader.proc.pid}/fd/1", "wb") as pipe:
-                    pipe.write(json.dumps({"bytes": 0, "cpu_s": 0.0, "nonce": None}).encode() + b"\n")
+                    pipe.write(forged + b"\n" if harm == "forged" else forged[:10])
             with pytest.raises(processes.Uninspectable, match="stopped answering"):
                 readers.read([child.pid], [tmp_path], 0.0)
             assert reader.proc.poll() is not None and reader not in readers._idle  # killed, never used again

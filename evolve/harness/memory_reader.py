@@ -14,6 +14,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 
 from . import processes
 
@@ -26,7 +27,7 @@ class Reader:
     def __init__(self):
         # -I: the script's folder (harness/, whose profile.py would shadow the standard library's) is not on its path
         self.proc = subprocess.Popen([sys.executable, "-I", "-S", processes.__file__], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, bufsize=0)
 
     def read(self, roots, folders, table_age_s: float) -> tuple[int, float]:
         """(bytes, the reader's CPU seconds for it); Uninspectable where the reader could not count them."""
@@ -35,9 +36,7 @@ class Reader:
                    "nonce": nonce}
         try:
             self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self.proc.stdin.flush()
-            ready, _, _ = select.select([self.proc.stdout], [], [], ANSWER_TIMEOUT_S)
-            answer = json.loads(self.proc.stdout.readline()) if ready else None
+            answer = json.loads(self._line())
         except (OSError, ValueError):
             answer = None
         if not isinstance(answer, dict) or answer.get("nonce") != nonce:
@@ -46,6 +45,19 @@ class Reader:
         if "uninspectable" in answer:
             raise processes.Uninspectable(str(answer["uninspectable"]))
         return int(answer["bytes"]), float(answer["cpu_s"])
+
+    def _line(self) -> bytes:
+        """The answer: one line within ANSWER_TIMEOUT_S, and nothing after it; b"" otherwise."""
+        deadline, line = time.monotonic() + ANSWER_TIMEOUT_S, b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                return b""
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk or b"\n" in chunk[:-1]:  # closed, or more than the one line it was asked for
+                return b""
+            line += chunk
+        return line
 
     def close(self) -> None:
         self.proc.kill()
