@@ -8,8 +8,8 @@ such a poll (the process table read a poll interval ago at most, as in a run) an
 
 The evaluation is one process that imports torch, holds a memfd and an unlinked file open (so its memory maps are
 read) and maps --maps extra regions (a CUDA process maps thousands); its folder holds --files files (a Triton cache
-of hundreds). --others idle processes stand for the rest of a busy host (lanes, their spares, the system). With --cuda the process
-also opens a CUDA context, as an evaluation's GPU runner and measurer do.
+of hundreds). --others idle processes stand for the rest of a busy host (lanes, their spares, the system). With
+--cuda the process also opens a CUDA context, as an evaluation's GPU runner and measurer do.
 """
 import argparse
 import os
@@ -62,7 +62,8 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     try:
         for extra in args.maps:
-            child = subprocess.Popen([sys.executable, "-c", CHILD, str(extra), "cuda" if args.cuda else "cpu"], stdout=subprocess.PIPE, text=True)
+            child = subprocess.Popen([sys.executable, "-c", CHILD, str(extra), "cuda" if args.cuda else "cpu"],
+                                     stdout=subprocess.PIPE, text=True)
             child.stdout.readline()
             with open(f"/proc/{child.pid}/maps", "rb") as f:
                 lines = sum(1 for _ in f)

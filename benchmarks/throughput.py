@@ -20,8 +20,8 @@ evaluation's imports, compiles and host code are CPU work: where it nears 100%, 
 measurer's connect, lease wait and calibrations), where most of "the rest" goes, and the parent's CPU seconds
 spent on each evaluation's memory reads (memory_poll_s; the reads themselves run in reader processes, whose CPU
 seconds are memory_read_s: harness/memory_reader.py). "parent CPU" is the cores the run's own process kept busy
-(its lanes' threads share one interpreter lock: near 1.0, the parent bounds the rate). With several lanes on a card, a last line gives
-the rate the card's timing lease allows (each evaluation's time holding it, l, and working outside it, w: at most
+(its lanes' threads share one interpreter lock: near 1.0, the parent bounds the rate). With several lanes on a
+card, a last line gives the rate the card's timing lease allows (each evaluation's time holding it, l, and working outside it, w: at most
 N / (w + N l) a second with N side by side, since all stand still while one holds it; 1 / l with any number). The seed's fitness is reported from the first candidate (the seed itself), so before/after
 figures can be compared with the same script.
 """

@@ -842,16 +842,21 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     def say(line: str) -> None:
         click.echo(line, err=to_stdout)
 
+    over = {}  # the candidate reported() returned -> the higher score its run reported it over
+
     def header(cand):
         say(f"#{cand.id} from run {cand.run_id} ({cand.proposer}{' ' + cand.model if cand.model else ''}), "
             f"score {cand.score:.4g}")
-        chosen, top = archive.reported_best(name)
-        if top is not None and chosen is not None and cand.id == chosen.id:
+        top = over.get(cand.id)
+        if top is not None:
             say(f"  run {top.run_id}'s reported best: #{top.id} scored higher ({top.score:.4g}), within the run's "
                 f"noise, or #{cand.id} re-timed above it in every round")
 
     def reported():  # the run's own choice over a near tie of the highest score; never one that failed an audit
-        return archive.reported_best(name)[0]
+        chosen, top = archive.reported_best(name)
+        if chosen is not None and top is not None:
+            over[chosen.id] = top
+        return chosen
 
     if no_verify:
         best = reported()

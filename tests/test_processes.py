@@ -48,6 +48,8 @@ def test_a_reader_process_counts_what_the_parent_would_and_reads_in_a_process_of
         readers = memory_reader.READERS._idle
         assert readers and all(r.proc.pid != os.getpid() and r.proc.poll() is None for r in readers)
         assert processes.parents()[readers[-1].proc.pid] == os.getpid()  # a child of this process, which it kills
+        with open(f"/proc/{readers[-1].proc.pid}/environ", "rb") as f:
+            assert f.read() == b""  # none of this process's keys (OPENAI_API_KEY and the like)
     finally:
         child.kill()
         child.wait()

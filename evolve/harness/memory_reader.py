@@ -26,8 +26,10 @@ class Reader:
 
     def __init__(self):
         # -I: the script's folder (harness/, whose profile.py would shadow the standard library's) is not on its path
+        # an empty environment: none of the parent's keys, nothing for the interpreter to read
         self.proc = subprocess.Popen([sys.executable, "-I", "-S", processes.__file__], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, bufsize=0)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, bufsize=0,
+                                     env={})
 
     def read(self, roots, folders, table_age_s: float) -> tuple[int, float]:
         """(bytes, the reader's CPU seconds for it); Uninspectable where the reader could not count them."""
@@ -80,7 +82,6 @@ class Readers:
     def __init__(self):
         self._idle: list[Reader] = []
         self._lock = threading.Lock()
-        self._pid = os.getpid()
 
     def read(self, roots, folders, table_age_s: float) -> tuple[int, float]:
         try:
@@ -99,8 +100,6 @@ class Readers:
 
     def _take(self) -> Reader:
         with self._lock:
-            if self._pid != os.getpid():  # a forked child: its parent's readers answer its parent
-                self._idle, self._pid = [], os.getpid()
             if self._idle:
                 return self._idle.pop()
         return Reader()
