@@ -154,17 +154,60 @@ def test_syntax_error_raises_with_line():
         check_source("def custom_kernel(x):\n    return (\n", "cand.py")
 
 
-def test_the_check_imports_nothing_the_candidate_names():
-    """It runs in the parent before any child: naming a module must not import (and so run) it."""
+def test_the_check_imports_no_module_outside_the_allowed_packages_nor_a_dunder_module():
+    """Resolving a name imports a submodule of an allowed package, never a module outside them or a dunder module
+    (`__main__` runs a program)."""
     import sys
 
-    names = ["this", "torch.utils.model_dump", "torch.utils.model_dump.__main__", "unittest.__main__"]
+    names = ["this", "torch.utils.model_dump.__main__", "unittest.__main__"]
     before = {n for n in names if n in sys.modules}
     body = ("import this\nfrom torch.utils.model_dump import __main__ as md\nfrom unittest import __main__ as um\n"
-            "import torch.utils.model_dump\n"
-            "def custom_kernel(x):\n    return (this, md, um, torch.utils.model_dump.main(x))\n")
+            "def custom_kernel(x):\n    return (this, md, um)\n")
     problems = check(body)
-    assert problems and {n for n in names if n in sys.modules} == before, problems
+    assert len(problems) >= 3 and {n for n in names if n in sys.modules} == before, problems
+
+
+ESCAPES = {  # paths through Triton modules that `import triton` does not load, each reaching a module it imports
+    "dotted": "import triton.tools.build_extern\nOUT = triton.tools.build_extern.subprocess.check_output\n",
+    "from": "from triton.tools.build_extern import subprocess\nOUT = subprocess.check_output\n",
+    "alias": "import triton.tools.build_extern as b\nOUT = b.subprocess.check_output\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(ESCAPES))
+def test_a_path_through_a_module_the_process_never_loaded_is_judged_by_what_it_names(tmp_path, how):
+    """The check once walked only modules already loaded in the parent, and a path through any other submodule was
+    passed as unknown: `triton.tools.build_extern.subprocess` reached subprocess. It is judged in a checker process
+    that imports what the path names, whatever the parent loaded, and the parent imports nothing of it."""
+    import sys
+
+    from evolve.harness.static_checker import check_file
+
+    path = tmp_path / "cand.py"
+    path.write_text(HEADER + KERNEL + ESCAPES[how] + "def custom_kernel(x):\n    return x\n")
+    loaded = "triton.tools.build_extern" in sys.modules
+    problems = check_file(path, FORBID)
+    assert any("reaches the module subprocess" in p for p in problems), problems
+    assert ("triton.tools.build_extern" in sys.modules) == loaded
+
+
+def test_a_name_no_module_holds_is_refused_not_guessed():
+    problems = check("import triton.no_such_module\nX = triton.language.no_such_name\n"
+                     "def custom_kernel(x):\n    return x\n")
+    assert any("imports triton.no_such_module, which the check cannot load" in p for p in problems), problems
+    assert any("triton.language.no_such_name, which names nothing the check can see" in p for p in problems)
+
+
+def test_an_evaluation_refuses_such_a_file_at_load(tmp_path):
+    from evolve.harness import EvalOptions, evaluate
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    seed = (root / "problems" / "softmax" / "seeds" / "softmax_rows.py").read_text()
+    path = tmp_path / "cand.py"
+    path.write_text("import triton.tools.build_extern as b\n" + seed + "\nWHO = b.subprocess.check_output(['id'])\n")
+    verdict = evaluate(path, root / "problems" / "softmax", EvalOptions(cache_dir=str(tmp_path / "cache")))
+    load = verdict.rungs[0]
+    assert load.name == "load" and load.status == "failed" and "reaches the module subprocess" in load.reason, load
 
 
 def test_the_seed_passes_under_the_interpreter_too():

@@ -23,6 +23,7 @@ from .lease import FIRST_CALIBRATION, Evicted
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew, runners
 from .static_check import screen, summary
+from .static_checker import check_file
 from .verdict import RUNGS, BenchmarkRow, RungResult, Verdict
 from .wire import Malformed, check
 
@@ -194,16 +195,20 @@ class _Evaluation:
 
     # -- the rungs ----------------------------------------------------------------------------------------------------
     def screen(self) -> bool:
-        """The static check, which needs no process (a rejected file costs milliseconds); whether it passed."""
+        """The static check, in a checker process of its own (harness/static_checker.py: resolving the names a file
+        writes imports library modules); whether it passed."""
         problem, options = self.problem, self.options
         started = time.perf_counter()
         try:
-            language = self.language
-            problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"] \
-                if language not in problem.languages else \
-                screen(self.candidate, problem.forbid_calls, problem.forbid_modules, options.static_check,
-                       problem.extra.get("allow_modules", ()), language,
-                       problem.extra.get("entry", "custom_kernel(*inputs)"))
+            language, entry = self.language, problem.extra.get("entry", "custom_kernel(*inputs)")
+            allowed = problem.extra.get("allow_modules", ())
+            if language not in problem.languages:
+                problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"]
+            elif options.static_check:
+                problems = check_file(self.candidate, problem.forbid_calls, problem.forbid_modules, allowed, language,
+                                      entry, fork=options.fork_server)
+            else:  # only what no candidate passes without, so the defences behind the check are tested alone
+                problems = screen(self.candidate, strict=False, language=language, entry=entry)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checker must not take the parent down
             problems = [f"the static check could not judge the file: {type(exc).__name__}: {exc}"[:500]]
         if problems:

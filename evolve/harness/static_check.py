@@ -263,6 +263,8 @@ class _Checker(ast.NodeVisitor):
                             f"pure standard modules ({', '.join(self.rules.allowed_modules[6:])})")
         elif module in REFUSED_PATHS:
             self.fail(node, f"imports {module}: {REFUSED_PATHS[module]}")
+        elif self.lib.unresolved(module):
+            self.fail(node, f"imports {module}, which the check cannot load ({self.lib.unresolved(module)})")
 
     def visit_Import(self, node):
         for alias in node.names:
@@ -325,6 +327,11 @@ class _Checker(ast.NodeVisitor):
         if any(p.split(".")[0] in ("typing", "typing_extensions") and p.split(".")[1:2]
                and p.split(".")[1] in TYPING_EVALUATORS for p in names):
             self.fail(node, f"uses {name}: typing's evaluators run strings as code")
+            return
+        unresolved = self.lib.unresolved(path)
+        if unresolved:
+            self.fail(node, f"uses {name}, which names nothing the check can see ({unresolved}): name only what the "
+                            f"library's modules hold")
             return
         escape = self.lib.module_escape(path)
         if escape:
@@ -608,12 +615,62 @@ _UNTOLD = object()
 
 
 class _Library:
-    """Dotted paths through the language's own packages (its allowed modules), walked statically: nothing is imported
-    or run, so a path is judged by what it names without starting anything it names."""
+    """Dotted paths through the language's own packages (its allowed modules), walked through what they name.
+
+    Attributes are read with inspect.getattr_static, so no property or descriptor runs: resolving
+    triton.runtime.driver.active must not start a driver. A module that lacks a name the path asks of it is given the
+    submodule of that name, imported, or else what the module's own __getattr__ computes, so a path names the same
+    object whatever this process had loaded before (`import triton` loads 42 of Triton's 148 modules). That runs the
+    library's import-time code: evaluations run this check in a checker process of its own (static_checker.py), never
+    in the parent. A module with neither is recorded in `unloadable`, and a path through it is refused, not guessed."""
 
     def __init__(self, rules: StaticRules):
         self.rules = rules
         self.safe = rules.allowed_modules  # paths may pass through these packages only
+        self.unloadable: dict[str, str] = {}  # module.name -> why it is no object the check can see
+
+    def top(self, name: str):
+        """The allowed top-level module of that name, imported; None for any other name."""
+        import importlib
+
+        if name not in self.safe:
+            return None
+        try:
+            return importlib.import_module(name)
+        except (Exception, SystemExit) as exc:
+            self.unloadable.setdefault(name, f"{type(exc).__name__}: {exc}")
+            return None
+
+    def member(self, owner, part: str):
+        """owner.part as the walk sees it (raises AttributeError where owner has no such member)."""
+        import inspect
+        import types
+
+        try:
+            return inspect.getattr_static(owner, part)
+        except AttributeError:
+            if not isinstance(owner, types.ModuleType):
+                raise
+        return self._loaded_member(owner, part)
+
+    def _loaded_member(self, module, part: str):
+        """The submodule module.part imported, or what module.__getattr__ gives for part (library code either way)."""
+        import importlib
+        import importlib.util
+
+        name = f"{module.__name__}.{part}"
+        if name in self.unloadable or part.startswith("__"):
+            raise AttributeError(name)
+        try:
+            if hasattr(module, "__path__") and importlib.util.find_spec(name) is not None:
+                return importlib.import_module(name)
+            getter = module.__dict__.get("__getattr__")
+            if callable(getter):
+                return getter(part)
+            self.unloadable[name] = f"{module.__name__} has no attribute or module {part}"
+        except (Exception, SystemExit) as exc:
+            self.unloadable[name] = f"{type(exc).__name__}: {exc}"
+        raise AttributeError(name)
 
     def host_compute(self, path: str) -> bool:
         import torch
@@ -637,18 +694,13 @@ class _Library:
                                                           for m in self.rules.kernel_modules)
 
     def resolve(self, path: str):
-        """Walk a dotted path through modules already loaded in this process; the objects along the way.
-
-        Nothing is imported (a module the candidate names could run code at import, and this runs in the parent) and
-        attributes are read with inspect.getattr_static, so no property or descriptor runs either: resolving
-        triton.runtime.driver.active must not start a driver. The walk stops at anything that is not a module or class,
-        and at a module not loaded yet (the rules on imports and host code still judge that name)."""
-        import inspect
-        import sys
+        """Walk a dotted path through modules and classes; the objects along the way. The walk stops at anything
+        that is not a module or class (the flow judges what such an object hands out), and where a module or class
+        has no such member (`unresolved` says why, for a module)."""
         import types
 
         parts = path.split(".")
-        obj = sys.modules.get(parts[0]) if parts[0] in self.safe else None
+        obj = self.top(parts[0])
         if obj is None:
             return []
         chain = [obj]
@@ -656,14 +708,24 @@ class _Library:
             if not isinstance(obj, (types.ModuleType, type)):
                 break
             try:
-                obj = inspect.getattr_static(obj, part)
+                obj = self.member(obj, part)
             except AttributeError:
-                obj = sys.modules.get(".".join(parts[: len(chain) + 1]))
-                if obj is None:
-                    break
+                break
             chain.append(obj)
         return chain
 
+    def unresolved(self, path: str) -> str | None:
+        """Why a path that runs through modules names nothing the check can see: a module that is neither loadable
+        nor an attribute. None where every module along it has the next name (or the walk leaves the modules)."""
+        import types
+
+        parts = path.split(".")
+        chain = self.resolve(path)
+        if not chain:
+            return self.unloadable.get(parts[0]) if parts[0] in self.safe else None
+        if len(chain) < len(parts) and isinstance(chain[-1], types.ModuleType):
+            return self.unloadable.get(f"{chain[-1].__name__}.{parts[len(chain)]}", "not found")
+        return None
 
     def canonical(self, path: str) -> str:
         """The path named from the last module it passes through: triton.language.core.typing.ForwardRef is
@@ -740,8 +802,8 @@ class _Library:
         if obj is _UNTOLD:
             return "lib", f"{path}.{attr}"
         try:
-            value = inspect.getattr_static(obj, attr)
-        except AttributeError:  # a module may load it later; an object with __getattr__ computes it
+            value = self.member(obj, attr)
+        except AttributeError:  # a module without it is refused by name; an object with __getattr__ computes it
             if inherited and isinstance(obj, type):
                 return None  # a metaclass's __getattr__ (Enum's) reads the file's own class, which the flow follows
             if isinstance(obj, types.ModuleType) or hasattr(type(obj), "__getattr__"):
@@ -755,42 +817,37 @@ class _Library:
 
 
     def static_object(self, path: str):
-        """The object at a dotted path, walked with getattr_static through modules, classes and plain objects alike;
+        """The object at a dotted path, walked as `member` walks through modules, classes and plain objects alike;
         _UNTOLD where a step is missing or computed when read."""
-        import inspect
-        import sys
-
         parts = path.split(".")
-        obj = sys.modules.get(parts[0]) if parts[0] in self.safe else None
+        obj = self.top(parts[0])
         if obj is None:
             return _UNTOLD
-        for index, part in enumerate(parts[1:], 1):
+        for part in parts[1:]:
             try:
-                value = inspect.getattr_static(obj, part)
+                value = self.member(obj, part)
             except AttributeError:
-                value = sys.modules.get(".".join(parts[: index + 1]), _UNTOLD)
-            if value is _UNTOLD or (not isinstance(obj, type) and _computed_on_read(value)):
+                return _UNTOLD
+            if not isinstance(obj, type) and _computed_on_read(value):
                 return _UNTOLD
             obj = value
         return obj
 
 
     def may_be_module(self, path: str) -> bool:
-        """Whether a path may name a module: it does, or the walk cannot tell (it reaches an attribute a module may
-        still load or compute, or one an object computes when read). Read statically, like resolve."""
-        import inspect
-        import sys
+        """Whether a path may name a module: it does, or the walk cannot tell (it reaches a name of a module the check
+        cannot see, or one an object computes when read). Walked as resolve walks."""
         import types
 
         parts = path.split(".")
-        obj = sys.modules.get(parts[0]) if parts[0] in self.safe else None
+        obj = self.top(parts[0])
         if obj is None:
             return True
         for part in parts[1:]:
             owner = obj
             try:
-                obj = inspect.getattr_static(owner, part)
-            except AttributeError:  # a submodule not loaded yet or a module's __getattr__; or an object's __getattr__
+                obj = self.member(owner, part)
+            except AttributeError:  # a module's name the check cannot see; or an object's __getattr__
                 return isinstance(owner, types.ModuleType) or hasattr(type(owner), "__getattr__")
             if not isinstance(owner, types.ModuleType) and _computed_on_read(obj):
                 return True
