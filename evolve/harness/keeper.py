@@ -82,8 +82,10 @@ def main(argv, run=None) -> int:
     if status is None:
         return 137
     if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
+        number = os.WTERMSIG(status)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # no handler can be set for these (EINVAL)
+            signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
     return os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128 + os.WTERMSIG(status)
 
 
