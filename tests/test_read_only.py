@@ -90,6 +90,8 @@ def folder():
     for args in READS.values():
         result = CliRunner().invoke(cli, [str(a) for a in args(warm / "w.db")])
         assert result.exit_code == 0, result.output
+    # and a usage error, whose formatting imports a module of click's that the commands above never need
+    assert CliRunner().invoke(cli, ["status", "--no-such-option"]).exit_code == 2
     shutil.rmtree(warm)
     yield path
     for p in [path, *path.rglob("*")]:

@@ -7,6 +7,12 @@ beneath it, and when the runner ends or the parent is gone (its lifeline closes)
 the runner did (the same exit code, or the same signal), so its parent reads the runner's end from the keeper's.
 Where the parent names a user (EVOLVE_RUNNER_UID: it runs as root, harness/privilege.py), the forked child gives up
 root before the runner's interpreter starts; the keeper itself stays root, and runs nothing the runner wrote.
+Before it starts the runner the keeper joins the evaluation's cgroup (EVOLVE_RUNNER_CGROUP, harness/cgroup.py) and
+makes the namespaces the parent names (EVOLVE_RUNNER_NAMESPACES: IPC and PID, and a user namespace where evolve is not
+root): the runner is the first process of a PID namespace of its own, so it can name no process outside it (no signal,
+prlimit, priority or affinity of another evaluation's or evolve's processes), and whatever it starts dies with it; its
+System V objects live in an IPC namespace that ends with it. Where the parent asked for any of these and the keeper
+cannot have it, no runner starts.
 Started as a script (no package import), it costs a bare interpreter's start-up; forked by the fork server
 (harness/forkserver.py), it runs the runner's main in the forked child instead of starting an interpreter.
 """
@@ -20,6 +26,10 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 LIFELINE_ENV = "EVOLVE_LIFELINE"  # as harness/lifeline.py names it
 UID_ENV = "EVOLVE_RUNNER_UID"  # as harness/privilege.py names it
+READ_ANY_ENV = "EVOLVE_RUNNER_READS_ANY"  # as harness/privilege.py names it
+CGROUP_ENV = "EVOLVE_RUNNER_CGROUP"  # the cgroup.procs files of the evaluation's cgroup, joined by os.pathsep
+NAMESPACES_ENV = "EVOLVE_RUNNER_NAMESPACES"  # which namespaces the runner gets: "ipc,pid" or "user,ipc,pid"
+CLONE = {"ipc": 0x08000000, "pid": 0x20000000, "user": 0x10000000}
 DROP_FAILED = 126
 
 
@@ -44,11 +54,17 @@ def main(argv, run=None) -> int:
         print(f"keeper: no subreaper ({os.strerror(ctypes.get_errno())})", file=sys.stderr)
         return 125
     lifeline = os.environ.get(LIFELINE_ENV)
+    why = _enter(libc)
+    if why is not None:
+        print(f"keeper: {why}", file=sys.stderr)
+        return DROP_FAILED
     runner = os.fork()
     if runner == 0:
         try:
             uid = os.environ.get(UID_ENV)
-            why = _load("privilege").drop(int(uid)) if uid else None
+            why = _own_proc(libc)
+            if why is None and uid:
+                why = _load("privilege").drop(int(uid), os.environ.get(READ_ANY_ENV) == "1")
             if why is not None:
                 os.write(2, f"keeper: {why}\n".encode())
                 os._exit(DROP_FAILED)
@@ -87,6 +103,50 @@ def main(argv, run=None) -> int:
             signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
     return os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128 + os.WTERMSIG(status)
+
+
+def _enter(libc) -> str | None:
+    """Join the evaluation's cgroup and make the runner's namespaces, as the parent asked. None, or why not."""
+    for procs in filter(None, os.environ.get(CGROUP_ENV, "").split(os.pathsep)):
+        try:
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+        except OSError as exc:
+            return f"the evaluation's cgroup could not be joined ({exc})"
+    names = [n for n in os.environ.get(NAMESPACES_ENV, "").split(",") if n]
+    if "user" in names:  # this user, mapped to itself: the rest may then be made without root
+        uid, gid = os.geteuid(), os.getegid()
+        if libc.unshare(CLONE["user"]) != 0:
+            return f"no user namespace ({os.strerror(ctypes.get_errno())})"
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as f:
+                    f.write(text)
+        except OSError as exc:
+            return f"the user namespace could not be mapped ({exc})"
+    flags = 0
+    for name in names:
+        flags |= CLONE[name] if name != "user" else 0
+    if flags and libc.unshare(flags) != 0:
+        return f"no {' and '.join(n for n in names if n != 'user')} namespace ({os.strerror(ctypes.get_errno())})"
+    return None
+
+
+def _own_proc(libc) -> str | None:
+    """In the runner, the first of its PID namespace: a /proc of that namespace, in a mount namespace of its own
+    (the host's /proc names other processes by numbers that mean others here: tools that read /proc/PID of their
+    own, cuobjdump among them, would read a stranger's). None, or why not."""
+    if "pid" not in os.environ.get(NAMESPACES_ENV, "").split(","):
+        return None
+    CLONE_NEWNS, MS_REC, MS_PRIVATE = 0x00020000, 0x4000, 1 << 18
+    MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return f"no mount namespace ({os.strerror(ctypes.get_errno())})"
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing mounted here reaches the host
+        return f"the mounts could not be made private ({os.strerror(ctypes.get_errno())})"
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+        return f"no /proc of its own ({os.strerror(ctypes.get_errno())})"
+    return None
 
 
 def exit_with(run) -> None:

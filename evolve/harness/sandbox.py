@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..lang import DEFAULT as DEFAULT_LANGUAGE
 from ..lang import get as get_language
-from . import forkserver, jail, memory_reader, privilege, processes
+from . import forkserver, isolation, jail, memory_reader, privilege, processes
+from .keeper import CGROUP_ENV, NAMESPACES_ENV
 from .lease import card_name
 from ..redact import is_secret_name
 from .lifeline import ENV as LIFELINE_ENV, kill_everything
@@ -157,9 +158,13 @@ class Crew:
         self.key = secrets.token_bytes(32)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
-        # Started as root, the runners run as nobody (harness/privilege.py): their folders are theirs, the
-        # evaluation's and the shared buffers' folders only passable (a runner lists and makes nothing there)
-        self.runner_uid, self.user = privilege.runner_user()
+        # Started as root, the runners run as a user of this evaluation's own (harness/privilege.py): their folders
+        # are theirs, the evaluation's and the shared buffers' folders only passable (a runner lists and makes
+        # nothing there); they live in a cgroup and namespaces of their own (harness/isolation.py)
+        self.isolation = isolation.here()
+        self.runner_uid = self.isolation.users.lease()
+        self.user = self.isolation.note(self.runner_uid)
+        self.cgroup = self.isolation.cgroups.make()
         if self.runner_uid is not None:
             os.chmod(self.work, 0o711)
             os.chmod(self.shm, 0o711)
@@ -170,6 +175,10 @@ class Crew:
             common.update({name: str(threads) for name in THREAD_VARIABLES})
         if self.runner_uid is not None:  # the keepers drop to it; the measurer gives it the shared buffers
             common[privilege.UID_ENV] = str(self.runner_uid)
+        keeper = {NAMESPACES_ENV: ",".join(self.isolation.namespaces),
+                  CGROUP_ENV: os.pathsep.join(self.cgroup.join_files()) if self.cgroup else ""}
+        if self.isolation.users.read_any:
+            keeper[privilege.READ_ANY_ENV] = "1"
         measurer_fds, links, close_after = [], [], []
         for name in self.runners:
             folder = self.work / name
@@ -181,7 +190,7 @@ class Crew:
             from_runner_r, from_runner_w = os.pipe()
             extra = {**self.language.runner_env(name, folder),
                      "TMPDIR": str(folder / "tmp"), "XDG_CACHE_HOME": str(folder / "cache"),
-                     "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **common}
+                     "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), **common, **keeper}
             if name == "compile":
                 extra["CUDA_VISIBLE_DEVICES"] = ""  # it compiles for a card it never sees (its jail holds the files)
             if name == "interpret":
@@ -286,6 +295,8 @@ class Crew:
         """Every process of the evaluation: the keepers' trees first (whatever session or environment a process has),
         then the groups and any process still carrying the token."""
         pids = [p.pid for p in self.procs.values()]
+        if self.cgroup is not None:
+            self.cgroup.kill()
         processes.kill_tree(pids)
         kill_everything(pids, self.token)
 
@@ -301,12 +312,16 @@ class Crew:
             for f in files:
                 f.close()
         procs, folders = list(self.procs.values()), (self.work, Path(self.shm))
+        group, users, uid = self.cgroup, self.isolation.users, self.runner_uid
 
         def reap():
             for proc in procs:
                 proc.wait()
             for folder in folders:
                 shutil.rmtree(folder, ignore_errors=True)
+            if group is not None:
+                group.remove()
+            users.release(uid)  # its processes are gone: another evaluation may have the user
 
         threading.Thread(target=reap, name="evolve-reap").start()  # not a daemon: exit waits for the folders to go
 
@@ -316,6 +331,8 @@ class Crew:
 
         job = {**job, "key": self.key.hex(), "shm": self.shm}
         result = CrewResult()
+        if self.cgroup is not None and max_rss_gb:
+            self.cgroup.limit_memory(int(max_rss_gb * 2**30))
         hold = card_lock(self.mode, self.gpu)
         result.card_wait_s = hold.acquire()  # another evolve process on this card: wait (the limit counts from here)
         try:
@@ -385,6 +402,8 @@ class Crew:
             for name, proc in self.procs.items():
                 if name != "measurer":
                     result.runner_exit[name] = proc.poll()
+            if self.cgroup is not None and self.cgroup.oom_kills():  # the kernel's limit on the cgroup acted
+                result.memory_killed = True
             self.kill()
             if result.finished:
                 for proc in self.procs.values():

@@ -15,7 +15,7 @@ def main(argv) -> int:
     status = jail.apply([os.getcwd()], devices=False)
     uid = os.environ.get(privilege.UID_ENV)
     if uid is not None:
-        why = privilege.drop(int(uid))
+        why = privilege.drop(int(uid), os.environ.get(privilege.READ_ANY_ENV) == "1")
         if why:
             raise SystemExit(why)
     with os.fdopen(int(argv[1]), "rb") as said:

@@ -39,10 +39,13 @@ def check_file(path, forbid_calls=(), forbid_modules=(), allow_modules=(), langu
     token = secrets.token_hex(16)
     folder = tempfile.mkdtemp(prefix="evolve-check-")
     extra = {"CUDA_VISIBLE_DEVICES": ""}  # it never needs a card
-    uid, _ = privilege.runner_user()
+    users = privilege.runner_users()
+    uid = users.lease()
     if uid is not None:
         extra[privilege.UID_ENV] = str(uid)
         os.chown(folder, uid, uid)
+        if users.read_any:
+            extra[privilege.READ_ANY_ENV] = "1"
     env = _env(token, folder, extra)
     said = os.memfd_create("evolve-check")
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
@@ -67,6 +70,9 @@ def check_file(path, forbid_calls=(), forbid_modules=(), allow_modules=(), langu
         if proc is not None:
             processes.kill_tree([proc.pid])
             lifeline.kill_everything([proc.pid], token)
+            if hasattr(proc, "wait"):
+                proc.wait()
+        users.release(uid)
         _remove(folder)
     return _answer(out, err, code)
 
