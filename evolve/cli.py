@@ -72,6 +72,14 @@ def _interrupted_code() -> int:
     return 143 if _STOPPING[:1] == [signal.SIGTERM] else 130
 
 
+def _say_isolation() -> None:
+    """What keeps evaluations apart that this machine lacks, each with what it leaves open (harness/isolation.py)."""
+    from .harness import isolation
+
+    for gap in isolation.here().gaps():
+        click.echo(f"isolation: {gap}", err=True)
+
+
 def _check_keys(problem) -> None:
     """Refuse a problem.toml with a key no table holds (a misspelt `call =` under [forbid] would forbid nothing)."""
     from .problems import toml_key_faults
@@ -171,7 +179,8 @@ def _without_gpu(language: str) -> str:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
               help="Wall-clock limit in seconds for one evaluation; its processes are killed with their groups.")
 @click.option("--max-memory", "max_rss_gb", type=click.FloatRange(min=0, min_open=True), default=32.0, show_default=True,
-              help="Host memory limit of the candidate's runner process in GB.")
+              help="Host memory limit in GB of all the candidate's processes hold (the kernel's limit on their "
+                   "cgroup where the machine has one).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 @click.option("--language", default=None, metavar="NAME",
@@ -191,6 +200,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     options = EvalOptions(device=device, timeout_s=timeout_s, max_rss_gb=max_rss_gb, dump_dir=dump_dir,
                           language=language, **({"cache_dir": cache_dir} if cache_dir else {}))
     printed = []
+    _say_isolation()
 
     def live(rung):
         if not as_json and rung.name not in ("benchmark", "roofline"):
@@ -481,6 +491,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     limits += [f"after {stagnation} candidates without improvement"]
     click.echo(("No GPU: candidates are compiled for sm_90a and run under the Triton interpreter, about 30-110 s each "
                 "on 2 cores. " if on_cpu else "") + "The run stops " + ", ".join(limits) + ", or on Ctrl-C.", err=True)
+    _say_isolation()
     if not specs:
         click.echo("No model configured: running the embedded default (the problem's seeds and correct solutions, "
                    "then the knob tuner over them and the archive's kernels, and shape-dispatch composites of the "
@@ -1281,7 +1292,10 @@ def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
 
 
 @cli.command("mcp")
-def mcp_command():
+@click.option("--problems", "roots", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="A folder of problem folders the tools may name (repeatable) [default: ./problems]. No other "
+                   "problem is ever evaluated: a problem's reference is code.")
+def mcp_command(roots):
     """Serve evolve's tools to a coding agent over MCP (stdio): evaluate and compile a kernel, list and read problems,
     show a candidate and its asm, search the context notes, the best kernel and the leaderboard of an archive, and hint,
     pause or resume a run. Every call goes through the same sealed harness as `evolve eval`. Add to a client's
@@ -1290,7 +1304,9 @@ def mcp_command():
         from .mcp_server import main
     except ImportError:
         _fail("evolve mcp needs the MCP SDK: pip install 'evolve[mcp]'")
-    main()
+    if not roots and not Path("problems").is_dir():
+        _fail("evolve mcp serves problems from folders named with --problems DIR (./problems is not here)")
+    main(roots or ("problems",))
 
 
 @cli.command("init")

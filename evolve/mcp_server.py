@@ -3,7 +3,12 @@
 Every tool that touches a candidate, a run or an archive runs evolve's own command in a child process (`evolve eval
 --json`, `evolve show`, `evolve leaderboard --json`, ...): the same sealed harness, nothing the server does trusted more
 than the command line, and a crash or a hang of one call never takes the server down. Problems and the context notes
-are read in the server itself (files, no candidate code)."""
+are read in the server itself (files, no candidate code).
+
+What a call names is held to what the user started the server with: a problem only from the problem roots (`evolve
+mcp --problems DIR`; a problem's reference is code the measurer runs, so a file a call wrote must never be one), a
+source a call sends lives in a folder of the server's own that no root holds and no answer names, and every value goes
+to a command after `--`, so none is ever read as an option."""
 from __future__ import annotations
 
 import json
@@ -15,6 +20,8 @@ from pathlib import Path
 
 DEFAULT_DB = "runs/evolve.db"
 CALL_TIMEOUT_S = 3600  # one evaluation's own limits are the harness's; this bounds a call that never returns
+ROOTS: list[Path] = []  # the problem roots the server was started with (main)
+_SOURCES: list[Path] = []  # the server's own folder for the sources calls send (main)
 
 
 class CommandFailed(Exception):
@@ -28,7 +35,7 @@ def _evolve(*args: str, timeout: float = CALL_TIMEOUT_S) -> tuple[int, str]:
                               timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     except subprocess.TimeoutExpired:
         raise CommandFailed(f"evolve {args[0]} took longer than {timeout:.0f} s") from None
-    return done.returncode, (done.stdout + done.stderr).strip()
+    return done.returncode, _unnamed((done.stdout + done.stderr).strip())
 
 
 def _checked(*args: str, ok=(0,)) -> str:
@@ -38,28 +45,59 @@ def _checked(*args: str, ok=(0,)) -> str:
     return out
 
 
+def _unnamed(text: str) -> str:
+    """Text with the server's own source folder left unnamed (no answer tells a call where another's source is)."""
+    for folder in _SOURCES:
+        text = text.replace(str(folder), "<source>")
+    return text
+
+
+def _problem(problem: str) -> str:
+    """A problem by name (a folder under a root) or by a path inside a root, as a real path; anything else refused."""
+    if not ROOTS:
+        raise CommandFailed("this server has no problem roots: start it with `evolve mcp --problems DIR`")
+    named = [root / problem for root in ROOTS] if "/" not in problem and problem not in ("", ".", "..") else []
+    found = next((p for p in named if p.exists()), None) or Path(problem)
+    real = Path(os.path.realpath(found))
+    inside = any(real == root or root in real.parents for root in ROOTS)
+    if not inside or any(folder == real or folder in real.parents for folder in _SOURCES):
+        raise CommandFailed(f"{problem}: not a problem under {', '.join(map(str, ROOTS))} (list_problems names them)")
+    if not ((real / "problem.toml").is_file() or (real / "task.yml").is_file() or (real / "task.yaml").is_file()
+            or (real.is_file() and real.suffix == ".py")):
+        raise CommandFailed(f"{problem}: no problem.toml there (list_problems names the problems)")
+    return str(real)
+
+
 def _candidate_file(candidate: str | None, source: str | None, folder: str) -> str:
     if bool(candidate) == bool(source):
         raise CommandFailed("give exactly one of candidate (a path to a .py file) and source (the file's text)")
     if candidate:
-        if not Path(candidate).is_file():
+        real = Path(os.path.realpath(candidate))
+        if not real.is_file() or any(f in real.parents for f in _SOURCES):
             raise CommandFailed(f"{candidate}: no such file")
-        return candidate
+        return str(real)
     path = Path(folder) / "candidate.py"
     path.write_text(source)
     return str(path)
 
 
+def _source_folder():
+    """A folder of this call's own for a source it sends, inside the server's private folder."""
+    return tempfile.TemporaryDirectory(prefix="call-", dir=_SOURCES[0] if _SOURCES else None)
+
+
 def evaluate(problem: str, candidate: str | None = None, source: str | None = None, language: str | None = None,
              device: str = "auto") -> dict:
     """The whole rung ladder (load, compile, run, correctness, benchmark, roofline) for a candidate file or source
-    against a problem folder, as `evolve eval --json` gives it."""
-    with tempfile.TemporaryDirectory(prefix="evolve-mcp-") as folder:
+    against a problem (its name, or a path under the server's problem roots), as `evolve eval --json` gives it."""
+    problem = _problem(problem)
+    with _source_folder() as folder:
         path = _candidate_file(candidate, source, folder)
-        args = ["eval", path, problem, "--json", "--device", device] + (["--language", language] if language else [])
+        args = ["eval", "--json", "--device", device, *(["--language", language] if language else []), "--", path,
+                problem]
         out = _checked(*args, ok=(0, 1))
-    try:
-        return json.loads(out[out.index("{"):])
+    try:  # the verdict's JSON, and after it what the command said on stderr
+        return json.JSONDecoder().raw_decode(out[out.index("{"):])[0]
     except ValueError:
         raise CommandFailed(out[-2000:]) from None
 
@@ -75,12 +113,12 @@ def compile_only(problem: str, candidate: str | None = None, source: str | None 
             "kernels": verdict.get("kernels", [])}
 
 
-def list_problems(folder: str = "problems") -> list[dict]:
-    """The problem folders under `folder`: name, languages and the description's first sentence."""
+def list_problems() -> list[dict]:
+    """The problems under the server's problem roots: name, path, languages and the description's first sentence."""
     from .harness import load_problem
 
     found = []
-    for path in sorted(p for p in Path(folder).iterdir() if (p / "problem.toml").is_file()):
+    for path in [p for root in ROOTS for p in sorted(root.iterdir()) if (p / "problem.toml").is_file()]:
         try:
             problem = load_problem(path)
         except Exception as exc:  # noqa: BLE001 - a malformed folder is listed with its error
@@ -92,8 +130,8 @@ def list_problems(folder: str = "problems") -> list[dict]:
 
 
 def read_problem(problem: str) -> dict:
-    """A problem folder's problem.toml, reference.py and notes.md, as text."""
-    folder = Path(problem)
+    """A problem's problem.toml, reference.py and notes.md, as text (its name, or a path under the problem roots)."""
+    folder = Path(_problem(problem))
     if not (folder / "problem.toml").is_file():
         raise CommandFailed(f"{problem}: no problem.toml (list_problems shows the problems)")
     return {name: (folder / name).read_text() for name in ("problem.toml", "reference.py", "notes.md")
@@ -102,12 +140,13 @@ def read_problem(problem: str) -> dict:
 
 def show(candidate_id: int, db: str = DEFAULT_DB) -> str:
     """One archived candidate: source, lineage, rung ladder and per-case figures (`evolve show ID --no-prompt`)."""
-    return _checked("show", str(int(candidate_id)), "--db", db, "--no-prompt")
+    return _checked("show", "--db", db, "--no-prompt", "--", str(int(candidate_id)))
 
 
 def asm(candidate_id: int, kind: str = "sass", kernel: str | None = None, db: str = DEFAULT_DB) -> str:
     """What the compiler produced for an archived candidate (sass, ptx, ...), per kernel specialization."""
-    return _checked("show", str(int(candidate_id)), "--db", db, "--asm", kind, *(["--kernel", kernel] if kernel else []))
+    return _checked("show", "--db", db, "--asm", kind, *(["--kernel", kernel] if kernel else []), "--",
+                    str(int(candidate_id)))
 
 
 def _looked_at(command: str, candidate_id: int | None, candidate: str | None, source: str | None,
@@ -117,11 +156,12 @@ def _looked_at(command: str, candidate_id: int | None, candidate: str | None, so
     if candidate_id is not None:
         if candidate or source:
             raise CommandFailed("give candidate_id, or a candidate file or source with problem, not both")
-        return _checked(command, str(int(candidate_id)), "--db", db, *tail)
+        return _checked(command, "--db", db, *tail, "--", str(int(candidate_id)))
     if not problem:
         raise CommandFailed("give candidate_id, or a candidate file or source together with problem")
-    with tempfile.TemporaryDirectory(prefix="evolve-mcp-") as folder:
-        return _checked(command, _candidate_file(candidate, source, folder), "--problem", problem, *tail)
+    problem = _problem(problem)
+    with _source_folder() as folder:
+        return _checked(command, "--problem", problem, *tail, "--", _candidate_file(candidate, source, folder))
 
 
 def trace(candidate_id: int | None = None, candidate: str | None = None, source: str | None = None,
@@ -168,7 +208,7 @@ def _index(language: str):
 
 def best(problem: str, db: str = DEFAULT_DB) -> str:
     """The best correct kernel of a problem in an archive, as archived (not re-verified): `evolve best --no-verify`."""
-    return _checked("best", problem, "--db", db, "--no-verify")
+    return _checked("best", "--db", db, "--no-verify", "--", _problem(problem))
 
 
 def leaderboard(db: str = DEFAULT_DB) -> list:
@@ -179,17 +219,17 @@ def leaderboard(db: str = DEFAULT_DB) -> list:
 
 def hint(text: str, db: str = DEFAULT_DB, run: int | None = None) -> str:
     """Tell a run something while it goes on: every prompt it writes from now on carries the hint."""
-    return _checked("hint", text, "--db", db, *(["--run", str(int(run))] if run else []))
+    return _checked("hint", "--db", db, *(["--run", str(int(run))] if run is not None else []), "--", text)
 
 
 def pause(db: str = DEFAULT_DB, run: int | None = None) -> str:
     """Pause a run's proposals (what is in flight finishes); `resume` lets it go on."""
-    return _checked("pause", "--db", db, *(["--run", str(int(run))] if run else []))
+    return _checked("pause", "--db", db, *(["--run", str(int(run))] if run is not None else []))
 
 
 def resume(db: str = DEFAULT_DB, run: int | None = None) -> str:
     """Let a run paused by `pause` go on proposing."""
-    return _checked("resume", "--db", db, *(["--run", str(int(run))] if run else []))
+    return _checked("resume", "--db", db, *(["--run", str(int(run))] if run is not None else []))
 
 
 TOOLS = (evaluate, compile_only, list_problems, read_problem, show, asm, trace, profile, search_context, read_context,
@@ -217,5 +257,18 @@ def server():
     return app
 
 
-def main() -> None:
-    server().run("stdio")
+def main(roots=()) -> None:
+    """Serve over stdio, with problems only from `roots` (folders of problem folders)."""
+    import shutil
+
+    ROOTS[:] = [Path(os.path.realpath(r)) for r in roots]
+    _SOURCES[:] = [Path(tempfile.mkdtemp(prefix="evolve-mcp-"))]  # 0700: this server's alone
+    held = [r for r in ROOTS if r == _SOURCES[0] or r in _SOURCES[0].parents]
+    if held:
+        shutil.rmtree(_SOURCES[0], ignore_errors=True)
+        raise SystemExit(f"evolve mcp: the problem root {held[0]} holds the folder the server keeps sources in "
+                         f"({_SOURCES[0].parent}): name the problem folders themselves")
+    try:
+        server().run("stdio")
+    finally:
+        shutil.rmtree(_SOURCES[0], ignore_errors=True)

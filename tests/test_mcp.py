@@ -21,10 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_softmax"
 
 
-def session_calls(calls, cwd):
-    """Start `evolve mcp`, make the calls [(tool, arguments)] in order; their results (tool None: list the tools)."""
+def session_calls(calls, cwd, roots=(ROOT / "problems", ROOT / "tests" / "data")):
+    """Start `evolve mcp --problems ROOT...`, make the calls [(tool, arguments)] in order; their results (tool None:
+    list the tools)."""
     async def go():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "evolve.cli", "mcp"], cwd=str(cwd),
+        flags = [flag for root in roots for flag in ("--problems", str(root))]
+        params = StdioServerParameters(command=sys.executable, args=["-m", "evolve.cli", "mcp", *flags], cwd=str(cwd),
                                        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                                             "CUDA_VISIBLE_DEVICES": ""})  # as on a machine without a GPU
         results = []
@@ -53,7 +55,7 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
     seed = str(MINI / "seeds" / "softmax_rows.py")
     tools, problems, verdict, bad, shown, traced, traced_file, found, paused, after = session_calls([
         (None, None),
-        ("list_problems", {"folder": str(ROOT / "problems")}),
+        ("list_problems", {}),
         ("evaluate", {"problem": str(MINI), "candidate": seed, "device": "cpu"}),
         ("evaluate", {"problem": str(MINI)}),  # neither a candidate nor a source
         ("show", {"candidate_id": cand.id, "db": str(db)}),
@@ -79,3 +81,41 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
     assert not paused.is_error and "paused" in text(paused)
     assert {t.name for t in after.tools} == names  # the server outlived the malformed call
     assert Archive(str(db)).runs()[-1]["paused"]
+
+
+def test_a_call_names_only_problems_under_the_roots_and_no_value_is_an_option(tmp_path):
+    """An agent with nothing but these tools once wrote a source through one evaluate call (its folder named in a
+    failure reason) and named that file as another call's problem: a KernelBench problem is code, and the measurer
+    ran it outside the jail. Problems now come only from the roots the server was started with; the folder a call's
+    source is written to is named in no answer; a value that looks like an option (`hint(text="--help")` printed the
+    CLI's help) is the value."""
+    db = tmp_path / "evolve.db"
+    archive = Archive(str(db))
+    run = archive.start_run("mini_softmax", str(MINI), {}, "cpu", {})
+    planted = tmp_path / "problem.py"  # a KernelBench file anywhere else
+    planted.write_text("import os\nos.system('touch ' + %r)\n" % str(tmp_path / "ran"))
+    broken = "def custom_kernel(x):\n    return undefined_name(x)\n"
+    by_path, by_name, outside, sent, helped, best_help = session_calls([
+        ("evaluate", {"problem": str(MINI), "source": broken, "device": "cpu"}),
+        ("evaluate", {"problem": "mini_softmax", "source": broken, "device": "cpu"}),
+        ("evaluate", {"problem": str(planted), "source": broken, "device": "cpu"}),
+        ("read_problem", {"problem": "../../etc"}),
+        ("hint", {"text": "--help", "db": str(db), "run": run}),
+        ("best", {"problem": "--help", "db": str(db)}),
+    ], tmp_path)
+    for answer in (by_path, by_name):
+        assert not answer.is_error, text(answer)
+        assert "evolve-mcp-" not in text(answer) and tempfile_root() not in text(answer)
+        assert (answer.structured_content or json.loads(text(answer)))["ok"] is False
+    assert outside.is_error and "not a problem under" in text(outside)
+    assert not (tmp_path / "ran").exists()
+    assert sent.is_error and "not a problem under" in text(sent)
+    assert not helped.is_error and "Usage" not in text(helped)
+    assert [h["text"] for h in Archive(str(db)).hints(run)] == ["--help"]
+    assert best_help.is_error and "not a problem under" in text(best_help)
+
+
+def tempfile_root() -> str:
+    import tempfile
+
+    return tempfile.gettempdir() + "/evolve-mcp"
