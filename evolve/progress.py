@@ -152,8 +152,10 @@ def _duel(e) -> str:
 
 def _duel_result(e) -> str:
     c, inc = e["candidate"], e["incumbent"]
-    now = f"{e['figure']:.3f}" if e["figure"] is not None else "no figure"
-    return (f"#{inc.id} timed again: {now}; #{c.id}'s win " +
+    if e["figure"] is None:
+        return (f"#{inc.id} timed again: no figure (its re-timing failed), which decides no duel; #{c.id} stays a "
+                f"parent, not the best")
+    return (f"#{inc.id} timed again: {e['figure']:.3f}; #{c.id}'s win " +
             ("holds" if e["holds"] else "does not hold (it stays a parent, not the best)"))
 
 

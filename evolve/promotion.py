@@ -54,7 +54,9 @@ class Duels:
 
     def settle(self, done) -> None:
         """The incumbent's new figure is in: the challenger's win holds if it beats that figure by more than the
-        noise, and then it contends for best; otherwise it joins as a member only."""
+        noise, and then it contends for best; otherwise it joins as a member only. A re-timing that failed (the
+        incumbent's rung, a lane's fault, another evaluation taking the card) is no figure and decides nothing: a
+        challenger's neighbour could make it fail."""
         search = self.search
         search.waiting.pop(done.cand_id, None)
         cand, incumbent, noise = self.open.pop(done.cand_id)
@@ -65,7 +67,7 @@ class Duels:
             search.archive.store_retime(search.run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
         # the challenger's figure is one evaluation old, from this card: the win holds against the incumbent's new one
         judged = max(noise, search.population.noise.get(incumbent.id, NOISE_FLOOR))
-        holds = figure is None or cand.score > figure * (1 + judged)
+        holds = figure is not None and cand.score > figure * (1 + judged)
         if holds:
             search.admit(cand, noise)
         else:

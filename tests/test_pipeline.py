@@ -480,6 +480,28 @@ def test_a_win_over_a_best_timed_in_another_run_counts_only_against_its_new_figu
     assert archive.get(first.best.id).fitness == 0.5  # the incumbent's own verdict is untouched
 
 
+def test_a_failed_retiming_of_the_best_decides_no_duel(tmp_path):
+    """A duel once counted the incumbent's failed re-timing as the challenger's win, and a candidate that made its
+    neighbours fail (the card's memory taken) won duels so. No figure decides nothing: the best stays."""
+    seed = load_problem(MINI).seed_files()[0].read_text()
+    gpu = Drifting(first=0.5, later=0.5)
+    archive = Archive(tmp_path / "a.db")
+    first = Search(_config(tmp_path, max_candidates=1, gpus=("0",), problem_dir=str(MINI)), archive, None,
+                   evaluate=gpu).run()
+
+    def sabotaged(path, problem, options):
+        verdict = gpu(path, problem, options)
+        return ladder(failed="benchmark") if path.name.startswith("duel_") else verdict
+
+    events = []
+    search = Search(_config(tmp_path, max_candidates=1, gpus=("0",), problem_dir=str(MINI)), archive,
+                    Child(seed, 0.6), evaluate=sabotaged, on_event=events.append)
+    search.run()
+    result = next(e for e in events if e["kind"] == "duel_result")
+    assert result["figure"] is None and result["holds"] is False
+    assert search.best.id == first.best.id and result["candidate"].id in search.population.members
+
+
 def test_a_win_over_a_best_timed_on_the_same_card_moments_ago_needs_no_duel(tmp_path):
     seed = load_problem(MINI).seed_files()[0].read_text()
     gpu = Drifting(first=0.5, later=0.9)
