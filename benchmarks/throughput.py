@@ -50,9 +50,9 @@ from evolve.search import Search
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's own split (harness/rungs.py)
 # the GPU crew's set-up (harness/ladder.py's setup record and the measurer's prepare_split), in the order they happen,
-# and the parent's own work after the verdict (keeping the compiled kernels and dumps, killing the processes)
+# and the parent's own work after the verdict (keeping the dumps, killing the processes)
 SETUP_PARTS = ("before_s", "wait_s", "warm_s", "runner_warm_s", "prepare_s", "connect", "lease", "peaks", "baselines",
-               "hops", "plans", "after_s", "keep_s", "discard_s", "memory_poll_s", "memory_read_s")
+               "hops", "plans", "after_s", "discard_s", "memory_poll_s", "memory_read_s")
 
 
 class Instant:

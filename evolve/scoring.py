@@ -28,6 +28,7 @@ def noise_of(verdict: Verdict) -> float:
 
 
 def compiled_anew(verdict: Verdict) -> bool:
-    """Whether the evaluation compiled its kernels (not restored from a kept compile of the same source): only then
-    does its time say how long a setting of it, compiled from scratch, should take."""
+    """Whether the evaluation compiled its kernels (every evaluation does; an archived verdict may record a compile
+    restored from an earlier evaluation of the same source): only then does its time say how long a setting of it,
+    compiled from scratch, should take."""
     return not any(step.get("compiled_restored") for step in verdict.setup)

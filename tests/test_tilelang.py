@@ -159,28 +159,18 @@ def test_the_notes_examples_match_torch_on_the_card(path):
     assert module.check("cuda") == "ok"
 
 
-def test_a_source_compiles_once_across_evaluations(problem, tmp_path):
-    """TileLang keeps its kernels four folders deep (version/platform/kernels/key): a second evaluation of the same
-    bytes gets them all and builds none; a source that differs by a comment gets none of them."""
+def test_a_second_evaluation_of_a_source_builds_its_kernels_again(problem, tmp_path):
+    """No runner's cache outlives its evaluation (harness/compiled.py): a second evaluation of the same bytes starts
+    from the state the first did, builds both kernels again, and reads the same figures from them."""
     options = EvalOptions(device="cpu", language="tilelang", cache_dir=str(tmp_path / "cache"))
 
     def compile_rung(verdict):
         assert verdict.rung("compile").status == "ok", verdict.rungs
         return verdict.rung("compile").metrics
 
-    first = evaluate(DATA / "copy_rows.py", problem, options)
-    second = evaluate(DATA / "copy_rows.py", problem, options)
-    other = tmp_path / "other.py"
-    other.write_text((DATA / "copy_rows.py").read_text() + "\n# another source\n")
-    third = evaluate(other, problem, options)
-    before, after = compile_rung(first), compile_rung(second)
-    assert first.setup[-1]["compiled_restored"] == 0 and third.setup[-1]["compiled_restored"] == 0
-    assert second.setup[-1]["compiled_restored"] > 0
-    assert before["fresh"] == 2 and before["cache_hits"] == 0  # a kernel per shape
-    assert after["fresh"] == 0 and after["cache_hits"] == 2
-    # the figures of a kernel read back from the cache: its cubin from TileLang's binary cache, kept beside it
+    before = compile_rung(evaluate(DATA / "copy_rows.py", problem, options))
+    after = compile_rung(evaluate(DATA / "copy_rows.py", problem, options))
+    assert before["fresh"] == after["fresh"] == 2 and before["cache_hits"] == after["cache_hits"] == 0
     assert [(k["regs"], k["spills"]) for k in after["kernels"]] == [(k["regs"], k["spills"]) for k in before["kernels"]]
     assert all(k["regs"] for k in after["kernels"])
-    assert compile_rung(third)["fresh"] == 2
-    kept = list((tmp_path / "cache" / "compiled").glob("*/*/*/kernels/*/executable.so"))
-    assert len(kept) == 4, kept  # two kernels for each of the two sources
+    assert not (tmp_path / "cache" / "compiled").exists()

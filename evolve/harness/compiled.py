@@ -1,13 +1,11 @@
-"""Compiled kernels handed from one cache to another (a language's own: Triton's, TileLang's), and kept per candidate
-source across evaluations.
+"""Compiled kernels handed from one cache to another within an evaluation (a language's own: Triton's, TileLang's).
 
 A kernel cache is written by the process that runs the candidate, so what it holds is the candidate's: it may be
-handed only to processes that run the same candidate. Within an evaluation the compile-only runner's cache goes to the
-GPU runner (harness/ahead.py). Across evaluations the parent keeps a runner's cache under a key made of the
-candidate's exact bytes (and the files beside it), the evaluation mode and the torch and Triton versions, and hands it
-to the runners of a later evaluation with the same key only: a resumed run, a re-timing or a re-verification of the
-same source compiles nothing again, and no other candidate ever reads it. What such a file could do in that later
-evaluation, the same source could do there itself at run time; every check still runs on whatever the runner calls.
+handed only to a process of the same evaluation, which runs the same candidate: the compile-only runner's cache goes to
+the GPU runner (harness/ahead.py), and the Triton driver module a measurer built goes to every runner. No cache
+outlives its evaluation: a file a runner wrote (through the language's own cache API or not) would tell a later
+evaluation of the same source that it is one, and a kernel could then be honest in its first evaluation and its
+audit and merge its calls only in the re-timings that decide the run's best.
 
 Copies take plain files only (none through a link, none larger than FILE_BYTES, none the target has already, no
 more than COPY_BYTES and COPY_FILES in all), as many folders deep as the language lays them out; a group file
@@ -16,21 +14,17 @@ file it lists is there.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
 import stat
-from pathlib import Path
 
 SAFE_NAME = re.compile(r"^[\w.-]{1,200}$")
 FILE_BYTES = 256 << 20  # a cache file larger than this is not handed over
 GROUP_BYTES = 1 << 20
 GROUP_PREFIX = "__grp__"
 COPY_BYTES, COPY_FILES = 1 << 30, 20000  # at most this much of one cache is handed over (Triton's are megabytes)
-KEPT_BYTES = 2 << 30  # the kept caches of all sources together; the least recently used go first
-VERSION = "compiled v1"
 
 
 def _open_plain(name: str, limit: int, dir_fd: int):
@@ -200,71 +194,3 @@ def _copy_files(folder_fd: int, into_fd: int, into: str, owner, budget: dict) ->
             continue
         finally:
             os.close(fd)
-
-
-def source_key(candidate: Path, beside: list, mode: str, versions: dict) -> str:
-    """The key a source's kept cache goes by: its bytes, the files beside it, the mode, torch and Triton."""
-    digest = hashlib.sha256()
-    for part in (VERSION, mode, str(versions.get("torch")), str(versions.get("triton"))):
-        digest.update(part.encode() + b"\0")
-    for path in [candidate, *beside]:
-        digest.update(Path(path).name.encode() + b"\0" + Path(path).read_bytes() + b"\0")
-    return digest.hexdigest()[:32]
-
-
-def kept_folder(cache_dir: Path, key: str) -> Path:
-    return Path(cache_dir) / "compiled" / key
-
-
-def restore(cache_dir: Path, key: str, targets: list, owner: int | None = None, levels: int = 1) -> int:
-    """Hand a source's kept cache to the runners' caches (their files given to owner, where runners gave up root);
-    marks it used (for pruning). Returns the files copied."""
-    folder = kept_folder(cache_dir, key)
-    if not folder.is_dir():
-        return 0
-    try:
-        os.utime(folder)
-    except OSError:
-        pass
-    return sum(copy_cache(str(folder), str(target), owner, levels) for target in targets)
-
-
-def keep(cache_dir: Path, key: str, runner_cache: Path, levels: int = 1) -> int:
-    """Keep what a runner compiled for this source (added to what is kept already), then prune."""
-    folder = kept_folder(cache_dir, key)
-    folder.mkdir(parents=True, exist_ok=True)
-    copied = copy_cache(str(runner_cache), str(folder), levels=levels)
-    if copied:
-        prune(Path(cache_dir) / "compiled", KEPT_BYTES, changed=folder)
-    return copied
-
-
-_BYTES: dict = {}  # folder -> (its mtime in ns, its bytes) as last walked: a run keeps hundreds of sources' caches
-
-
-def folder_bytes(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-
-
-def prune(root: Path, limit: int, changed: Path | None = None) -> None:
-    """Delete the least recently used sources' caches until the rest fit in `limit` bytes. A folder is walked again
-    only where it is `changed` (just written) or its mtime moved (a new entry, a restore marking it used, another
-    process's keep): walking every kept file after every evaluation took a second at 400 sources."""
-    sizes = []
-    for folder in root.iterdir() if root.is_dir() else []:
-        try:
-            mtime = folder.stat().st_mtime_ns
-            known = _BYTES.get(folder)
-            if folder == changed or known is None or known[0] != mtime:
-                known = _BYTES[folder] = (mtime, folder_bytes(folder))
-            sizes.append((mtime, known[1], folder))
-        except OSError:
-            continue
-    used = sum(size for _, size, _ in sizes)
-    for _, size, folder in sorted(sizes):
-        if used <= limit:
-            break
-        shutil.rmtree(folder, ignore_errors=True)
-        _BYTES.pop(folder, None)
-        used -= size
-

@@ -268,7 +268,9 @@ class _Evaluation:
             self.decide(RungResult(rung, "failed", reason, result.seconds))
 
     def _run_crew(self, crew):
-        """Hand the crew the candidate (and what earlier evaluations kept for it) and its job; its result."""
+        """Hand the crew the candidate and its job; its result. Nothing an earlier evaluation's runner wrote is handed
+        on: every evaluation of a source starts from the same runner-visible state, so none can tell a first
+        evaluation from a re-timing or an audit."""
         problem, options, cache, trusted, mode = self.problem, self.options, self.cache, self.trusted, self.mode
         shutil.copyfile(self.candidate, crew.candidate_path())
         os.chmod(crew.candidate_path(), 0o644)  # a runner that gave up root reads it too
@@ -278,11 +280,6 @@ class _Evaluation:
         driver = cache / "triton-driver"
         if trusted and mode == "gpu" and driver.is_dir():  # built by a measurer, never by a runner
             compiled.copy_cache(str(driver), str(crew.compiled_cache()), crew.runner_uid)
-        kept, restored = None, 0
-        if trusted:  # what earlier evaluations of this exact source compiled (harness/compiled.py)
-            kept = compiled.source_key(self.candidate, list(problem.beside_files().values()), mode, _versions())
-            restored = compiled.restore(cache, kept, crew.compiled_caches(), crew.runner_uid,
-                                        crew.language.cache_levels)
         if mode == "gpu" and options.per_gpu > 1:  # the card's calibrations measured once, not per evaluation
             turn_began = time.monotonic()
             self.first = FIRST_CALIBRATION.turn((str(cache), options.gpu, str(problem.path)), options.timeout_s)
@@ -307,13 +304,6 @@ class _Evaluation:
             setup[-1]["memory_read_s"] = round(result.memory_read_s, 3)
         if setup:  # the waits for the card, which say nothing of how long the candidate's own evaluation takes
             setup[-1]["card_wait_s"] = round(result.card_wait_s + self.calibration_wait_s, 3)
-        if kept:
-            if setup:
-                setup[-1]["compiled_restored"] = restored
-            keeping = time.time()
-            compiled.keep(cache, kept, crew.compiled_cache(), crew.language.cache_levels)
-            if setup:
-                setup[-1]["keep_s"] = round(time.time() - keeping, 3)  # what it compiled, kept for its source
         if crew.party is not None and crew.party.evicted:
             raise Evicted("stopped and evicted so that another evaluation on the card could be timed (work "
                           "queued before the stop kept the card busy)")

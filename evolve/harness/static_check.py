@@ -795,7 +795,6 @@ class _Library:
         (modules by their own name, so that a loop through modules closes); past any other object, an object the
         library made (its attributes have no name to judge); None where a class lacks the attribute, or where a file's
         class would inherit it from this library class and the class does not have it itself. Read statically."""
-        import inspect
         import types
 
         obj = self.static_object(path)
