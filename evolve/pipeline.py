@@ -46,6 +46,8 @@ def harness_fault(verdict) -> str | None:
     if failure is not None and failure.name == "load" and not verdict.setup \
             and (failure.reason or "").startswith(FAULT_PREFIXES):
         return failure.reason
+    if failure is not None and failure.metrics.get("evaluate_again"):  # set by the parent (harness/generator_fault.py)
+        return failure.reason
     return None
 
 

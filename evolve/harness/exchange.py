@@ -47,8 +47,13 @@ class Fail(Exception):
         self.details = details or {}
 
 
-class ProblemFault(Fail):
-    """The problem's own code (its input generator) failed: no candidate's doing, and no candidate can pass."""
+class ProblemFault(Exception):
+    """The problem's input generator failed while the measurer made a case's inputs. Not a Fail: no rung takes it as
+    the candidate's; the parent decides whose fault it is by making the same inputs with no candidate loaded."""
+
+    def __init__(self, reason: str, case: str, seed: int):
+        super().__init__(reason)
+        self.details = {"case": case, "seed": seed}
 
 
 class RunnerLost(Exception):

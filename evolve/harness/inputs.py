@@ -50,11 +50,11 @@ class InputMaker:
 
 
 def generate(reference, case, seed: int, device):
-    """The problem's inputs for one case, its generator's failure a ProblemFault: a fault of the problem."""
+    """The problem's inputs for one case; its generator's failure a ProblemFault, which the parent judges."""
     try:
         return reference.generate(case, seed, device)
     except Exception as exc:  # noqa: BLE001 - the problem's own code
         from .wire import short_error
 
-        raise ProblemFault(f"the problem's input generator raised on {case.label}: {short_error(exc)} (a fault of "
-                           "the problem, not the candidate's: `evolve check-problem` shows it)") from None
+        raise ProblemFault(f"the problem's input generator raised on {case.label}: {short_error(exc)}", case.label,
+                           seed) from None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..lang import get as get_language
-from . import compiled, jail
+from . import compiled, generator_fault, jail
 from . import peaks as peak_cache
 from .formats import cannot_run_here, load_problem
 from .lease import FIRST_CALIBRATION, Evicted
@@ -26,6 +26,8 @@ from .static_check import screen, summary
 from .static_checker import check_file
 from .verdict import RUNGS, BenchmarkRow, RungResult, Verdict
 from .wire import Malformed, check
+
+GONE_WAIT_S = 60.0  # an evaluation's processes ending (a CUDA context takes seconds to let go)
 
 # What had not returned when an evaluation ran out of time, by the rung it was on (the reason a model reads).
 _NEVER_ENDS = "a kernel that waits at a barrier or a warp shuffle some of its threads never reach runs until the limit"
@@ -126,6 +128,7 @@ class _Evaluation:
         self.crew: Crew | None = None
         self.work: tuple = ()  # the crew's folder, kept for a look (EvalOptions.keep_work)
         self.first = None  # the card's first calibration turn, where this evaluation waits for or takes it
+        self.generator_failure: RungResult | None = None  # the rung the problem's generator failed, not yet judged
         self.spawned = self.ran = 0.0  # when the job went to the crew, and when its verdict was in
         self.calibration_wait_s = 0.0  # waited for the card's first evaluation in this process to calibrate
         self.began = time.time()
@@ -148,14 +151,20 @@ class _Evaluation:
 
     def _rung(self, message: dict) -> None:
         figures = dict(message["metrics"]) if isinstance(message["metrics"], dict) else {}
+        for decided_here in ("problem_fault", "evaluate_again"):  # whose fault a failure is, only this process says
+            figures.pop(decided_here, None)
         party = getattr(self.crew, "party", None)
         if party is not None:  # the part of the rung's seconds this parent saw it stopped (--per-gpu)
             now = time.monotonic()
             stopped = party.stopped_between(now - max(message["seconds"], 0.0), now)
             if stopped > 0:
                 figures["stopped_s"] = round(stopped, 3)
-        self.decide(RungResult(message["name"], "ok" if message["ok"] else "failed", message["reason"],
-                               message["seconds"], figures))
+        rung = RungResult(message["name"], "ok" if message["ok"] else "failed", message["reason"], message["seconds"],
+                          figures)
+        if "generator_failed" in figures:  # whose fault, decided once the candidate's processes are gone
+            self.generator_failure = self.generator_failure or rung
+        else:
+            self.decide(rung)
 
     def _skip(self, message: dict) -> None:
         self.decide(RungResult(message["name"], "skipped", message["reason"]))
@@ -253,6 +262,10 @@ class _Evaluation:
                 self.said.setup[-1]["before_s"] = round(self.spawned - self.began, 3)
                 self.said.setup[-1]["after_s"] = round(time.time() - self.ran, 3)
                 self.said.setup[-1]["discard_s"] = round(time.time() - discarding, 3)  # killing its processes
+        if self.generator_failure is not None:
+            crew.wait_gone(GONE_WAIT_S)  # what the candidate held is free before its inputs are made without it
+            self.decide(generator_fault.judged(self.generator_failure, self.problem.path, self.mode == "gpu",
+                                               options.gpu, options.fork_server))
         pending = [name for name in RUNGS[:-1] if name not in self.rungs]
         if pending and not any(r.failed for r in self.rungs.values()):
             lost = self.said.lost

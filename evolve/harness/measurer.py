@@ -79,8 +79,8 @@ def main(argv) -> int:
         measurer.ladder()
     except RunnerLost as exc:
         channel.send({"kind": "runner_lost", "rung": "load", "runner": exc.runner, "detail": str(exc)})
-    except ProblemFault as exc:  # the problem's generator, in the set-up's calibrations: no lane's fault either
-        channel.rung("load", False, str(exc), problem_fault=True)
+    except ProblemFault as exc:  # the problem's generator, in the set-up's calibrations: the parent judges whose fault
+        channel.rung("load", False, str(exc), generator_failed=exc.details)
     except Fail as exc:
         channel.rung("load", False, f"the runner failed to start: {exc}")
     except Exception as exc:  # noqa: BLE001 - e.g. device memory another process holds: not the candidate's doing

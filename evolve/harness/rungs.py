@@ -216,8 +216,8 @@ class Measurer(abc.ABC):
             if exc.runner in self.callers:
                 self.callers[exc.runner].release()
             ch.send({"kind": "runner_lost", "rung": name, "runner": exc.runner, "detail": str(exc)})
-        except ProblemFault as exc:
-            ch.rung(name, False, str(exc), problem_fault=True)  # the search stops: no candidate can pass
+        except ProblemFault as exc:  # whose fault, the parent decides (ladder.py)
+            ch.rung(name, False, str(exc), generator_failed=exc.details)
         except Fail as exc:
             ch.rung(name, False, str(exc))
         except torch.OutOfMemoryError as exc:

@@ -158,6 +158,7 @@ class Crew:
         self.key = secrets.token_bytes(32)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
+        self._reaping: threading.Thread | None = None  # discard()'s
         # Started as root, the runners run as a user of this evaluation's own (harness/privilege.py): their folders
         # are theirs, the evaluation's and the shared buffers' folders only passable (a runner lists and makes
         # nothing there); they live in a cgroup and namespaces of their own (harness/isolation.py)
@@ -323,7 +324,22 @@ class Crew:
                 group.remove()
             users.release(uid)  # its processes are gone: another evaluation may have the user
 
-        threading.Thread(target=reap, name="evolve-reap").start()  # not a daemon: exit waits for the folders to go
+        self._reaping = threading.Thread(target=reap, name="evolve-reap")  # not a daemon: exit waits for the folders
+        self._reaping.start()
+
+    def wait_gone(self, seconds: float) -> None:
+        """Until every process of the evaluation has ended and been reaped, and its cgroup is gone (at most
+        `seconds`): what they held (memory on the host and the card) is then free."""
+        self.kill()
+        deadline = time.monotonic() + seconds
+        if self._reaping is not None:
+            self._reaping.join(seconds)
+            return
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            except subprocess.TimeoutExpired:
+                return
 
     def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> CrewResult:
         """Send the job; collect checked messages until 'done', death, the time limit or the memory limit."""

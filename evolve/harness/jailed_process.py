@@ -1,0 +1,67 @@
+"""The jailed child (harness/jailed.py starts it): jailed before it reads anything it is asked about, it reads the
+request on the descriptor it is given, does the work the request names and writes its answer as one line of JSON."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def static_check(request: dict) -> dict:
+    """The candidate's violations (static_check.check_source), importing what resolving its names takes."""
+    from ..lang import DEFAULT
+    from .static_check import ENTRY, Rejection, check_source
+
+    try:
+        return {"problems": check_source(request["source"], request["filename"], request["forbid_calls"],
+                                         request["forbid_modules"], request["allow_modules"],
+                                         request["language"] or DEFAULT, request["entry"] or ENTRY)}
+    except Rejection as exc:
+        return {"problems": [str(exc)]}
+
+
+def inputs(request: dict) -> dict:
+    """Whether the problem's generator makes one case's inputs with this seed here, where no candidate is loaded:
+    {"made": True}, or {"made": False, "reason": ..., "out_of_memory": whether it ran out of memory}."""
+    import torch
+
+    from .formats import load_problem, reference_for
+    from .wire import short_error
+
+    problem = load_problem(request["problem"])
+    case = next(c for c in [*problem.tests, *problem.benchmarks] if c.label == request["case"])
+    device = torch.device("cuda" if request["gpu"] else "cpu")
+    try:
+        reference_for(problem).generate(case, int(request["seed"]), device)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - the problem's own code: its failure is the answer
+        out_of_memory = isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in str(exc).lower()
+        return {"made": False, "reason": short_error(exc), "out_of_memory": out_of_memory}
+    return {"made": True}
+
+
+WORK = {"static_check": static_check, "inputs": inputs}
+
+
+def main(argv) -> int:
+    from . import jail, lifeline, privilege
+
+    with os.fdopen(int(argv[1]), "rb") as said:
+        request = json.loads(said.read())
+    # before anything it is asked about is read: it may write only in its own folder (a package's import makes a
+    # temporary file there: CuTeDSL's), deleted with it, and reach a card only where it was given one
+    status = jail.apply([os.getcwd()], devices=bool(request["gpu"]))
+    uid = os.environ.get(privilege.UID_ENV)
+    if uid is not None:
+        why = privilege.drop(int(uid), os.environ.get(privilege.READ_ANY_ENV) == "1")
+        if why:
+            raise SystemExit(why)
+    lifeline.watch()
+    answer = WORK[request["work"]](request)
+    sys.stdout.write(json.dumps({**answer, "jail": status}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
