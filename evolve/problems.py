@@ -24,7 +24,7 @@ HEADER = re.compile(r"#\s*expect\s*:")
 # loader would pass over: `call = [...]` under [forbid] would forbid nothing.
 TOML_KEYS = {
     "": ("name", "description", "dtypes", "seeds", "output_dtypes", "tolerance", "test", "benchmark",
-         "cpu_benchmark", "forbid", "languages"),
+         "cpu_benchmark", "forbid", "languages", "accepts"),
     "forbid": ("calls", "modules"),
     "tolerance.<dtype>": ("rtol", "floor", "min_cosine"),
 }

@@ -18,6 +18,14 @@ from .proposer import ProblemView, ProgramView, PromptContext
 from .render import ladder_lines
 
 
+def accepted_shapes(problem) -> str:
+    """What the problem's [accepts] declares, in words, for a prompt."""
+    return ", ".join(f"{name} one of {', '.join(map(str, spec['one_of']))}" if "one_of" in spec else
+                     f"{name} from {spec['min']} to {spec['max']}" +
+                     (f" in multiples of {spec['multiple_of']}" if "multiple_of" in spec else "")
+                     for name, spec in problem.accepts)
+
+
 class Contexts:
     """The prompt contexts of one run's problem and candidate language."""
 
@@ -41,7 +49,8 @@ class Contexts:
         seconds for a disassembler: read on the loop's thread, without waiting."""
         problem = ProblemView(name=self.problem.name, description=self.problem.description, notes=self.problem.notes,
                               contract="\n".join(filter(None, [self.language.prompt_contract(self.problem.forbid_calls),
-                                                               self.problem.contract])))
+                                                               self.problem.contract])),
+                              accepts=accepted_shapes(self.problem))
         verdict = best and self.archive.verdict(best.id)
         return PromptContext(problem=problem, device=(verdict and verdict.device) or "unknown", knobs_doc=KNOBS_DOC,
                              parent=self._view(parent) if parent else None,

@@ -62,6 +62,7 @@ class ProblemView:
     description: str
     notes: str
     contract: str  # generated from the candidate language's rules (evolve/lang)
+    accepts: str = ""  # the shapes it accepts, in words ("M from 1 to 8192, D one of 64, 128"); "" where fixed
 
 
 @dataclass(frozen=True)

@@ -364,6 +364,25 @@ def test_the_typed_prompt_context_renders_as_its_dict(tmp_path):
     assert "It FAILED at the run rung: boom" in proposer.render("diff_edit", typed)[1]["content"]
 
 
+def test_the_prompt_says_which_shapes_the_problem_accepts():
+    """A kernel is checked on shapes drawn from the problem's [accepts] (harness/drawn_shapes.py): the model is told."""
+    from dataclasses import replace
+
+    from evolve.harness.formats import load_problem
+    from evolve.prompt_context import accepted_shapes
+    from evolve.proposer import ProblemView, PromptContext
+
+    accepts = accepted_shapes(load_problem(Path(__file__).parents[1] / "problems" / "attention"))
+    assert accepts == "B from 1 to 32, H from 1 to 32, S from 1 to 8192, D one of 64, 128"
+    context = PromptContext(problem=ProblemView(name="p", description="d", notes="", contract="", accepts=accepts),
+                            device="H200", knobs_doc="", parent=None, inspirations=(), error=None)
+    proposer = LLMProposer([ModelSpec("openai/x")], PROMPTS)
+    system = proposer.render("full_rewrite", context)[0]["content"]
+    assert f"every shape the problem accepts ({accepts})" in system.replace("\n", " ")
+    fixed = replace(context, problem=replace(context.problem, accepts=""))
+    assert "accepts" not in proposer.render("full_rewrite", fixed)[0]["content"]
+
+
 def test_a_languages_own_templates_come_before_the_shared_ones(tmp_path):
     """Language.prompt_folder: a folder in the prompt templates whose files a run in that language reads first; a
     template it does not have is the shared one."""

@@ -87,6 +87,9 @@ class Problem:
     contract: str = ""  # how custom_kernel is called, where the format differs from custom_kernel(*inputs)
     languages: tuple[str, ...] = ("triton",)  # the candidate languages it accepts (evolve/lang), the first the default
     extra: dict = field(default_factory=dict, compare=False)  # format-specific settings the measurer reads
+    # what its kernels must accept, per dimension: {"min", "max"[, "multiple_of"]} or {"one_of"}
+    # (harness/drawn_shapes.py)
+    accepts: tuple[tuple[str, dict], ...] = ()
 
     def __post_init__(self):
         if self.reference_path is None:

@@ -10,7 +10,7 @@ import traceback
 
 import torch
 
-from . import metrics
+from . import drawn_shapes, metrics
 from .checks import Checks
 from .exchange import Caller, Fail, Pool, ProblemFault, RunnerLost
 from .formats import load_problem, reference_for
@@ -35,6 +35,7 @@ class Measurer(abc.ABC):
             caller.any_float = bool(self.problem.extra.get("any_float_output"))
         self.maker = InputMaker(self.problem, self.reference, self.secret, device)
         self.checks = Checks(self.problem, self.reference, self.maker)
+        self.drawn = drawn_shapes.draw(self.problem, self.secret)  # checked besides the listed test shapes
         self.lease = TimingLease(channel, grant_fd, device, runner_pgids)
         self.ready: dict = {}  # each runner's hello
         self.first: dict = {}  # the run rung's check of each test case, the correctness rung's first
@@ -140,27 +141,42 @@ class Measurer(abc.ABC):
         started = time.perf_counter()
         per_dtype: dict = {}
         checks = 0
+        drawn = {"drawn": [case.label for case in self.drawn]} if self.drawn else \
+            {"listed_only": drawn_shapes.why_none(self.problem)}
         try:
             for case in self.problem.tests:
                 results = [self.first.pop(case)] if case in self.first else []
                 if len(self.problem.seeds) > len(results):
                     results += self.checks.correctness(self.callers[self.runner], case,
                                                        self.problem.seeds[len(results):], self.device)
-                for m in results:
-                    checks += 1
-                    key = case.dtype or m["dtype"]
-                    per_dtype[key] = metrics.worst_of(per_dtype.get(key), m)
-                    if m["reason"]:
-                        raise Fail(m["reason"])
+                checks += self._judged(case, results, per_dtype)
+            for case in self.drawn:
+                try:
+                    results = self.checks.correctness(self.callers[self.runner], case, self.problem.seeds[:1],
+                                                      self.device)
+                    checks += self._judged(case, results, per_dtype)
+                except Fail as exc:
+                    raise Fail(f"{exc} (a shape drawn for this evaluation from the problem's [accepts]: a kernel must "
+                               "be right on every shape the problem accepts, not only the listed ones)") from None
         except Fail as exc:
-            self.ch.rung("correctness", False, str(exc), time.perf_counter() - started, per_dtype=per_dtype)
+            self.ch.rung("correctness", False, str(exc), time.perf_counter() - started, per_dtype=per_dtype, **drawn)
             return False
         for m in per_dtype.values():
             m.pop("reason", None)
             m.pop("dtype", None)
         self.ch.rung("correctness", True, metrics.summarize(per_dtype), time.perf_counter() - started,
-                     per_dtype=per_dtype, checks=checks)
+                     per_dtype=per_dtype, checks=checks, **drawn)
         return True
+
+    @staticmethod
+    def _judged(case, results: list, per_dtype: dict) -> int:
+        """The checks' worst figures folded into per_dtype; how many there were. Fail with the first reason."""
+        for m in results:
+            key = case.dtype or m["dtype"]
+            per_dtype[key] = metrics.worst_of(per_dtype.get(key), m)
+            if m["reason"]:
+                raise Fail(m["reason"])
+        return len(results)
 
     def _warm(self, case) -> None:
         """One call of the case before its windows, outside the card's lease: the runner compiles the shape's

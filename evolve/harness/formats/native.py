@@ -56,6 +56,31 @@ def _cases(raw, key: str, dtypes: tuple[str, ...], where: Path) -> tuple[Case, .
     return tuple(cases)
 
 
+def _accepts(raw, tests: tuple[Case, ...], where: Path) -> tuple[tuple[str, dict], ...]:
+    """`[accepts]`: per dimension of the test shapes, `{ min = 1, max = 65536 }` (with `multiple_of = 8` where a
+    kernel may require it) or `{ one_of = [64, 128] }`: the shapes an evaluation may draw besides the listed ones."""
+    table = raw.get("accepts", {})
+    if not isinstance(table, dict):
+        raise ProblemError(f"{where}: [accepts] must be a table, one entry a dimension: N = {{ min = 1, max = 4096 }}")
+    names = set.intersection(*(set(dict(case.shape)) for case in tests))
+    accepts = []
+    for name, spec in table.items():
+        label = f"{where}: [accepts] {name}"
+        if name not in names:
+            raise ProblemError(f"{label}: not a dimension of every [[test]] shape ({', '.join(sorted(names))})")
+        if not isinstance(spec, dict) or set(spec) not in ({"one_of"}, {"min", "max"}, {"min", "max", "multiple_of"}):
+            raise ProblemError(f"{label} must be {{ min = 1, max = 4096 }} (with multiple_of = 8 if need be) or "
+                               f"{{ one_of = [64, 128] }}")
+        values = spec.get("one_of", [spec.get("min"), spec.get("max"), spec.get("multiple_of", 1)])
+        if not isinstance(values, list) or not values or \
+                not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+            raise ProblemError(f"{label}: every value must be a positive integer")
+        if "min" in spec and (spec["min"] > spec["max"] or spec["min"] % spec.get("multiple_of", 1)):
+            raise ProblemError(f"{label}: min must be at most max, and a multiple of multiple_of")
+        accepts.append((name, dict(spec)))
+    return tuple(accepts)
+
+
 def _check_reference(path: Path) -> None:
     tree = parse(path, ", ".join(REFERENCE_FUNCTIONS))
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -142,6 +167,7 @@ def load(path: Path) -> Problem:
         forbid_modules=tuple(forbid.get("modules", [])) + ("reference",),
         output_dtypes=outputs,
         languages=languages,
+        accepts=_accepts(raw, tests, toml_path),
     )
 
 
