@@ -2,6 +2,7 @@
 runners cause, IPC and PID namespaces of its own (harness/isolation.py). Each candidate here runs with the static
 check off, as a candidate that walked around it would; where this machine lacks a mechanism, its test skips and says
 which."""
+import itertools
 import os
 import textwrap
 from dataclasses import replace
@@ -196,3 +197,24 @@ def test_the_start_of_an_eval_says_what_is_missing(tmp_path, monkeypatch):
     assert any("runners keep root (uid 65000 cannot read /root)" in line for line in said), result.stderr
     assert any("no cgroup (not root)" in line for line in said)
     assert "[load]" in result.stdout and "imports os" in result.stdout and result.exit_code == 1
+
+
+def test_a_v2_cgroup_is_one_folder_for_both_controllers_and_names_never_collide(tmp_path):
+    """Under cgroup v2 the memory and pids controllers share one folder per evaluation: making it twice failed every
+    evaluation on a v2 host. A name left by an earlier process of the same pid is passed over."""
+    from evolve.harness.cgroup import Cgroups
+
+    groups = Cgroups(2, {"memory": str(tmp_path), "pids": str(tmp_path)})
+    (tmp_path / f"{os.getpid()}-{_next_number()}").mkdir()  # as if left behind
+    first, second = groups.make(), groups.make()
+    assert first.folders["memory"] == first.folders["pids"] != second.folders["pids"]
+    assert (Path(first.folders["pids"]) / "pids.max").read_text() == "4096"
+
+
+def _next_number() -> int:
+    """The number the next cgroup of this process would take (without taking it)."""
+    from evolve.harness import cgroup
+
+    number = next(cgroup._NUMBERS)
+    cgroup._NUMBERS = itertools.count(number)
+    return number

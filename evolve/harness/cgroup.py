@@ -18,6 +18,7 @@ from itertools import count
 
 MAX_TASKS = 4096  # processes and threads of one evaluation's runners (a fork bomb stops here)
 FOLDER = "evolve-runners"  # under which each evaluation's cgroup is made
+_NUMBERS = count(1)  # this process's evaluations, whichever Cgroups makes them
 
 
 class Cgroups:
@@ -25,7 +26,6 @@ class Cgroups:
 
     def __init__(self, version: int, bases: dict[str, str], missing: str | None = None):
         self.version, self.bases, self.missing = version, bases, missing
-        self._numbers = count(1)
 
     def describe(self) -> str:
         if self.missing:
@@ -35,20 +35,26 @@ class Cgroups:
     def make(self) -> "EvaluationCgroup | None":
         if self.missing:
             return None
-        name = f"{os.getpid()}-{next(self._numbers)}"
-        folders = {}
-        try:
-            for controller, base in self.bases.items():
-                folder = os.path.join(base, name)
-                os.mkdir(folder, 0o755)
-                folders[controller] = folder
-            group = EvaluationCgroup(self.version, folders)
-            group.write("pids", "pids.max", str(MAX_TASKS))
-            return group
-        except OSError:
-            for folder in folders.values():
-                _rmdir(folder)
-            raise
+        for _ in range(1000):  # a name another Cgroups of this process (or a process of this pid before it) left
+            name = f"{os.getpid()}-{next(_NUMBERS)}"
+            folders = {}
+            try:
+                for controller, base in self.bases.items():
+                    folder = os.path.join(base, name)
+                    if folder not in folders.values():  # v2: one folder holds every controller
+                        os.mkdir(folder, 0o755)
+                    folders[controller] = folder
+                group = EvaluationCgroup(self.version, folders)
+                group.write("pids", "pids.max", str(MAX_TASKS))
+                return group
+            except FileExistsError:
+                for folder in set(folders.values()):
+                    _rmdir(folder)
+            except OSError:
+                for folder in set(folders.values()):
+                    _rmdir(folder)
+                raise
+        raise FileExistsError(f"no free cgroup name under {', '.join(self.bases.values())}")
 
 
 class EvaluationCgroup:
