@@ -277,3 +277,18 @@ def test_check_problem_compiles_another_languages_files_where_it_cannot_run_them
         "gy[i // n, i % n] = gx[i // n, i % n]", "gy[i // n, i % n] = gx[i // n, i % n] + undefined_name"))
     faults = check_problem(problem, device="cpu")
     assert len(faults) == 1 and faults[0].startswith("seeds/cutedsl/broken.py: must pass and fails at load"), faults
+
+
+def test_an_evaluation_in_a_language_not_installed_here_says_what_to_install(tmp_path, monkeypatch):
+    """Not 'the static check could not judge the file (ModuleNotFoundError ...)': the load rung names the package."""
+    from dataclasses import replace
+
+    import evolve.lang.cutedsl as cutedsl_language
+
+    monkeypatch.setattr(cutedsl_language, "LANGUAGE",
+                        replace(cutedsl_language.LANGUAGE, requires=("cutlass_not_installed_here",)))
+    seed = next((ROOT / "problems" / "softmax" / "seeds" / "cutedsl").glob("*.py"))
+    verdict = evaluate(seed, ROOT / "problems" / "softmax",
+                       EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path)))
+    assert verdict.rung("load").failed
+    assert "cutlass_not_installed_here, which is not installed here: pip install" in verdict.rung("load").reason

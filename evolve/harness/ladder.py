@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..lang import get as get_language
+from ..lang import missing as missing_language
 from . import compiled, generator_fault, jail
 from . import peaks as peak_cache
 from .formats import cannot_run_here, load_problem
@@ -211,8 +212,11 @@ class _Evaluation:
         try:
             language, entry = self.language, problem.extra.get("entry", "custom_kernel(*inputs)")
             allowed = problem.extra.get("allow_modules", ())
+            absent = language in problem.languages and missing_language(get_language(language))
             if language not in problem.languages:
                 problems = [f"{problem.name} accepts candidates in {', '.join(problem.languages)}, not {language}"]
+            elif absent:  # no check can resolve its names, and no runner could load it
+                problems = [absent]
             elif options.static_check:
                 problems = check_file(self.candidate, problem.forbid_calls, problem.forbid_modules, allowed, language,
                                       entry, fork=options.fork_server)
