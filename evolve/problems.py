@@ -143,7 +143,20 @@ def _same(a, b) -> bool:
     return True
 
 
-def _reference_faults(problem, notes: list) -> list[str]:
+def _reference_faults(problem, notes: list, timeout_s: float) -> list[str]:
+    """reference_faults_here, run in a jailed child (harness/jailed.py): the problem's functions are its author's
+    code, and a folder from elsewhere (a KernelBench file) is code from anywhere."""
+    from .harness import jailed
+
+    answer = jailed.ask("reference_faults", {"problem": str(problem.path)}, timeout_s, runner_user=False)
+    if "faults" not in answer:
+        return [f"{problem.reference_path.name}: running its functions on the test cases gave no answer "
+                f"({answer.get('error')})"]
+    notes.extend(answer["notes"])
+    return list(answer["faults"])
+
+
+def reference_faults_here(problem, notes: list) -> list[str]:
     """Run the problem's own functions on every test case: they run, the generator depends on its seed (a foreign
     folder's case that does not is noted, not faulted), the reference's outputs are finite and as many as declared,
     the roofline formulas give numbers."""
@@ -224,7 +237,7 @@ def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progre
         return [elsewhere]  # nothing of it can run here
     say(f"{problem.name}: running the reference on {len(problem.tests)} test case(s)")
     notes: list = []
-    faults += _reference_faults(problem, notes)
+    faults += _reference_faults(problem, notes, timeout_s)
     for note in notes:
         say(note)
     if faults:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from evolve.harness.formats import detect, reference_for
-from evolve.harness import EvalOptions, ProblemError, evaluate, load_problem
+from evolve.harness import EvalOptions, ProblemError, evaluate, jail, load_problem
 from evolve.harness.metrics import error_metrics, judge
 from llm_server import ScriptedLLM
 from test_run import env, evolve, fenced, rows
@@ -531,3 +531,23 @@ def test_kernelbenchs_own_check_a_chunk_at_a_time_judges_as_on_the_whole(monkeyp
         assert reference.check(None, (ref.clone(),), (ref.double(),)) is None
         reason = reference.check(None, (out,), (ref.double(),))
         assert reason and "max |out - ref| = 0.05 exceeds atol" in reason, (chunk, reason)
+
+
+@pytest.mark.skipif(jail.abi_version() < 1, reason="needs Landlock: the jailed child is what keeps the write out")
+def test_a_foreign_problems_code_runs_jailed_never_in_the_parent(tmp_path):
+    """A KernelBench file is code from anywhere. What the parent asks of it before an evaluation (does it make its
+    inputs on CUDA, how large are they) and check-problem's run of its reference happen in a jailed child: the
+    file's code writes nothing outside that child's folder and never runs in this process."""
+    from evolve.harness import formats
+    from evolve.problems import check_problem
+
+    marker = tmp_path / "written_by_the_problem"
+    problem_file = tmp_path / "relu_that_writes.py"
+    problem_file.write_text((KERNELBENCH / "19_ReLU.py").read_text().replace(
+        "def get_inputs():\n", f"def get_inputs():\n    try:\n        open({str(marker)!r}, 'a').write('here')\n"
+                               "    except OSError:\n        pass\n"))
+    problem = load_problem(problem_file)
+    formats.cannot_run_here(problem)
+    assert formats.input_bytes(problem) == 16 * 1031 * 4  # the child answered
+    assert check_problem(problem_file, device="cpu") == []
+    assert not marker.exists()

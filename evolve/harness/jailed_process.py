@@ -41,7 +41,26 @@ def inputs(request: dict) -> dict:
     return {"made": True}
 
 
-WORK = {"static_check": static_check, "inputs": inputs}
+def foreign_facts(request: dict) -> dict:
+    """What the parent asks of a foreign problem before it evaluates one (harness/formats: foreign_facts)."""
+    from .formats import cuda_only_inputs_here, input_bytes_here, load_problem
+
+    problem = load_problem(request["problem"])
+    return {"cuda_only": cuda_only_inputs_here(problem), "input_bytes": input_bytes_here(problem)}
+
+
+def reference_faults(request: dict) -> dict:
+    """check-problem's run of the problem's own functions on its test cases (evolve/problems.py)."""
+    from ..problems import reference_faults_here
+    from .formats import load_problem
+
+    notes: list = []
+    faults = reference_faults_here(load_problem(request["problem"]), notes)
+    return {"faults": faults, "notes": notes}
+
+
+WORK = {"static_check": static_check, "inputs": inputs, "foreign_facts": foreign_facts,
+        "reference_faults": reference_faults}
 
 
 def main(argv) -> int:

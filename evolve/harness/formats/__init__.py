@@ -89,21 +89,43 @@ _here: dict = {}  # why a problem cannot be evaluated on this machine, by kind a
 
 def cuda_only_inputs(problem: Problem) -> str | None:
     """Why a foreign problem cannot be evaluated on a machine without a GPU, or None: its generator makes its inputs
-    on CUDA (10 of GPU MODE's 11 tasks do). Tried once per problem on its smallest test case, in this process."""
+    on CUDA (10 of GPU MODE's 11 tasks do). Tried once per problem, in a jailed child (foreign_facts)."""
+    return foreign_facts(problem)["cuda_only"]
+
+
+def foreign_facts(problem: Problem) -> dict:
+    """{"cuda_only": cuda_only_inputs's answer, "input_bytes": input_bytes's}, found once per problem by running the
+    problem's generator, which is code from elsewhere: in a jailed child (harness/jailed.py), never in this process.
+    A child that gives no answer leaves both unknown (None, 0): the evaluation then finds out in its own processes."""
     if problem.format == "evolve" or not problem.tests:
-        return None
-    key = ("cuda", str(problem.path))
+        return {"cuda_only": None, "input_bytes": 0}
+    key = ("facts", str(problem.path))
     if key not in _here:
-        case = min(problem.tests, key=lambda c: sum(v for _, v in c.params if isinstance(v, int)) or 0)
-        try:
-            reference_for(problem).generate(case, 0, "cpu")
-            _here[key] = None
-        except Exception as exc:  # noqa: BLE001 - the problem's own code
-            said = f"{type(exc).__name__}: {str(exc).split('. ')[0]}"
-            _here[key] = (f"{problem.name} makes its inputs on CUDA ({said.splitlines()[0][:120]}) and this "
-                               "machine has no GPU: evaluate it on a machine with one") \
-                if any(mark in said for mark in CUDA_ONLY) else None
+        import torch
+
+        from .. import jailed
+
+        answer = jailed.ask("foreign_facts", {"problem": str(problem.path)}, FACTS_LIMIT_S,
+                            card=torch.cuda.is_available(), runner_user=False)  # as an evaluation's measurer sees
+        cuda_only, size = answer.get("cuda_only"), answer.get("input_bytes")
+        _here[key] = {"cuda_only": cuda_only if isinstance(cuda_only, str) else None,
+                      "input_bytes": size if isinstance(size, int) and not isinstance(size, bool) else 0}
     return _here[key]
+
+
+FACTS_LIMIT_S = 180.0  # a cold torch import and the generator's smallest case on the host
+
+
+def cuda_only_inputs_here(problem: Problem) -> str | None:
+    """cuda_only_inputs, found in this process (the jailed child's side)."""
+    case = min(problem.tests, key=lambda c: sum(v for _, v in c.params if isinstance(v, int)) or 0)
+    try:
+        reference_for(problem).generate(case, 0, "cpu")
+        return None
+    except Exception as exc:  # noqa: BLE001 - the problem's own code
+        said = f"{type(exc).__name__}: {str(exc).split('. ')[0]}"
+        return (f"{problem.name} makes its inputs on CUDA ({said.splitlines()[0][:120]}) and this machine has no "
+                "GPU: evaluate it on a machine with one") if any(mark in said for mark in CUDA_ONLY) else None
 
 
 CHECK_MEMORY_FACTOR = 3  # the inputs, the reference's float64 copies of float32 ones, and the outputs beside them
@@ -112,21 +134,23 @@ CHECK_MEMORY_FACTOR = 3  # the inputs, the reference's float64 copies of float32
 def input_bytes(problem: Problem) -> int:
     """The bytes of a KernelBench file's inputs for one call, its inputs drawn on meta tensors (which cost nothing);
     0 for other formats or code that cannot run on meta tensors. Today's KernelBench sizes draw 4-9 GB."""
+    return foreign_facts(problem)["input_bytes"] if problem.format == "kernelbench" else 0
+
+
+def input_bytes_here(problem: Problem) -> int:
+    """input_bytes, found in this process (the jailed child's side)."""
     if problem.format != "kernelbench":
         return 0
-    key = ("input bytes", str(problem.path))
-    if key not in _here:
-        import torch
+    import torch
 
-        from .base import nbytes
+    from .base import nbytes
 
-        try:
-            with torch.device("meta"):
-                sample = reference_for(problem).generate(problem.tests[0], 0, "meta")
-            _here[key] = nbytes(sample.leaves)
-        except Exception:  # noqa: BLE001 - code that cannot run on meta tensors: left to the evaluation
-            _here[key] = 0
-    return _here[key]
+    try:
+        with torch.device("meta"):
+            sample = reference_for(problem).generate(problem.tests[0], 0, "meta")
+        return nbytes(sample.leaves)
+    except Exception:  # noqa: BLE001 - code that cannot run on meta tensors: left to the evaluation
+        return 0
 
 
 def too_large_here(problem: Problem) -> str | None:
