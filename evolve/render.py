@@ -57,7 +57,8 @@ def _detail(rung: RungResult, shapes) -> str:
     if name == "run":
         return f"{m.get('cases')} shape/dtype cases, outputs plain, finite, right shape and dtype"
     if name == "correctness":
-        return f"{rung.reason} ({m.get('checks')} checks)"
+        drawn = f", {' and '.join(m['drawn'])} drawn" if m.get("drawn") else ""
+        return f"{rung.reason} ({m.get('checks')} checks{drawn})"
     if name == "benchmark":
         if not shapes:
             return ""

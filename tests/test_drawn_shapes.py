@@ -35,6 +35,16 @@ def test_a_kernel_right_only_on_the_listed_widths_fails_on_a_drawn_one(tmp_path)
     assert len(correctness.metrics["drawn"]) == DRAWN
 
 
+def test_the_correctness_line_names_the_drawn_shapes():
+    from evolve.harness.verdict import RungResult
+    from evolve.render import rung_line
+
+    rung = RungResult("correctness", "ok", "worst: fp32 max_abs=0", 1.0,
+                      {"checks": 44, "drawn": ["fp32 3x858", "bf16 16x4538"], "per_dtype": {}})
+    line = rung_line(rung, ())
+    assert "(44 checks, fp32 3x858 and bf16 16x4538 drawn)" in line
+
+
 def test_the_drawn_shapes_keep_to_the_declared_ranges_and_the_largest_test_and_differ_by_secret():
     problem = load_problem(ROOT / "problems" / "attention")
     budget = max(math.prod(dict(case.shape).values()) for case in problem.tests)

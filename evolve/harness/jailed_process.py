@@ -51,11 +51,11 @@ def foreign_facts(request: dict) -> dict:
 
 def reference_faults(request: dict) -> dict:
     """check-problem's run of the problem's own functions on its test cases (evolve/problems.py)."""
-    from ..problems import reference_faults_here
     from .formats import load_problem
+    from .reference_faults import reference_faults as faults_of
 
     notes: list = []
-    faults = reference_faults_here(load_problem(request["problem"]), notes)
+    faults = faults_of(load_problem(request["problem"]), notes)
     return {"faults": faults, "notes": notes}
 
 
