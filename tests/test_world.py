@@ -4,12 +4,11 @@ check off, as a candidate that walked around it would; where this machine lacks 
 which."""
 import itertools
 import os
-import textwrap
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from kernels import SOFTMAX_KERNEL
+from test_isolation import candidate, failed
 
 from evolve.harness import evaluate, isolation, privilege
 
@@ -19,18 +18,6 @@ HERE = isolation.here()
 needs_cgroup = pytest.mark.skipif(bool(HERE.cgroups.missing), reason=f"no cgroup here: {HERE.cgroups.missing}")
 needs_namespaces = pytest.mark.skipif(not HERE.namespaces, reason=f"no namespaces here: {HERE.namespaces_missing}")
 needs_users = pytest.mark.skipif(not HERE.users.drop_root, reason="only root hands each evaluation a user")
-
-
-def candidate(tmp_path, body: str) -> Path:
-    path = tmp_path / "cand.py"
-    path.write_text(SOFTMAX_KERNEL + textwrap.dedent(body))
-    return path
-
-
-def failed(verdict):
-    bad = [r for r in verdict.rungs if r.failed]
-    assert len(bad) == 1, [(r.name, r.status, r.reason) for r in verdict.rungs]
-    return bad[0]
 
 
 @needs_namespaces
