@@ -47,13 +47,11 @@ class Cgroups:
                 group = EvaluationCgroup(self.version, folders)
                 group.write("pids", "pids.max", str(MAX_TASKS))
                 return group
-            except FileExistsError:
+            except OSError as exc:
                 for folder in set(folders.values()):
                     _rmdir(folder)
-            except OSError:
-                for folder in set(folders.values()):
-                    _rmdir(folder)
-                raise
+                if not isinstance(exc, FileExistsError):
+                    raise
         raise FileExistsError(f"no free cgroup name under {', '.join(self.bases.values())}")
 
 

@@ -52,8 +52,8 @@ def _import_everything() -> None:
 
     from ..lang import DEFAULT, get
     from . import (ahead, calibration, checks, compare, compiled, cpu_mode, cuda_ipc, exchange,  # noqa: F401
-                   gpu_mode, keeper, measurer, metrics, peaks, runner, static_check,
-                   jailed_process, timing, verdict, wire)
+                   gpu_mode, jailed_process, keeper, measurer, metrics, peaks, runner, static_check,
+                   timing, verdict, wire)
 
     # the default language's runner side and what its first launch imports (another language's are imported by its
     # runners: whether a package's import leaves CUDA untouched, which every fork needs, is known for this one)
@@ -312,7 +312,7 @@ class ForkServer:
 
     def spawn(self, role: str, args: list, env: dict, cwd: str, pass_fds, stdout, stderr, file_bytes: int | None,
               nice: int = 0) -> Forked:
-        """Fork a measurer, a keeper with its runner, or a jailed child (harness/jailed.py); Gone if the server cannot."""
+        """Fork a measurer, a keeper with its runner, or a jailed child (harness/jailed.py); Gone if it cannot."""
         request = {"role": role, "args": [str(a) for a in args], "env": env, "cwd": str(cwd), "fds": list(pass_fds),
                    "file_bytes": file_bytes, "nice": nice}
         said = os.memfd_create("evolve-request")  # read by the child alone

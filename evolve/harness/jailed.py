@@ -1,10 +1,11 @@
 """Work that runs code the parent must not run, in a process of its own: the parent asks, a jailed child does the work
 and answers in one line of JSON, the parent reads.
 
-Two kinds of work go there (harness/jailed_process.py holds them): the static check, which resolves every dotted name
-a candidate writes by importing the submodules of the allowed packages the file names (library code the candidate
-chose), and making one case of a problem's inputs with no candidate loaded, which decides whether a generator's
-failure inside an evaluation was the problem's or the candidate's doing. Each is a child forked from the fork server
+The work that goes there (jailed_process.WORK): the static check, which resolves every dotted name a candidate writes
+by importing the submodules of the allowed packages the file names (library code the candidate chose); making one
+case of a problem's inputs with no candidate loaded, which decides whether a generator's failure inside an evaluation
+was the problem's or the candidate's doing; and running a problem's own functions before an evaluation and in
+check-problem (a foreign problem's are code from anywhere). Each is a child forked from the fork server
 (torch and the languages imported, the same modules loaded every time) or, where none runs, an interpreter of its own.
 The child jails itself before it reads anything it is asked about (Landlock: it may write only in a folder of its own,
 deleted with it, may trace or signal nothing outside and open no TCP connection), runs as a runner user leased for it
