@@ -72,11 +72,13 @@ def _interrupted_code() -> int:
     return 143 if _STOPPING[:1] == [signal.SIGTERM] else 130
 
 
-def _say_isolation() -> None:
-    """What keeps evaluations apart that this machine lacks, each with what it leaves open (harness/isolation.py)."""
-    from .harness import isolation
+def _say_isolation(card: bool) -> None:
+    """What keeps evaluations apart that this machine lacks, each with what it leaves open (harness/isolation.py;
+    on a card, harness/device_share.py)."""
+    from .harness import device_share, isolation
 
-    for gap in isolation.here().gaps():
+    gaps = isolation.here().gaps() + ([device_share.gap()] if card else [])
+    for gap in filter(None, gaps):
         click.echo(f"isolation: {gap}", err=True)
 
 
@@ -194,13 +196,14 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     _stop_on_signals()
     _check_keys(problem)
     from .harness import EvalOptions, ProblemError, evaluate
+    from .harness.ladder import gpu_available
     from .render import ladder_lines, rung_line, shape_table
 
     _check_language(language)
     options = EvalOptions(device=device, timeout_s=timeout_s, max_rss_gb=max_rss_gb, dump_dir=dump_dir,
                           language=language, **({"cache_dir": cache_dir} if cache_dir else {}))
     printed = []
-    _say_isolation()
+    _say_isolation(device != "cpu" and gpu_available())
 
     def live(rung):
         if not as_json and rung.name not in ("benchmark", "roofline"):
@@ -491,7 +494,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     limits += [f"after {stagnation} candidates without improvement"]
     click.echo(("No GPU: candidates are compiled for sm_90a and run under the Triton interpreter, about 30-110 s each "
                 "on 2 cores. " if on_cpu else "") + "The run stops " + ", ".join(limits) + ", or on Ctrl-C.", err=True)
-    _say_isolation()
+    _say_isolation(not on_cpu)
     if not specs:
         click.echo("No model configured: running the embedded default (the problem's seeds and correct solutions, "
                    "then the knob tuner over them and the archive's kernels, and shape-dispatch composites of the "

@@ -12,12 +12,12 @@ import os
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..lang import get as get_language
 from ..lang import missing as missing_language
-from . import compiled, generator_fault, jail
+from . import compiled, device_share, generator_fault, jail
 from . import peaks as peak_cache
 from .formats import cannot_run_here, load_problem
 from .lease import FIRST_CALIBRATION, Evicted
@@ -127,6 +127,7 @@ class _Evaluation:
         self.rungs: dict[str, RungResult] = {}  # decided so far, by name
         self.said = _Said()
         self.crew: Crew | None = None
+        self.share: device_share.DeviceShare | None = None  # its runners' share of the card's memory, where counted
         self.work: tuple = ()  # the crew's folder, kept for a look (EvalOptions.keep_work)
         self.first = None  # the card's first calibration turn, where this evaluation waits for or takes it
         self.generator_failure: RungResult | None = None  # the rung the problem's generator failed, not yet judged
@@ -272,17 +273,32 @@ class _Evaluation:
                                                options.gpu, options.fork_server))
         pending = [name for name in RUNGS[:-1] if name not in self.rungs]
         if pending and not any(r.failed for r in self.rungs.values()):
-            lost = self.said.lost
-            if lost is not None and result.finished:
-                reason = result.death(options.timeout_s, options.max_rss_gb, lost["runner"])
-                rung = lost["rung"] if lost["rung"] in pending else pending[0]
-            elif not result.finished:
-                reason, rung = result.death(options.timeout_s, options.max_rss_gb), pending[0]
-                if result.timed_out and rung in UNFINISHED:
-                    reason += f": {UNFINISHED[rung]}"
-            else:
-                reason, rung = "the evaluation ended without deciding this rung", pending[0]
-            self.decide(RungResult(rung, "failed", reason, result.seconds))
+            self._undecided(result, pending)
+        self._not_charged_for_neighbours()
+
+    def _undecided(self, result, pending: list) -> None:
+        """The first rung the crew left undecided, failed with why the evaluation ended."""
+        options = self.options
+        lost = self.said.lost
+        if lost is not None and result.finished:
+            reason = result.death(options.timeout_s, options.max_rss_gb, lost["runner"])
+            rung = lost["rung"] if lost["rung"] in pending else pending[0]
+        elif not result.finished:
+            reason, rung = result.death(options.timeout_s, options.max_rss_gb), pending[0]
+            if result.timed_out and rung in UNFINISHED:
+                reason += f": {UNFINISHED[rung]}"
+        else:
+            reason, rung = "the evaluation ended without deciding this rung", pending[0]
+        self.decide(RungResult(rung, "failed", reason, result.seconds))
+
+    def _not_charged_for_neighbours(self) -> None:
+        """A failure while another evaluation on the card held more than its share of its memory is evaluated
+        again (harness/device_share.py); a problem's own fault stays one."""
+        failed = next((self.rungs[name] for name in RUNGS if name in self.rungs and self.rungs[name].failed), None)
+        why = self.share.neighbour_over() if self.share is not None and failed is not None else None
+        if why and not failed.metrics.get("problem_fault"):
+            self.rungs[failed.name] = replace(failed, reason=f"{failed.reason}; {why}",
+                                              metrics={**failed.metrics, "evaluate_again": True})
 
     def _run_crew(self, crew):
         """Hand the crew the candidate and its job; its result. Nothing an earlier evaluation's runner wrote is handed
@@ -312,7 +328,9 @@ class _Evaluation:
         if options.prewarm:  # the next evaluation's processes start up while this one runs
             SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server,
                            self.language)
-        result = crew.run(job, options.timeout_s, options.max_rss_gb, self.on_message)
+        if self.share is None and mode == "gpu" and device_share.SNAPSHOTS.available() is None:
+            self.share = device_share.DeviceShare(crew.work.name, options.per_gpu)
+        result = crew.run(job, options.timeout_s, options.max_rss_gb, self.on_message, self.share)
         self.ran = time.time()
         setup = self.said.setup
         if crew.party is not None and setup:  # time stopped for other evaluations' leases, for the record
@@ -349,13 +367,15 @@ class _Evaluation:
                        rungs=tuple(ladder), fitness=fitness, shapes=shapes, secret=self.secret,
                        versions=said.versions or _versions(), setup=tuple(said.setup),
                        jail=_jail_note(said.jail or (f"landlock ABI {jail.abi_version()}" if self.trusted else "none"),
-                                       self.crew),
+                                       self.crew, self.share),
                        work=self.work, gpu=said.uuid)
 
 
-def _jail_note(jail_status: str, crew) -> str:
-    """The runner's jail as it said, and the user it ran as as its parent decided (harness/privilege.py)."""
-    return f"{jail_status}; {crew.user}" if crew is not None else jail_status
+def _jail_note(jail_status: str, crew, share=None) -> str:
+    """The runner's jail as it said, the user it ran as as its parent decided (harness/privilege.py), and its share
+    of the card's memory (harness/device_share.py)."""
+    note = f"{jail_status}; {crew.user}" if crew is not None else jail_status
+    return f"{note}; {share.note()}" if share is not None else note
 
 
 _MEMORY: dict = {}  # caches kept in this process only, where a runner could write the files

@@ -64,6 +64,7 @@ class CrewResult:
     timed_out: bool = False
     memory_killed: bool = False
     uninspectable: str | None = None  # why the evaluation's memory could not be counted (it was killed)
+    over_device_share: str | None = None  # its runners held more than their share of the card (harness/device_share.py)
     tampered: str | None = None
     finished: bool = False
     seconds: float = 0.0
@@ -72,6 +73,7 @@ class CrewResult:
     memory_poll_s: float = 0.0  # this process's CPU time spent on the evaluation's memory reads
     memory_read_s: float = 0.0  # the reader processes' CPU time reading it from /proc (harness/memory_reader.py)
     card_wait_s: float = 0.0  # seconds waited for another evolve process to let go of the card
+    device_share_error: str | None = None  # the last read of the driver's table that failed
 
     def death(self, limit_s: float, max_rss_gb: float, runner: str | None = None) -> str:
         """One line on why the evaluation stopped before a verdict (runner: the one the measurer lost)."""
@@ -79,6 +81,8 @@ class CrewResult:
             return f"the channel to the harness was tampered with ({self.tampered})"
         if self.timed_out:
             return f"timed out after {limit_s:g} s (process group killed)"
+        if self.over_device_share:
+            return self.over_device_share
         if self.memory_killed and self.uninspectable:
             return f"its memory could not be counted: {self.uninspectable} (killed)"
         if self.memory_killed:
@@ -277,6 +281,18 @@ class Crew:
             result.uninspectable = str(exc)
             return True
 
+    def _over_device_share(self, share, runners: list, result: CrewResult) -> bool:
+        """Whether the runners hold more than their share of the card now (then the reason is kept)."""
+        polled = time.thread_time()
+        counted = set(self.cgroup.pids() if self.cgroup is not None else ()) or \
+            processes.tree(runners, processes.recent_parents(MEMORY_POLL_S))
+        try:
+            result.over_device_share = share.check(counted | set(runners), {self.procs["measurer"].pid})
+        except OSError as exc:  # the driver's table could not be read this time: the next poll tries again
+            result.device_share_error = str(exc)[:300]
+        result.memory_poll_s += time.thread_time() - polled
+        return result.over_device_share is not None
+
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.procs.values())
 
@@ -341,8 +357,9 @@ class Crew:
             except subprocess.TimeoutExpired:
                 return
 
-    def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None) -> CrewResult:
-        """Send the job; collect checked messages until 'done', death, the time limit or the memory limit."""
+    def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None, device_share=None) -> CrewResult:
+        """Send the job; collect checked messages until 'done', death, the time limit or a memory limit (the host's,
+        max_rss_gb; the card's, device_share: harness/device_share.py)."""
         from .lease import card_lock
 
         job = {**job, "key": self.key.hex(), "shm": self.shm}
@@ -352,11 +369,12 @@ class Crew:
         hold = card_lock(self.mode, self.gpu)
         result.card_wait_s = hold.acquire()  # another evolve process on this card: wait (the limit counts from here)
         try:
-            return self._run(job, result, timeout_s, max_rss_gb, on_message)
+            return self._run(job, result, timeout_s, max_rss_gb, on_message, device_share)
         finally:
             hold.release()
 
-    def _run(self, job: dict, result: CrewResult, timeout_s: float, max_rss_gb: float, on_message) -> CrewResult:
+    def _run(self, job: dict, result: CrewResult, timeout_s: float, max_rss_gb: float, on_message,
+             device_share) -> CrewResult:
         from .lease import Party, card_lease
 
         started = time.monotonic()
@@ -380,9 +398,11 @@ class Crew:
                         result.timed_out = True
                         break
                     ready, _, _ = select.select([channel], [], [], min(left, max(0.0, next_poll - time.monotonic())))
-                    if max_rss_gb and time.monotonic() >= next_poll:  # every MEMORY_POLL_S, not every message
+                    if (max_rss_gb or device_share) and time.monotonic() >= next_poll:  # not every message
                         next_poll = time.monotonic() + MEMORY_POLL_S
-                        if self._watch_memory(runners, max_rss_gb, result):
+                        if max_rss_gb and self._watch_memory(runners, max_rss_gb, result):
+                            break
+                        if device_share and self._over_device_share(device_share, runners, result):
                             break
                     if not ready:
                         continue
