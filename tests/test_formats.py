@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -550,4 +551,19 @@ def test_a_foreign_problems_code_runs_jailed_never_in_the_parent(tmp_path):
     formats.cannot_run_here(problem)
     assert formats.input_bytes(problem) == 16 * 1031 * 4  # the child answered
     assert check_problem(problem_file, device="cpu") == []
+    assert not marker.exists()
+
+
+def test_in_an_evaluation_a_foreign_problems_code_runs_jailed_never_in_the_measurer(tmp_path, cache_dir):
+    """The measurer keeps the evaluation's key, its timings and the caches later evaluations trust; a KernelBench
+    file's code (at import, in its generator and in its model) runs in a jailed process of its own
+    (harness/problem_process.py), which writes nothing outside its folder. The evaluation is as before."""
+    marker = tmp_path / "written_by_the_problem"
+    write = f"try:\n    open({str(marker)!r}, 'a').write('here')\nexcept OSError:\n    pass\n"
+    source = (KERNELBENCH / "19_ReLU.py").read_text()
+    source = source.replace("def get_inputs():\n", "def get_inputs():\n" + textwrap.indent(write, "    "))
+    problem_file = tmp_path / "relu_that_writes.py"
+    problem_file.write_text(write + source)
+    verdict = evaluate(KERNELBENCH / "kernels" / "relu.py", problem_file, EvalOptions(cache_dir=cache_dir))
+    assert verdict.ok, failure(verdict)
     assert not marker.exists()

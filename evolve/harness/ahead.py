@@ -62,8 +62,9 @@ def shapes_ahead(problem, secret: int, device) -> dict:
 class CompileAhead:
     """start() hands the compile-only runner its work; take(part) waits for that part's answer and copies the cache."""
 
-    def __init__(self, job: dict, problem, secret: int, device, caller, channel, lease):
+    def __init__(self, job: dict, problem, secret: int, device, caller, channel, lease, reference=None):
         self.job, self.problem, self.secret, self.device = job, problem, secret, device
+        self.reference = reference  # a foreign problem's describes its shapes where its code runs
         self.caller, self.ch, self.lease = caller, channel, lease
         self.started = 0.0
         self.pending: list = []  # the parts not yet taken, in the order the GPU runner needs them
@@ -78,7 +79,10 @@ class CompileAhead:
         try:
             self.caller.send({"kind": "load", "candidate": self.job["candidate"],
                               "beside": bool(self.problem.extra.get("beside"))})
-            for sets in shapes_ahead(self.problem, self.secret, self.device).values():
+            remote = getattr(self.reference, "shapes_ahead", None)
+            described = remote(self.secret, self.device) if remote else shapes_ahead(self.problem, self.secret,
+                                                                                       self.device)
+            for sets in described.values():
                 self.caller.send({"kind": "precompile", "sets": sets, "launchers": True})
         except RunnerLost:
             return

@@ -50,7 +50,7 @@ class GpuMeasurer(Measurer):
         self.calibration = Calibration(job, self.problem, self.reference, self.maker, channel, self.lease,
                                        self.callers["gpu"])
         self.ahead = CompileAhead(job, self.problem, self.secret, self.device, self.callers.get("compile"), channel,
-                                  self.lease)
+                                  self.lease, self.reference)
 
     def device_name(self) -> str:
         return torch.cuda.get_device_name()

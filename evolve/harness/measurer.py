@@ -1,7 +1,8 @@
 """The measurer: the trusted process of an evaluation. `python -m evolve.harness.measurer JOB OUT MODE GRANT RUNNER...`.
 
-It never imports candidate code. It makes every input (harness/inputs.py: from the problem's seeds mixed with a secret
-only it and the parent know) and every reference, measures the device's peaks and the library baselines before any
+It never imports candidate code, nor a foreign problem's (a GPU MODE or KernelBench problem's code runs in a jailed
+process of its own, harness/problem_process.py, which it asks). It makes every input (harness/inputs.py: from the
+problem's seeds mixed with a secret only it and the parent know) and every reference, measures the device's peaks and the library baselines before any
 runner has imported the candidate (harness/calibration.py), drives the runner through the rungs (harness/rungs.py),
 reads the outputs back itself, compares them (harness/checks.py), and times the calls from outside the runner
 (harness/exchange.py). Its observations go to the parent over a pipe the runner does not have, signed with a key that
@@ -93,6 +94,8 @@ def main(argv) -> int:
             except Closed:
                 pass
         measurer.pool.trim()
+        if hasattr(measurer.reference, "close"):  # a foreign problem's process (harness/problem_link.py)
+            measurer.reference.close()
         channel.send({"kind": "done"})
     return 0
 

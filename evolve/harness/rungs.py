@@ -13,8 +13,9 @@ import torch
 from . import drawn_shapes, metrics
 from .checks import Checks
 from .exchange import Caller, Fail, Pool, ProblemFault, RunnerLost
-from .formats import load_problem, reference_for
+from .formats import load_problem
 from .inputs import WARM_SEED, InputMaker
+from .problem_link import reference_for
 from .timing_lease import TimingLease
 from .wire import short_error
 
@@ -27,7 +28,7 @@ class Measurer(abc.ABC):
     def __init__(self, job: dict, channel, links: dict, grant_fd: int, runner_pgids: dict, device: torch.device):
         self.job, self.ch, self.device = job, channel, device
         self.problem = load_problem(job["problem"])
-        self.reference = reference_for(self.problem)
+        self.reference = reference_for(self.problem, device)  # a foreign problem's runs in a jailed process
         self.secret = int(job["secret"])
         self.pool = Pool("gpu" if device.type == "cuda" else "cpu", job["shm"])
         self.callers = {name: Caller(name, link, self._pool_for(name), device) for name, link in links.items()}

@@ -121,21 +121,7 @@ class KernelBenchReference(Reference):
         return self._profiles[key]
 
     def check(self, inputs, outputs, refs):
-        wrong_scale = scale_check(outputs, refs)
-        if wrong_scale:
-            return wrong_scale
-        for index, (o, r) in enumerate(zip(outputs, refs)):
-            o, r = o.reshape(-1), r.reshape(-1)
-            close, worst = True, []  # a chunk at a time on the host: today's outputs are up to 12.9 GB in float64
-            for start in range(0, o.numel(), CHECK_CHUNK):
-                oc = o[start:start + CHECK_CHUNK].to("cpu", torch.float64)
-                rc = r[start:start + CHECK_CHUNK].to("cpu", torch.float64)
-                close = close and torch.allclose(oc, rc, atol=ATOL, rtol=RTOL)
-                worst.append((oc - rc).abs().max())
-            if not close:
-                return (f"KernelBench's check: output {index} max |out - ref| = {float(torch.stack(worst).max()):.3g} "
-                        f"exceeds atol {ATOL} + rtol {RTOL} * |ref|")
-        return None
+        return check_outputs(outputs, refs)
 
     @property
     def has_baseline(self):
@@ -149,6 +135,25 @@ class KernelBenchReference(Reference):
             return torch.func.functional_call(model, dict(zip(names, leaves[n:])), tuple(leaves[:n]))
 
         return baseline
+
+
+def check_outputs(outputs, refs) -> str | None:
+    """KernelBench's own check beside evolve's scale check (evolve's code only: the measurer runs it itself)."""
+    wrong_scale = scale_check(outputs, refs)
+    if wrong_scale:
+        return wrong_scale
+    for index, (o, r) in enumerate(zip(outputs, refs)):
+        o, r = o.reshape(-1), r.reshape(-1)
+        close, worst = True, []  # a chunk at a time on the host: today's outputs are up to 12.9 GB in float64
+        for start in range(0, o.numel(), CHECK_CHUNK):
+            oc = o[start:start + CHECK_CHUNK].to("cpu", torch.float64)
+            rc = r[start:start + CHECK_CHUNK].to("cpu", torch.float64)
+            close = close and torch.allclose(oc, rc, atol=ATOL, rtol=RTOL)
+            worst.append((oc - rc).abs().max())
+        if not close:
+            return (f"KernelBench's check: output {index} max |out - ref| = {float(torch.stack(worst).max()):.3g} "
+                    f"exceeds atol {ATOL} + rtol {RTOL} * |ref|")
+    return None
 
 
 def export(source: str, problem: Problem) -> str:
