@@ -70,7 +70,8 @@ def main(argv) -> int:
         request = json.loads(said.read())
     # before anything it is asked about is read: it may write only in its own folder (a package's import makes a
     # temporary file there: CuTeDSL's), deleted with it, and reach a card only where it was given one
-    status = jail.apply([os.getcwd()], devices=bool(request["gpu"]))
+    # /proc/self: the CUDA driver writes there as it starts (cudaGetDeviceCount fails without it)
+    status = jail.apply([os.getcwd(), "/proc/self"], devices=bool(request["gpu"]))
     uid = os.environ.get(privilege.UID_ENV)
     if uid is not None:
         why = privilege.drop(int(uid), os.environ.get(privilege.READ_ANY_ENV) == "1")

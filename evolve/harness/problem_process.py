@@ -177,7 +177,8 @@ def main(argv) -> int:
     from . import jail, lifeline
 
     # before anything of the problem is read: it may write only in its own folder, reach the card only if given one
-    status = jail.apply([os.getcwd()], devices=argv[3] == "1")
+    # /proc/self: the CUDA driver writes there as it starts (cudaGetDeviceCount fails without it)
+    status = jail.apply([os.getcwd(), "/proc/self"], devices=argv[3] == "1")
     lifeline.watch()
     serve(int(argv[1]), int(argv[2]), status)
     return 0
