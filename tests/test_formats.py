@@ -561,7 +561,9 @@ def test_in_an_evaluation_a_foreign_problems_code_runs_jailed_never_in_the_measu
     marker = tmp_path / "written_by_the_problem"
     write = f"try:\n    open({str(marker)!r}, 'a').write('here')\nexcept OSError:\n    pass\n"
     source = (KERNELBENCH / "19_ReLU.py").read_text()
-    source = source.replace("def get_inputs():\n", "def get_inputs():\n" + textwrap.indent(write, "    "))
+    # the CUDA driver names its threads as it starts (/proc/self/task/*/comm): the jail lets the process do so
+    named = "    open('/proc/self/comm', 'w').write('problem')\n"
+    source = source.replace("def get_inputs():\n", "def get_inputs():\n" + named + textwrap.indent(write, "    "))
     problem_file = tmp_path / "relu_that_writes.py"
     problem_file.write_text(write + source)
     verdict = evaluate(KERNELBENCH / "kernels" / "relu.py", problem_file, EvalOptions(cache_dir=cache_dir))

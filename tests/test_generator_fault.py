@@ -64,3 +64,17 @@ def test_a_generator_out_of_memory_with_no_candidate_loaded_is_evaluated_again_n
     assert verdict.problem_fault is None
     reason = harness_fault(verdict)
     assert reason and "it is evaluated again" in reason and "cannot allocate the inputs" in reason, verdict.rungs
+
+
+def test_the_child_that_makes_inputs_lets_a_generator_name_its_threads(tmp_path):
+    """On a card the CUDA driver names its threads as it starts (/proc/self/task/*/comm); a child jailed without
+    /proc/self failed there, and every generator failure judged on a card became a problem fault."""
+    from evolve.harness import jailed
+
+    problem = _problem(tmp_path, '''
+        def generate_input(seed, M, N, dtype="float32", device="cpu"):
+            open("/proc/self/comm", "w").write("generator")
+            return _made(seed, M, N, dtype, device)
+    ''')
+    answer = jailed.ask("inputs", {"problem": str(problem), "case": "fp32 1x7", "seed": 3}, 120, runner_user=False)
+    assert answer.get("made") is True, answer
