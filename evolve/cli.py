@@ -145,6 +145,24 @@ def cli():
     roofline) decides which are correct and how close to the hardware's limit they run."""
 
 
+def _language_of_file(candidate, problem) -> str | None:
+    """Without --language: the language of the problem's whose package the candidate imports (a CuTeDSL file
+    imports cutlass), said on stderr; None (the problem's first) where none or several are."""
+    from .harness import ProblemError, load_problem
+    from .lang import named_by_imports
+
+    try:
+        accepted = load_problem(problem).languages
+        source = Path(candidate).read_text()
+    except (ProblemError, OSError, UnicodeDecodeError):
+        return None  # evaluate says what is wrong with either
+    found = named_by_imports(source, accepted)
+    if found and found != accepted[0]:
+        click.echo(f"{Path(candidate).name} imports {found}'s package: evaluated as {found} (--language)", err=True)
+        return found
+    return None
+
+
 def _check_language(language: str | None, problem=None) -> None:
     """--language names a language evolve has, one the problem accepts, and one installed here (exit 2
     otherwise). Without --language, the problem's first language must be installed."""
@@ -186,12 +204,14 @@ def _without_gpu(language: str) -> str:
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 @click.option("--language", default=None, metavar="NAME",
-              help="The candidate's language (triton, cutedsl, tilelang) [default: the first the problem accepts].")
+              help="The candidate's language (triton, cutedsl, tilelang) [default: the one of the problem's whose "
+                   "package the file imports, else the problem's first].")
 def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir, language):
     """Run CANDIDATE (a .py file defining custom_kernel) up the rung ladder of PROBLEM (an evolve problem folder, a
     GPU MODE task folder or a KernelBench .py file).
 
-    Exit code 0 only if every rung passed; 1 if a rung failed; 2 for bad input.
+    Exit code 0 when no rung failed and the candidate was benchmarked (without a GPU the roofline rung is skipped,
+    and a language with no CPU interpreter is only compiled, which exits 1); 1 otherwise; 2 for bad input.
     """
     _stop_on_signals()
     _check_keys(problem)
@@ -200,6 +220,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     from .render import ladder_lines, rung_line, shape_table
 
     _check_language(language)
+    language = language or _language_of_file(candidate, problem)
     options = EvalOptions(device=device, timeout_s=timeout_s, max_rss_gb=max_rss_gb, dump_dir=dump_dir,
                           language=language, **({"cache_dir": cache_dir} if cache_dir else {}))
     printed = []

@@ -403,6 +403,7 @@ def test_compose_step_evaluates_a_real_composite_and_records_its_lineage(tmp_pat
         assert comp.generation == 1
         assert comp.status == "evaluated" and comp.ok is True, (comp.failed_rung, comp.reason)
         assert f"return custom_kernel_c{ids[1]}(*inputs)" in comp.source  # short rows: multi_row
+        assert "# expect: ok" in MULTI_SRC.read_text() and "# expect:" not in comp.source  # the solution's marker
         verdict = search.archive.verdict(comp.id)
         assert verdict.mode == "cpu"
         assert [row["case"] for row in verdict.shapes] == ["fp32 4x32", "fp32 2x512"]

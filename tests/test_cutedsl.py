@@ -292,3 +292,19 @@ def test_an_evaluation_in_a_language_not_installed_here_says_what_to_install(tmp
                        EvalOptions(device="cpu", language="cutedsl", cache_dir=str(tmp_path)))
     assert verdict.rung("load").failed
     assert "cutlass_not_installed_here, which is not installed here: pip install" in verdict.rung("load").reason
+
+
+def test_eval_without_language_takes_it_from_the_files_imports():
+    """`evolve eval` of a CuTeDSL file without --language was refused by Triton's import rule with no hint; the
+    language whose package the file imports is taken where the problem accepts it, and said."""
+    from test_run import evolve
+
+    seed = ROOT / "problems" / "softmax" / "seeds" / "cutedsl" / "cluster_rows.py"
+    result = evolve("eval", seed, ROOT / "problems" / "softmax", "--device", "cpu")
+    assert "evaluated as cutedsl" in result.stderr, result.stderr[-2000:]
+    assert "[compile]     ok" in result.stdout and " failed " not in result.stdout, result.stdout
+    assert result.returncode == 1  # compiled, not benchmarked: no GPU here (eval's --help says so)
+    triton_file = (ROOT / "problems" / "softmax" / "seeds" / "softmax_rows.py").read_text()
+    assert lang.named_by_imports(triton_file, ["triton", "cutedsl", "tilelang"]) == "triton"
+    assert lang.named_by_imports("import triton\nimport cutlass\n", ["triton", "cutedsl"]) is None  # both: the default
+    assert lang.named_by_imports(seed.read_text(), ["triton"]) is None  # a problem that takes no CuTeDSL

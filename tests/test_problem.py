@@ -34,6 +34,22 @@ def test_missing_folder(tmp_path):
         load_problem(tmp_path / "nope")
 
 
+def test_a_problems_name_and_the_folder_of_problems_say_what_to_name(tmp_path, monkeypatch):
+    """`evolve run softmax` and `evolve run problems` from the repository: the first names problems/softmax, the
+    second the problems it holds; a folder with files in it is not offered to `evolve init`, which refuses it."""
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(ProblemError, match=r"^softmax: not a folder.*did you mean problems/softmax\?$"):
+        load_problem("softmax")
+    with pytest.raises(ProblemError, match=r"^problems: a folder of problems \(.*softmax.*\).*e\.g\. problems/"):
+        load_problem("problems")
+    with pytest.raises(ProblemError) as raised:
+        load_problem("docs")
+    assert "evolve init NEW_FOLDER" in str(raised.value) and "evolve init docs" not in str(raised.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProblemError, match="evolve init .*empty` writes one there"):
+        load_problem(tmp_path / "empty")
+
+
 def test_missing_toml(broken):
     (broken / "problem.toml").unlink()
     with pytest.raises(ProblemError, match="problem.toml: missing"):

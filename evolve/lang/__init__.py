@@ -117,3 +117,22 @@ def _entry_points():
     from importlib.metadata import entry_points
 
     return entry_points(group=ENTRY_POINTS)
+
+
+def named_by_imports(source: str, accepted) -> str | None:
+    """The one language of `accepted` whose packages the source imports (Triton's: triton; the others': what they
+    require), or None where none or several are."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module.split(".")[0])
+    found = [name for name in accepted if set(get(name).requires or (name,)) & imported]
+    return found[0] if len(found) == 1 else None

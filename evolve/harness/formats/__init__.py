@@ -20,14 +20,28 @@ def detect(target) -> str:
             raise ProblemError(f"{target}: a problem is a folder (problem.toml or task.yml) or a KernelBench .py file")
         return "kernelbench"
     if not path.is_dir():
+        near = Path("problems") / path.name
+        hint = f"; did you mean {near}?" if not path.is_absolute() and near.is_dir() and near != path else ""
         raise ProblemError(f"{target}: not a folder; a problem is a folder holding problem.toml and reference.py "
-                           f"(or a GPU MODE task.yml and reference.py, or a KernelBench .py file)")
+                           f"(or a GPU MODE task.yml and reference.py, or a KernelBench .py file){hint}")
     if (path / "problem.toml").exists():
         return "evolve"
     if (path / "task.yml").exists() or (path / "task.yaml").exists():
         return "gpumode"
+    inside = sorted(p.name for p in path.iterdir() if p.is_dir() and (p / "problem.toml").exists())
+    if inside:
+        return _holds_problems(target, inside)
+    fresh = f"`evolve init {target}` writes one there" if not any(path.iterdir()) else \
+        "`evolve init NEW_FOLDER` writes a new one"
     raise ProblemError(f"{path / 'problem.toml'}: missing; see docs/problems.md (a GPU MODE task folder "
-                       f"holds task.yml instead; `evolve init {target}` writes a new folder)")
+                       f"holds task.yml instead; {fresh})")
+
+
+def _holds_problems(target, names: list):
+    """A folder of problem folders given where one problem was asked for: say which to name."""
+    listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    raise ProblemError(f"{target}: a folder of problems ({listed}), not a problem; name one of them, e.g. "
+                       f"{Path(str(target)) / names[0]}")
 
 
 def load_problem(target) -> Problem:
@@ -38,7 +52,7 @@ def load_problem(target) -> Problem:
 
 def load(target) -> Problem:
     path = Path(target).resolve()
-    kind = detect(path)
+    kind = detect(target)  # its messages name the target as given
     if kind == "evolve":
         from . import native
 
