@@ -77,7 +77,7 @@ def test_ctrl_c_stops_eval_within_seconds(tmp_path):
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
-    assert time.monotonic() - sent < 15
+    assert time.monotonic() - sent < 5  # 10-13 s when each fork server's close waited 5 s for it to see its socket end
     assert proc.returncode == 130 and b"interrupted" in err
     assert _gone_within(tmp_path, 10) == []
 

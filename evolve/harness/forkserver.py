@@ -361,6 +361,10 @@ class ForkServer:
 
     def close(self) -> None:
         self.gone = True
+        try:  # shut down first: a close alone leaves the socket open while the reader thread waits in recv on it
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         try:
             self.sock.close()  # the server reads its end and exits
         except OSError:
