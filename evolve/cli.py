@@ -356,7 +356,7 @@ def _open_archive(db, must_exist=True, read_only=False):
               help="Where candidates are evaluated (cpu: sm_90a compile + Triton interpreter).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
               help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs this much. An honest "
-                   "softmax evaluation takes about 11-18 s on an H200 (40 s the first time on a device) and 30-110 s "
+                   "softmax evaluation takes about 11-18 s on an H200 (40 s the first time on a device) and 10-30 s "
                    "under the CPU interpreter on 2 cores.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
@@ -513,7 +513,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     limits += [f"at ${max_cost:g} of LLM spend"] if max_cost else []
     limits += [f"at fitness {target}"] if not on_cpu else []
     limits += [f"after {stagnation} candidates without improvement"]
-    click.echo(("No GPU: candidates are compiled for sm_90a and run under the Triton interpreter, about 30-110 s each "
+    click.echo(("No GPU: candidates are compiled for sm_90a and run under the Triton interpreter, about 10-30 s each "
                 "on 2 cores. " if on_cpu else "") + "The run stops " + ", ".join(limits) + ", or on Ctrl-C.", err=True)
     _say_isolation(not on_cpu)
     if not specs:
