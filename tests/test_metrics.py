@@ -76,6 +76,22 @@ def test_a_reference_below_the_floor_is_judged_element_by_element():
     assert below["cosine"] == 1.0 and judge(below, 1e-2, 0.9999) is None  # sub-floor noise, each within 1e-32
 
 
+def test_a_failed_element_shows_output_reference_and_whether_the_floor_judged_it():
+    """An honest erf GELU in float32 against float64 under the scaffold's float32 policy (rtol 1e-5, floor 1e-6):
+    the worst element is where GELU cancels to almost zero, which only the values there show: the floor, not the
+    kernel, is what to change."""
+    x = torch.linspace(-6, 6, 4001).reshape(1, -1)
+    out = 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+    ref = 0.5 * x.double() * (1 + torch.erf(x.double() / math.sqrt(2)))
+    m = error_metrics(out, ref, floor=1e-6, rtol=1e-5)
+    reason = judge(m, 1e-5, 0.99999)
+    i, j = m["worst_index"]
+    assert f"(out {float(out[i, j]):.7g}, ref {float(ref[i, j]):.7g}, below the floor 1e-06" in reason, reason
+    assert x[i, j] < -4  # far in the negative tail
+    wider = error_metrics(out, ref, floor=1e-2, rtol=1e-5)
+    assert judge(wider, 1e-5, 0.99999) is None  # a floor at the inputs' scale: the honest kernel passes
+
+
 def test_psnr_edges():
     assert psnr(0.0, 1.0) == math.inf
     assert psnr(1.0, 10.0) == pytest.approx(20.0)

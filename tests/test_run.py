@@ -106,6 +106,7 @@ def test_scripted_llm_run(tmp_path):
     assert all(c["tokens_in"] > 0 and c["tokens_out"] > 0 for c in llm_rows if c["reply"])
     wrong = [c for c in evaluated if c["failed_rung"] == "correctness"]
     assert wrong and "max_rel" in wrong[0]["reason"]
+    assert "(out " in wrong[0]["reason"] and "(input 0 there: " in wrong[0]["reason"]  # the values at the worst element
     broken = [c for c in evaluated if c["failed_rung"] == "load"]
     assert broken and "SyntaxError" in broken[0]["reason"]
     repairs = [c for c in cands if c["template"] == "repair"]

@@ -31,6 +31,17 @@ def _device_memory(device) -> float:
     return float(torch.cuda.get_device_properties(device).total_memory)
 
 
+def _input_there(inputs, out, figures: dict) -> str:
+    """The input of the output's shape at the worst element (an elementwise op's x), for a reason: with the output
+    and the reference there, what a tolerance's floor must allow."""
+    where = figures.get("worst_index")
+    for index, leaf in enumerate(inputs.leaves):
+        if where and isinstance(leaf, torch.Tensor) and tuple(leaf.shape) == tuple(out.shape) and \
+                leaf.is_floating_point():
+            return f" (input {index} there: {float(leaf[tuple(where)]):.7g})"
+    return ""
+
+
 class Checks:
     def __init__(self, problem, reference, maker):
         self.problem, self.reference, self.maker = problem, reference, maker
@@ -73,7 +84,8 @@ class Checks:
                 raise Fail(f"{case.label}: output not finite ({bad} NaN/Inf of {o.numel()})")
             tol = self.problem.tolerance_for(case, dtype)
             m = metrics.error_metrics(o.to("cpu"), r.to("cpu"), tol.floor, tol.rtol)
-            reason = reason or metrics.judge(m, tol.rtol, tol.min_cosine)
+            judged = metrics.judge(m, tol.rtol, tol.min_cosine)
+            reason = reason or (judged and judged + _input_there(inputs, o, m))
             worst = metrics.worst_of(worst, m)
         reason = reason or self.reference.check(inputs, out, refs)
         worst = worst or metrics.error_metrics(torch.zeros(1), torch.zeros(1), 1.0, 0.0)

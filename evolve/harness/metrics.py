@@ -71,15 +71,16 @@ def error_metrics(out, ref, floor: float, rtol: float, chunk: int = CHUNK) -> di
         at = _argmax(rel)
         rows.append(_stack([rel[at], _add(_to(at, dtype=_float64), start), _max(diff), _sum(_mul(diff, diff)),
                             _sum(_mul(o, r)), _sum(_mul(o, o)), _sum(_mul(r, r)), _max(_abs(r)),
-                            _to(_count_nonzero(_gt(rel, rtol)), dtype=_float64)]))
+                            _to(_count_nonzero(_gt(rel, rtol)), dtype=_float64), o[at], r[at]]))
     if rows:
         table = _stack(rows)
         pick = int(_item(_argmax(table[:, 0])))  # the first chunk holding the largest (or a NaN) error
         worst_rel, worst, max_abs = _scalar(table[pick, 0]), int(_item(table[pick, 1])), _scalar(_max(table[:, 2]))
         dd, dot, oo, rr, bad = _tolist(_sum(table[:, [3, 4, 5, 6, 8]], 0))
         peak, bad = _scalar(_max(table[:, 7])), int(bad)
+        worst_out, worst_ref = _scalar(table[pick, 9]), _scalar(table[pick, 10])
     else:
-        worst_rel = worst = max_abs = dd = dot = oo = rr = peak = bad = 0
+        worst_rel = worst = max_abs = dd = dot = oo = rr = peak = bad = worst_out = worst_ref = 0
     mse = dd / max(n, 1)
     norms = math.sqrt(oo * rr)
     rel_l2, norm_ratio = whole(dd, oo, rr, n, floor)
@@ -97,6 +98,9 @@ def error_metrics(out, ref, floor: float, rtol: float, chunk: int = CHUNK) -> di
         "frac_off": bad / max(n, 1),
         "n_off": bad,
         "worst_index": unravel(worst, tuple(ref.shape)) if n else [],
+        "worst_out": worst_out,  # the output and the reference at worst_index
+        "worst_ref": worst_ref,
+        "floor": floor,
     }
 
 
@@ -192,11 +196,21 @@ def judge(metrics: dict, rtol: float, min_cosine: float) -> str | None:
         where = ", ".join(str(i) for i in metrics["worst_index"])
         pct = 100.0 * metrics["frac_off"]
         share = f"{pct:.2g}% of elements off" if pct >= 0.01 else f"{metrics['n_off']} element(s) off"
-        return f"max_rel={metrics['max_rel']:.3g} at ({where}) > rtol {rtol:g}; {share}"
+        return (f"max_rel={metrics['max_rel']:.3g} at ({where}) > rtol {rtol:g}{_there(metrics)}; {share}")
     if metrics["cosine"] < min_cosine:
         return f"cosine={metrics['cosine']:.8f} < {min_cosine}"
     # the cosine is blind to scale (zeros and 2x the reference score 1); the relative L2 error is not
     return whole_reason(metrics["rel_l2"], metrics["norm_ratio"], metrics["rmse"], l2_bound(min_cosine))
+
+
+def _there(metrics: dict) -> str:
+    """The worst element's output and reference: where |ref| is below the floor the error counts against the floor
+    (an output near zero by cancellation, a GELU of a large negative x, wants a floor near the inputs' scale)."""
+    if "worst_out" not in metrics:
+        return ""
+    out, ref, floor = metrics["worst_out"], metrics["worst_ref"], metrics.get("floor", 0.0)
+    below = f", below the floor {floor:g}: judged as |out - ref| / floor" if abs(ref) < floor else ""
+    return f" (out {out:.7g}, ref {ref:.7g}{below})"
 
 
 def summarize(per_dtype: dict) -> str:
@@ -219,7 +233,10 @@ def worst_of(a: dict | None, b: dict) -> dict:
     out = {k: max(a[k], b[k]) for k in keep_max}
     out["psnr"] = min(a["psnr"], b["psnr"])
     out["cosine"] = min(a["cosine"], b["cosine"])
-    out["worst_index"] = a["worst_index"] if a["max_rel"] >= b["max_rel"] else b["worst_index"]
+    worse = a if a["max_rel"] >= b["max_rel"] else b
+    for key in ("worst_index", "worst_out", "worst_ref", "floor"):
+        if key in worse:
+            out[key] = worse[key]
     whole_of = a if a["rel_l2"] >= b["rel_l2"] else b
     out["rel_l2"], out["norm_ratio"] = whole_of["rel_l2"], whole_of["norm_ratio"]
     return out
