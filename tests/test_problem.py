@@ -126,3 +126,26 @@ def test_malformed_fields_name_the_field(broken, edit, message):
     toml.write_text(text.replace(edit[0], edit[1], 1))
     with pytest.raises(ProblemError, match=message):
         load_problem(broken)
+
+
+def test_layernorms_inputs_leave_an_honest_float32_kernel_within_tolerance_at_every_row_length():
+    """The correctness rung draws shapes from what a problem accepts (layernorm: rows of 1 to 40,000): two draws of
+    a row of two could lie so close that its variance was far below eps, and the float32 seed failed a drawn
+    1539x2 (max_rel 2.3e-3 > rtol 5e-4). A two-pass float32 layer norm must pass every row length."""
+    import importlib.util
+
+    import torch
+
+    problem = load_problem(ROOT / "problems" / "layernorm")
+    spec = importlib.util.spec_from_file_location("layernorm_reference", problem.reference_path)
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+    tol = problem.tolerance_for(problem.tests[0], "float32")
+    for seed in range(3):
+        for n in (1, 2, 3, 4, 5, 8, 33):
+            x, w, b = reference.generate_input(seed, 2000, n)
+            d = x - x.sum(1, keepdim=True) / n
+            y = d * torch.rsqrt((d * d).sum(1, keepdim=True) / n + 1e-5) * w + b
+            ref = reference.ref_kernel(x, w, b)
+            worst = float(((y.double() - ref).abs() / ref.abs().clamp_min(tol.floor)).max())
+            assert worst <= tol.rtol, (seed, n, worst)

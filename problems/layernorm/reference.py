@@ -11,6 +11,9 @@ def generate_input(seed, M, N, dtype="float32", device="cpu"):
     Row i of x is offset_i + spread_i * noise, with |offset_i| between 50 and 100 (either sign) and spread_i between
     0.25 and 1: a large mean and a small variance, the case where the one-pass variance E[x^2] - E[x]^2 cancels
     in float32 (E[x^2] is up to 1e4 and rounds with an error near 1e-3, the variance is 0.06 to 1).
+    Each row's noise is standardised (mean 0, spread 1 over the row), so a short row's variance is spread_i^2 too:
+    two draws can lie arbitrarily close, and a row whose variance is far below eps leaves no float32 kernel within
+    the tolerance (the rounding of its mean, near 4e-6 at 100, is then most of the row's deviation).
     The weight is 1 + 0.5 * gaussian and the bias 0.5 * gaussian, so neither is the identity.
     """
     g = torch.Generator(device=device)
@@ -18,7 +21,10 @@ def generate_input(seed, M, N, dtype="float32", device="cpu"):
     sign = torch.where(torch.rand(M, 1, generator=g, device=device) < 0.5, -1.0, 1.0)
     offset = sign * (50.0 + 50.0 * torch.rand(M, 1, generator=g, device=device, dtype=torch.float32))
     spread = 0.25 + 0.75 * torch.rand(M, 1, generator=g, device=device, dtype=torch.float32)
-    x = offset + spread * torch.randn(M, N, generator=g, device=device, dtype=torch.float32)
+    noise = torch.randn(M, N, generator=g, device=device, dtype=torch.float32)
+    if N > 1:
+        noise = (noise - noise.mean(dim=1, keepdim=True)) / noise.std(dim=1, keepdim=True, unbiased=False).clamp_min(1e-6)
+    x = offset + spread * noise
     weight = 1.0 + 0.5 * torch.randn(N, generator=g, device=device, dtype=torch.float32)
     bias = 0.5 * torch.randn(N, generator=g, device=device, dtype=torch.float32)
     return x.to(_DTYPES[dtype]), weight.to(_DTYPES[dtype]), bias.to(_DTYPES[dtype])
