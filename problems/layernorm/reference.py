@@ -23,7 +23,8 @@ def generate_input(seed, M, N, dtype="float32", device="cpu"):
     spread = 0.25 + 0.75 * torch.rand(M, 1, generator=g, device=device, dtype=torch.float32)
     noise = torch.randn(M, N, generator=g, device=device, dtype=torch.float32)
     if N > 1:
-        noise = (noise - noise.mean(dim=1, keepdim=True)) / noise.std(dim=1, keepdim=True, unbiased=False).clamp_min(1e-6)
+        centred = noise - noise.mean(dim=1, keepdim=True)
+        noise = centred / centred.std(dim=1, keepdim=True, unbiased=False).clamp_min(1e-6)
     x = offset + spread * noise
     weight = 1.0 + 0.5 * torch.randn(N, generator=g, device=device, dtype=torch.float32)
     bias = 0.5 * torch.randn(N, generator=g, device=device, dtype=torch.float32)
