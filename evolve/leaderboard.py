@@ -354,41 +354,78 @@ def _pct(value) -> str:
     return _f(None if value is None else 100 * value, "{:.0f}%")
 
 
+TEXT_WIDTH = 100  # the terminal tables' widest line
+
+
 def text_lines(b: Board) -> list[str]:
+    """Per device: each problem's results, what each cost, and each model's summary and fast_p, every line at most
+    TEXT_WIDTH characters (--json and the site hold the same figures)."""
     out = []
     for device in sorted({r.device for r in b.rows}):
         rows = [r for r in b.rows if r.device == device]
         versions = rows[0].versions
         out.append(f"{device}  (torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}; "
                    f"newest run {max(r.date for r in rows)})")
-        head = (f"  {'problem':<14}{'model':<26}{'language':<9}{'best':>7} {'kernel':>8}{'eager':>7}{'compile':>8}"
-                f"{'correct':>8}{'compile✗':>9}{'tokens':>9}{'$':>9}{'wall':>7}{'$→1st':>8}{'$→best':>8}{'$/ok':>8}"
-                f"{'$/pt':>8}")
-        out.append(head)
-        for r in rows:
-            best = _f(r.best) if r.best is not None else (_f(r.cpu_score, "{:.3g}") + "*" if r.cpu_score else "-")
-            kernel = f"#{r.best_candidate['id']}" + ("" if r.audit == "passed" else "°") if r.best_candidate else "-"
-            out.append(
-                f"  {r.problem[:13]:<14}{r.model[:25]:<26}{r.language[:8]:<9}{best:>7} {kernel:>8}"
-                f"{_f(r.vs_eager, '{:.2f}x'):>7}{_f(r.vs_compile, '{:.2f}x'):>8}{_pct(r.correct_rate):>8}"
-                f"{_pct(r.compile_failure_rate):>9}"
-                f"{r.total.tokens:>9}{r.total.dollars:>9.4f}{format_duration(r.total.seconds, compact=True):>7}"
-                f"{_f(r.to_first_correct and r.to_first_correct.dollars, '{:.4f}'):>8}"
-                f"{_f(r.to_best and r.to_best.dollars, '{:.4f}'):>8}{_f(r.dollars_per_correct, '{:.4f}'):>8}"
-                f"{_f(r.dollars_per_point, '{:.4f}'):>8}")
-        if any(r.best is None and r.cpu_score for r in rows):
-            out.append("  * no GPU: the CPU interpreter's ranking score, not a fraction of roofline")
-        if any(r.best_candidate and r.audit != "passed" for r in rows):
-            out.append("  ° launch audit not run on this kernel (no GPU, or no Nsight Compute): what ran on the "
-                       "device was not seen from outside it")
-        out.append("")
-        out.append(f"  {'model':<26}{'language':<9}{'solved':>8}  fast_p vs eager (p=0/1/1.5/2)  vs compile           "
-                   f"{'geomean best':>12}{'eager':>7}{'compile':>8}{'$':>9}")
-        for s in (s for s in b.summaries if s.device == device):
-            fe = "/".join(_pct(s.fast_eager[f"{p:g}"]) for p in FAST_P)
-            fc = "/".join(_pct(s.fast_compile[f"{p:g}"]) for p in FAST_P)
-            out.append(f"  {s.model[:25]:<26}{s.language[:8]:<9}{f'{s.solved}/{s.problems}':>8}  {fe:<30}{fc:<21}"
-                       f"{_f(s.geomean_best):>12}{_f(s.geomean_vs_eager, '{:.2f}x'):>7}"
-                       f"{_f(s.geomean_vs_compile, '{:.2f}x'):>8}{s.dollars:>9.4f}")
-        out.append("")
+        out += _results(rows) + [""] + _spend(rows) + [""]
+        summaries = [s for s in b.summaries if s.device == device]
+        out += _summaries(summaries) + [""] + _fast_p(summaries) + [""]
     return out or ["no runs"]
+
+
+def _who(problem: str | None, model: str, language: str) -> str:
+    head = f"  {problem[:11]:<12}" if problem is not None else "  "
+    return f"{head}{model[:21]:<22}{language[:8]:<9}"
+
+
+def _results(rows) -> list[str]:
+    out = [f"{_who('problem', 'model', 'language')}{'best':>7} {'kernel':>8}{'vs eager':>9}{'vs compile':>11}"
+           f"{'correct':>8}{'compile✗':>9}"]
+    for r in rows:
+        best = _f(r.best) if r.best is not None else (_f(r.cpu_score, "{:.3g}") + "*" if r.cpu_score else "-")
+        kernel = f"#{r.best_candidate['id']}" + ("" if r.audit == "passed" else "°") if r.best_candidate else "-"
+        out.append(f"{_who(r.problem, r.model, r.language)}{best:>7} {kernel:>8}{_f(r.vs_eager, '{:.2f}x'):>9}"
+                   f"{_f(r.vs_compile, '{:.2f}x'):>11}{_pct(r.correct_rate):>8}{_pct(r.compile_failure_rate):>9}")
+    if any(r.best is None and r.cpu_score for r in rows):
+        out.append("  * no GPU: the CPU interpreter's ranking score, not a fraction of roofline")
+    if any(r.best_candidate and r.audit != "passed" for r in rows):
+        out.append("  ° launch audit not run on this kernel (no GPU, or no Nsight Compute): what ran on the device")
+        out.append("    was not seen from outside it")
+    return out
+
+
+def _spend(rows) -> list[str]:
+    out = [f"{_who('problem', 'model', 'language')}{'tokens':>8}{'$':>8}{'wall':>7}{'$→1st':>8}{'$→best':>8}"
+           f"{'$/ok':>8}{'$/pt':>8}"]
+    for r in rows:
+        out.append(f"{_who(r.problem, r.model, r.language)}{r.total.tokens:>8}{r.total.dollars:>8.4f}"
+                   f"{format_duration(r.total.seconds, compact=True):>7}"
+                   f"{_f(r.to_first_correct and r.to_first_correct.dollars, '{:.4f}'):>8}"
+                   f"{_f(r.to_best and r.to_best.dollars, '{:.4f}'):>8}{_f(r.dollars_per_correct, '{:.4f}'):>8}"
+                   f"{_f(r.dollars_per_point, '{:.4f}'):>8}")
+    out.append("  $→1st, $→best: spent until the first correct kernel and until the best; $/ok: per correct kernel;")
+    out.append("    $/pt: per point of fitness")
+    return out
+
+
+def _summaries(summaries) -> list[str]:
+    out = [f"{_who(None, 'model', 'language')}{'solved':>8}{'geomean best':>14}{'vs eager':>10}{'vs compile':>12}"
+           f"{'$':>9}"]
+    for s in summaries:
+        out.append(f"{_who(None, s.model, s.language)}{f'{s.solved}/{s.problems}':>8}{_f(s.geomean_best):>14}"
+                   f"{_f(s.geomean_vs_eager, '{:.2f}x'):>10}{_f(s.geomean_vs_compile, '{:.2f}x'):>12}"
+                   f"{s.dollars:>9.4f}")
+    return out
+
+
+def _fast_p(summaries) -> list[str]:
+    ps = [f"{p:g}" for p in FAST_P]
+    group = len(ps) * 6
+    out = [f"{_who(None, 'fast_p', '')}{'faster than eager by p':<{group + 2}}{'than torch.compile':<{group}}",
+           f"{_who(None, '', '')}{''.join(f'{p:>6}' for p in ps)}  {''.join(f'{p:>6}' for p in ps)}"]
+    for s in summaries:
+        eager = "".join(f"{_pct(s.fast_eager[p]):>6}" for p in ps)
+        compiled = "".join(f"{_pct(s.fast_compile[p]):>6}" for p in ps)
+        out.append(f"{_who(None, s.model, s.language)}{eager}  {compiled}")
+    out.append("  fast_p: the share of this device's problems whose best kernel is correct and more than p times")
+    out.append("    as fast as the baseline (p=0: correct at all)")
+    return out

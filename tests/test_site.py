@@ -75,6 +75,9 @@ def test_the_site_opens_from_disk_with_its_rows_curves_and_tree(site):
             h200 = page.locator("section[data-device='NVIDIA H200']")
             assert "0.800" in h200.locator("table.problems").inner_text()
             index_shot = b.shot("leaderboard-index.png")
+            b.page.set_viewport_size({"width": 1280, "height": 1000})  # the tables overflowed a 1280 px window
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            b.page.set_viewport_size({"width": 1500, "height": 1000})
 
             table = h200.locator("table.problems")
             table.locator("th", has_text="best").first.click()  # descending
