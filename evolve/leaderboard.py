@@ -364,26 +364,37 @@ def text_lines(b: Board) -> list[str]:
     for device in sorted({r.device for r in b.rows}):
         rows = [r for r in b.rows if r.device == device]
         versions = rows[0].versions
+        who = _Who(rows)
+        language = "" if who.languages else f"; language {rows[0].language}"
         out.append(f"{device}  (torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}; "
-                   f"newest run {max(r.date for r in rows)})")
-        out += _results(rows) + [""] + _spend(rows) + [""]
+                   f"newest run {max(r.date for r in rows)}{language})")
+        out += _results(rows, who) + [""] + _spend(rows, who) + [""]
         summaries = [s for s in b.summaries if s.device == device]
-        out += _summaries(summaries) + [""] + _fast_p(summaries) + [""]
+        out += _summaries(summaries, who) + [""] + _fast_p(summaries, who) + [""]
     return out or ["no runs"]
 
 
-def _who(problem: str | None, model: str, language: str) -> str:
-    head = f"  {problem[:11]:<12}" if problem is not None else "  "
-    return f"{head}{model[:21]:<22}{language[:8]:<9}"
+class _Who:
+    """The columns that name a row: problem and model, each as wide as its longest name (at most 14 and 27
+    characters), and language where the device's rows use several (else the device's line names it)."""
+
+    def __init__(self, rows):
+        self.problem = min(max([len("problem")] + [len(r.problem) for r in rows]), 14) + 1
+        self.model = min(max([len("model")] + [len(r.model) for r in rows]), 27) + 1
+        self.languages = len({r.language for r in rows}) > 1
+
+    def __call__(self, problem: str | None, model: str, language: str) -> str:
+        head = f"  {problem[:self.problem - 1]:<{self.problem}}" if problem is not None else "  "
+        return f"{head}{model[:self.model - 1]:<{self.model}}" + (f"{language[:8]:<9}" if self.languages else "")
 
 
-def _results(rows) -> list[str]:
-    out = [f"{_who('problem', 'model', 'language')}{'best':>7} {'kernel':>8}{'vs eager':>9}{'vs compile':>11}"
+def _results(rows, who) -> list[str]:
+    out = [f"{who('problem', 'model', 'language')}{'best':>7} {'kernel':>8}{'vs eager':>9}{'vs compile':>11}"
            f"{'correct':>8}{'compile✗':>9}"]
     for r in rows:
         best = _f(r.best) if r.best is not None else (_f(r.cpu_score, "{:.3g}") + "*" if r.cpu_score else "-")
         kernel = f"#{r.best_candidate['id']}" + ("" if r.audit == "passed" else "°") if r.best_candidate else "-"
-        out.append(f"{_who(r.problem, r.model, r.language)}{best:>7} {kernel:>8}{_f(r.vs_eager, '{:.2f}x'):>9}"
+        out.append(f"{who(r.problem, r.model, r.language)}{best:>7} {kernel:>8}{_f(r.vs_eager, '{:.2f}x'):>9}"
                    f"{_f(r.vs_compile, '{:.2f}x'):>11}{_pct(r.correct_rate):>8}{_pct(r.compile_failure_rate):>9}")
     if any(r.best is None and r.cpu_score for r in rows):
         out.append("  * no GPU: the CPU interpreter's ranking score, not a fraction of roofline")
@@ -393,11 +404,11 @@ def _results(rows) -> list[str]:
     return out
 
 
-def _spend(rows) -> list[str]:
-    out = [f"{_who('problem', 'model', 'language')}{'tokens':>8}{'$':>8}{'wall':>7}{'$→1st':>8}{'$→best':>8}"
+def _spend(rows, who) -> list[str]:
+    out = [f"{who('problem', 'model', 'language')}{'tokens':>8}{'$':>8}{'wall':>7}{'$→1st':>8}{'$→best':>8}"
            f"{'$/ok':>8}{'$/pt':>8}"]
     for r in rows:
-        out.append(f"{_who(r.problem, r.model, r.language)}{r.total.tokens:>8}{r.total.dollars:>8.4f}"
+        out.append(f"{who(r.problem, r.model, r.language)}{r.total.tokens:>8}{r.total.dollars:>8.4f}"
                    f"{format_duration(r.total.seconds, compact=True):>7}"
                    f"{_f(r.to_first_correct and r.to_first_correct.dollars, '{:.4f}'):>8}"
                    f"{_f(r.to_best and r.to_best.dollars, '{:.4f}'):>8}{_f(r.dollars_per_correct, '{:.4f}'):>8}"
@@ -407,25 +418,25 @@ def _spend(rows) -> list[str]:
     return out
 
 
-def _summaries(summaries) -> list[str]:
-    out = [f"{_who(None, 'model', 'language')}{'solved':>8}{'geomean best':>14}{'vs eager':>10}{'vs compile':>12}"
+def _summaries(summaries, who) -> list[str]:
+    out = [f"{who(None, 'model', 'language')}{'solved':>8}{'geomean best':>14}{'vs eager':>10}{'vs compile':>12}"
            f"{'$':>9}"]
     for s in summaries:
-        out.append(f"{_who(None, s.model, s.language)}{f'{s.solved}/{s.problems}':>8}{_f(s.geomean_best):>14}"
+        out.append(f"{who(None, s.model, s.language)}{f'{s.solved}/{s.problems}':>8}{_f(s.geomean_best):>14}"
                    f"{_f(s.geomean_vs_eager, '{:.2f}x'):>10}{_f(s.geomean_vs_compile, '{:.2f}x'):>12}"
                    f"{s.dollars:>9.4f}")
     return out
 
 
-def _fast_p(summaries) -> list[str]:
+def _fast_p(summaries, who) -> list[str]:
     ps = [f"{p:g}" for p in FAST_P]
     group = len(ps) * 6
-    out = [f"{_who(None, 'fast_p', '')}{'faster than eager by p':<{group + 2}}{'than torch.compile':<{group}}",
-           f"{_who(None, '', '')}{''.join(f'{p:>6}' for p in ps)}  {''.join(f'{p:>6}' for p in ps)}"]
+    out = [f"{who(None, 'fast_p', '')}{'faster than eager by p':<{group + 2}}{'than torch.compile':<{group}}",
+           f"{who(None, '', '')}{''.join(f'{p:>6}' for p in ps)}  {''.join(f'{p:>6}' for p in ps)}"]
     for s in summaries:
         eager = "".join(f"{_pct(s.fast_eager[p]):>6}" for p in ps)
         compiled = "".join(f"{_pct(s.fast_compile[p]):>6}" for p in ps)
-        out.append(f"{_who(None, s.model, s.language)}{eager}  {compiled}")
+        out.append(f"{who(None, s.model, s.language)}{eager}  {compiled}")
     out.append("  fast_p: the share of this device's problems whose best kernel is correct and more than p times")
     out.append("    as fast as the baseline (p=0: correct at all)")
     return out
