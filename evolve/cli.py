@@ -145,6 +145,18 @@ def cli():
     roofline) decides which are correct and how close to the hardware's limit they run."""
 
 
+def _proposer(config, language: str):
+    """The models of a run's config, asked as its LLMConfig says, with the prompt templates of its language: one
+    place for `evolve run` and each cell of `evolve bench`."""
+    from .lang import get as get_language
+    from .proposer import LLMProposer, prompt_folders
+
+    return LLMProposer(list(config.models), prompt_folders(get_language(language)), api_base=config.api_base,
+                       timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
+                       concurrency=config.llm.concurrency, rng=random.Random(config.seed),
+                       tools=config.llm.tools, tool_rounds=config.llm.tool_rounds)
+
+
 def _language_of_file(candidate, problem) -> str | None:
     """Without --language: the language of the problem's whose package the candidate imports (a CuTeDSL file
     imports cutlass), said on stderr; None (the problem's first) where none or several are."""
@@ -435,7 +447,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     if specs and not any(m.weight > 0 for m in specs):
         _fail("every model has weight 0; give at least one a positive weight")
     # the models' keys before torch and litellm are imported (seconds each): a missing key is said at once
-    from .proposer import LLMProposer, check_models
+    from .proposer import check_models
 
     problems = check_models(list(specs), api_base) if specs else []
     if problems:
@@ -521,14 +533,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                    "then the knob tuner over them and the archive's kernels, and shape-dispatch composites of the "
                    "fastest per shape; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
                    "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
-    from .lang import get as get_language
-    from .proposer import prompt_folders
-
-    prompts = prompt_folders(get_language(config.eval.language or loaded.languages[0]))
-    proposer = LLMProposer(list(config.models), prompts, api_base=config.api_base,
-                           timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
-                           concurrency=config.llm.concurrency, rng=random.Random(config.seed),
-                           tools=config.llm.tools, tool_rounds=config.llm.tool_rounds) if specs else None
+    proposer = _proposer(config, config.eval.language or loaded.languages[0]) if specs else None
     archive = _open_archive(db, must_exist=resume)
     if not specs:
         language = config.eval.language or loaded.languages[0]
@@ -685,9 +690,8 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     from .config import LLMConfig, RunConfig, SearchConfig
     from .harness import EvalOptions, ProblemError, load_problem
     from .harness.formats import input_bytes
-    from .lang import get as get_language
     from .progress import Progress
-    from .proposer import LLMProposer, check_models, prompt_folders
+    from .proposer import check_models
     from .search import Search
 
     try:
@@ -738,9 +742,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
                              spent_seconds(archive, run["id"]) if run else 0.0)
         click.echo(f"{label}: {'resuming run ' + str(run['id']) if run else 'starting'}, budget {per_cell.text}",
                    err=True)
-        language = get_language(config.eval.language or load_problem(cell.problem).languages[0])
-        proposer = LLMProposer([cell.model], prompt_folders(language), api_base=api_base, timeout_s=llm_timeout,
-                               max_retries=llm_retries, concurrency=concurrency, rng=random.Random(seed))
+        proposer = _proposer(config, config.eval.language or load_problem(cell.problem).languages[0])
         try:
             with Progress(config, archive) as progress:
                 summary = Search(config, archive, proposer, on_event=progress).run()
