@@ -92,7 +92,7 @@ class CpuMeasurer(Measurer):
                    "clock": self.clock, "inputs": describe(inputs.leaves)}
         if self.reference.has_baseline:
             samples = [self.maker.make(case, BASELINE_SEED + i) for i in range(2)]
-            if getattr(self.reference, "times_own_baselines", False):  # a foreign problem's, where its code runs
+            if self.reference.times_own_baselines:  # a foreign problem's, where its code runs
                 figures["torch_ms"] = self.reference.time_baselines(samples, compiled=False)["torch_ms"]
             else:
                 figures["torch_ms"] = cpu_time(self.reference.baseline_for(samples[0]), [s.leaves for s in samples],

@@ -19,7 +19,7 @@ import tempfile
 import torch
 
 from . import lifeline
-from .formats.base import Inputs, Reference, unflatten
+from .formats.base import Inputs, Reference, device_of, on_host, unflatten
 
 HEADER = struct.Struct("<Q")
 
@@ -102,18 +102,16 @@ class RemoteReference(Reference):
             raise _raised(str(said["error"]), bool(said.get("out_of_memory")))
         return said["answer"]
 
-    def _ask_on(self, request: dict, *inputs: Inputs):
-        """_ask, naming inputs by key where it can, and again by their leaves where the process no longer has them."""
-        try:
-            return self._ask({**request, **self._naming(inputs, by_key=True)})
-        except Forgotten:
-            return self._ask({**request, **self._naming(inputs, by_key=False)})
-
-    @staticmethod
-    def _naming(inputs, by_key: bool) -> dict:
-        if inputs[-1] is None:  # a request about several: they go as a list
-            return {"samples": [_named(i, by_key) for i in inputs[:-1]]}
-        return _named(inputs[0], by_key)
+    def _ask_on(self, request: dict, inputs: Inputs | list):
+        """_ask about inputs (a list of them goes as "samples"), named by key where they can be, and again by their
+        leaves where the process no longer has them."""
+        for by_key in (True, False):
+            named = [_named(i, by_key) for i in inputs] if isinstance(inputs, list) else [_named(inputs, by_key)]
+            try:
+                return self._ask({**request, **({"samples": named} if isinstance(inputs, list) else named[0])})
+            except Forgotten:
+                continue
+        raise RuntimeError("the process running the problem's code forgot inputs it was sent whole")
 
     def generate(self, case, seed, device):
         said = self._ask({"op": "generate", "case": case.label, "seed": int(seed), "device": str(device)})
@@ -139,13 +137,13 @@ class RemoteReference(Reference):
 
     def reference(self, inputs, on_cpu):
         outputs = self._ask_on({"op": "reference", "on_cpu": bool(on_cpu)}, inputs)
-        device = "cpu" if on_cpu else _device_of(inputs.leaves)
+        device = "cpu" if on_cpu else device_of(inputs.leaves)
         return tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in outputs)
 
     def check(self, inputs, outputs, refs):
         if self._local_check is not None:
             return self._local_check(outputs, refs)
-        said = self._ask_on({"op": "check", "outputs": _on_host(outputs), "refs": _on_host(refs)}, inputs)
+        said = self._ask_on({"op": "check", "outputs": on_host(outputs), "refs": on_host(refs)}, inputs)
         return None if said is None else str(said)
 
     def profile(self, case, sample=None):
@@ -160,7 +158,7 @@ class RemoteReference(Reference):
         return True
 
     def time_baselines(self, samples, compiled: bool) -> dict:
-        return self._ask_on({"op": "time_baselines", "compiled": bool(compiled)}, *samples, None)
+        return self._ask_on({"op": "time_baselines", "compiled": bool(compiled)}, list(samples))
 
     def shapes_ahead(self, secret: int, device) -> dict:
         return self._ask({"op": "shapes_ahead", "secret": int(secret), "device": str(device)})
@@ -224,16 +222,8 @@ def _named(inputs: Inputs, by_key: bool) -> dict:
     """How a request names inputs: by key where the process made them and they are as it made them (output buffers
     the measurer filled are not), else by their leaves."""
     key = getattr(inputs, "remote_key", None)
-    device = str(_device_of(inputs.leaves))
+    device = str(device_of(inputs.leaves))
     if by_key and key is not None and not inputs.buffers:
         return {"key": key, "device": device}
-    return {"leaves": _on_host(inputs.leaves), "tree": inputs.tree, "buffers": sorted(inputs.buffers),
+    return {"leaves": on_host(inputs.leaves), "tree": inputs.tree, "buffers": sorted(inputs.buffers),
             "device": device}
-
-
-def _on_host(values) -> list:
-    return [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in values]
-
-
-def _device_of(leaves):
-    return next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))

@@ -32,10 +32,12 @@ class Server:
 
     # -- the requests -------------------------------------------------------------------------------------------------
     def generate(self, r):
+        from .formats.base import on_host
+
         inputs = self.reference.generate(self._case(r), r["seed"], r["device"])
         self.next_key += 1
         self._keep(self.next_key, inputs)
-        return {"key": self.next_key, "leaves": _on_host(inputs.leaves), "tree": inputs.tree}
+        return {"key": self.next_key, "leaves": on_host(inputs.leaves), "tree": inputs.tree}
 
     def buffers(self, r):
         return sorted(self.reference.buffers(self._case(r), self._inputs(r)))
@@ -44,11 +46,15 @@ class Server:
         return [[list(shape), dtype] for shape, dtype in self.reference.expects(self._case(r), self._inputs(r))]
 
     def reference_outputs(self, r):
-        return _on_host(self.reference.reference(self._inputs(r), r["on_cpu"]))
+        from .formats.base import on_host
+
+        return on_host(self.reference.reference(self._inputs(r), r["on_cpu"]))
 
     def check(self, r):
+        from .formats.base import device_of
+
         inputs = self._inputs(r)
-        device = _device_of(inputs.leaves)
+        device = device_of(inputs.leaves)
         outputs = [o.to(device) if hasattr(o, "to") else o for o in r["outputs"]]
         refs = [t.to(device) if hasattr(t, "to") else t for t in r["refs"]]
         return self.reference.check(inputs, tuple(outputs), tuple(refs))
@@ -108,14 +114,6 @@ class Forgotten(Exception):
 REQUESTS = {"generate": Server.generate, "buffers": Server.buffers, "expects": Server.expects,
             "reference": Server.reference_outputs, "check": Server.check, "profile": Server.profile,
             "shapes_ahead": Server.shapes_ahead, "time_baselines": Server.time_baselines}
-
-
-def _on_host(values) -> list:
-    return [v.detach().cpu() if hasattr(v, "detach") else v for v in values]
-
-
-def _device_of(leaves):
-    return next((t.device for t in leaves if hasattr(t, "device")), "cpu")
 
 
 def _median_ms(function, samples) -> float:

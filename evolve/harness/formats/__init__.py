@@ -29,19 +29,15 @@ def detect(target) -> str:
     if (path / "task.yml").exists() or (path / "task.yaml").exists():
         return "gpumode"
     inside = sorted(p.name for p in path.iterdir() if p.is_dir() and (p / "problem.toml").exists())
-    if inside:
-        return _holds_problems(target, inside)
+    if inside:  # a folder of problem folders given where one problem was asked for: say which to name
+        listed = ", ".join(inside[:8]) + (", ..." if len(inside) > 8 else "")
+        raise ProblemError(f"{target}: a folder of problems ({listed}), not a problem; name one of them, e.g. "
+                           f"{Path(str(target)) / inside[0]}")
     fresh = f"`evolve init {target}` writes one there" if not any(path.iterdir()) else \
         "`evolve init NEW_FOLDER` writes a new one"
     raise ProblemError(f"{path / 'problem.toml'}: missing; see docs/problems.md (a GPU MODE task folder "
                        f"holds task.yml instead; {fresh})")
 
-
-def _holds_problems(target, names: list):
-    """A folder of problem folders given where one problem was asked for: say which to name."""
-    listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-    raise ProblemError(f"{target}: a folder of problems ({listed}), not a problem; name one of them, e.g. "
-                       f"{Path(str(target)) / names[0]}")
 
 
 def load_problem(target) -> Problem:

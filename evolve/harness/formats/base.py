@@ -93,6 +93,16 @@ def _exec_file(path: Path, name: str):
     return module
 
 
+def on_host(values) -> list:
+    """Tensors moved to the host (plain values as they are): what crosses a pipe between processes."""
+    return [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def device_of(leaves):
+    """The device of the first tensor among leaves (the host where there is none)."""
+    return next((t.device for t in leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
+
+
 def nbytes(values) -> int:
     return sum(t.numel() * t.element_size() for t in values if isinstance(t, torch.Tensor))
 
@@ -130,6 +140,8 @@ def scale_check(outputs, refs) -> str | None:
 
 class Reference:
     """The problem's functions, as the measurer calls them. Subclasses: one per format."""
+
+    times_own_baselines = False  # True: time_baselines() times the library op where the problem's code runs
 
     def __init__(self, problem: Problem):
         self.problem = problem

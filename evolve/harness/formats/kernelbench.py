@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from ..problem import Case, Problem, ProblemError
-from .base import Inputs, Reference, as_tuple, dtype_name, import_file, parse, scale_check
+from .base import Inputs, Reference, as_tuple, device_of, dtype_name, import_file, parse, scale_check
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 ATOL = RTOL = 1e-2  # KernelBench's eval: torch.allclose(output, output_new, atol=1e-02, rtol=1e-02)
@@ -102,13 +102,9 @@ class KernelBenchReference(Reference):
     def reference(self, inputs, on_cpu):
         device = "cpu" if on_cpu else None
         try:
-            return self._call(inputs.leaves, torch.float64, device or self._device(inputs))
+            return self._call(inputs.leaves, torch.float64, device or device_of(inputs.leaves))
         except (RuntimeError, TypeError, NotImplementedError):  # an op without float64: the file's own precision
-            return self._call(inputs.leaves, None, device or self._device(inputs))
-
-    @staticmethod
-    def _device(inputs):
-        return next((t.device for t in inputs.leaves if isinstance(t, torch.Tensor)), torch.device("cpu"))
+            return self._call(inputs.leaves, None, device or device_of(inputs.leaves))
 
     def expects(self, case, sample):
         key = ("expects", case.label)
@@ -116,7 +112,7 @@ class KernelBenchReference(Reference):
             try:  # on meta tensors, which hold no memory (today's KernelBench inputs are up to 9 GB)
                 outs = self._call(sample.clone("meta").leaves, None, torch.device("meta"))
             except Exception:  # noqa: BLE001 - the problem's code on tensors it was not written for
-                outs = self._call(sample.clone().leaves, None, self._device(sample))
+                outs = self._call(sample.clone().leaves, None, device_of(sample.leaves))
             self._profiles[key] = [(list(o.shape), dtype_name(o)) for o in outs]
         return self._profiles[key]
 
@@ -128,7 +124,7 @@ class KernelBenchReference(Reference):
         return True
 
     def baseline_for(self, sample):
-        model = copy.deepcopy(self.skeleton).to(self._device(sample))
+        model = copy.deepcopy(self.skeleton).to(device_of(sample.leaves))
         names, n = self.names, self.n_inputs
 
         def baseline(*leaves):
