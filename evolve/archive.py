@@ -814,20 +814,6 @@ class Archive:
         rows = self._query(sql + " ORDER BY c.score IS NULL, c.score DESC, c.id LIMIT 1", params)
         return _candidate(rows[0]) if rows else None
 
-    def reported_best(self, problem: str) -> tuple[Candidate | None, Candidate | None]:
-        """(the problem's best, the highest score where that is another): best(problem), unless the run of that
-        kernel reported another as its best when it stopped (one measured within its noise, or re-timed above it in
-        every round), correct and never failing a launch audit: then that one."""
-        top = self.best(problem)
-        if top is None:
-            return None, None
-        rows = self._query("SELECT best_id FROM runs WHERE id = ?", [top.run_id])
-        chosen = rows[0][0] if rows else None
-        if chosen is None or chosen == top.id or chosen in self.failed_audits():
-            return top, None
-        held = self.get(chosen)
-        return (held, top) if held.ok else (top, None)
-
     def evaluation(self, candidate_id: int) -> dict | None:
         """The stored verdict as written (JSON), or None before evaluation."""
         rows = self._query("SELECT verdict_json FROM evaluations WHERE candidate_id = ?", [candidate_id])

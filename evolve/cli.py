@@ -873,6 +873,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
               f"a{'n evolve' if loaded.format == 'evolve' else ' GPU MODE'} problem")
     archive = _open_archive(db, read_only=True)
     from .launch_audit import recorded
+    from .standing import problem_best
 
     to_stdout = not export_path  # the source is the output; the report goes beside it, on stderr
 
@@ -890,7 +891,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
                 f"noise, or #{cand.id} re-timed above it in every round")
 
     def reported():  # the run's own choice over a near tie of the highest score; never one that failed an audit
-        chosen, top = archive.reported_best(name)
+        chosen, top = problem_best(archive, name)
         if chosen is not None and top is not None:
             over[chosen.id] = top
         return chosen

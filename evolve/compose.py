@@ -638,18 +638,10 @@ class Planner:
     """Which composite a run should try next, from its population's kernels and their per-case figures (each
     verdict read once: a verdict never changes once admitted)."""
 
-    def __init__(self, problem, verdict_of):
-        self.problem, self.verdict_of = problem, verdict_of  # verdict_of: candidate id -> Verdict or None
+    def __init__(self, problem, figures):
+        self.problem = problem
+        self.figures = figures.rows  # case_figures.CaseFigures.rows: a kernel's verdict by case, read once
         self.composed: set[str] = set()  # hashes of composites already proposed
-        self._rows: dict[int, dict] = {}
-
-    def figures(self, cand) -> dict:
-        """{"mode": "gpu" or "cpu", "rows": {case label: row}} of a kernel's verdict."""
-        if cand.id not in self._rows:
-            verdict = self.verdict_of(cand.id)
-            self._rows[cand.id] = {"mode": verdict.mode if verdict else "",
-                                   "rows": {row.get("case"): row for row in (verdict.shapes if verdict else ())}}
-        return self._rows[cand.id]
 
     def next(self, best, ranked, noise_of_id, hash_of) -> Plan | None:
         """The shape-dispatch composite worth evaluating now against `best`, drawn from `ranked` (best first), or

@@ -7,7 +7,9 @@ candidate language it ran in. Figures from different
 devices are never combined: every mean and every fast_p is taken within one device.
 
 Definitions (docs/compare.md says the same):
-- best: the highest fraction of roofline of a correct kernel that did not fail a launch audit (GPU verdicts only;
+- best: the highest fraction of roofline among the kernels the row's runs reported (standing.py: each run's best,
+  the highest score unless the run held a near tie or a re-timed winner over it), correct and never failing a launch
+  audit (GPU verdicts only;
   under the CPU interpreter there is no roofline and the row shows the interpreter's ranking score instead,
   `cpu_score`). `audit` is that kernel's launch audit (evolve/launch_audit.py): "passed", or "not run" (no audit on
   record, or none possible: the CPU interpreter, no Nsight Compute); a kernel that failed one is never the best.
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from .archive import Archive
 from .config import format_duration
+from .standing import run_leader
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 EMBEDDED = "embedded default"
@@ -87,6 +90,7 @@ class Run:
     language: str = "triton"  # the candidate language the run asked for
     tag: str = ""  # the archive's short name (archive_tags)
     gaps: list = field(default_factory=list)  # [from, to] times the run was stopped before a resume
+    best_id: int | None = None  # the kernel the run reported as its best when it stopped (standing.py)
 
     def _idle_before(self, moment: datetime.datetime) -> float:
         idle = 0.0
@@ -153,7 +157,8 @@ def load_runs(paths, problems=None, devices=None) -> list[Run]:
                 run = Run(db=str(path), id=r["id"], problem=r["problem"], model=model_label(options),
                           device=r["device"] or "unknown", versions=r.get("versions") or {}, started=r["started"],
                           ended=r.get("ended"), stop_reason=r.get("stop_reason"), bench=options.get("bench"),
-                          tag=tags[str(path)], gaps=r.get("gaps") or [], language=r.get("language") or "triton")
+                          tag=tags[str(path)], gaps=r.get("gaps") or [], language=r.get("language") or "triton",
+                          best_id=r.get("best_id"))
                 run.candidates = archive.timeline(r["id"])
                 runs.append(run)
         finally:
@@ -210,6 +215,11 @@ def _own(run: Run, c: dict) -> bool:
     return c["proposer"] == "llm" if run.model != EMBEDDED else True
 
 
+def _value(c: dict) -> float | None:
+    """What a kernel is ranked by: its fraction of roofline, or the interpreter's score where it has none."""
+    return c["fitness"] if c["fitness"] is not None else c["score"]
+
+
 def build_row(problem: str, model: str, language: str, device: str, runs: list[Run], verdict_of) -> Row:
     row = Row(problem=problem, model=model, device=device, runs=[r.key for r in runs], language=language)
     best_run, best_cand, best_value = None, None, None
@@ -221,10 +231,9 @@ def build_row(problem: str, model: str, language: str, device: str, runs: list[R
                 row.compile_failures += c["failed_rung"] in ("load", "compile")
             row.total.tokens += int(c["tokens_in"] or 0) + int(c["tokens_out"] or 0)
             row.total.dollars += float(c["cost"] or 0.0)
-            value = c["fitness"] if c["fitness"] is not None else c["score"]
-            if c["ok"] and c.get("audit") != "failed" and value is not None and \
-                    (best_value is None or value > best_value):
-                best_run, best_cand, best_value = run, c, value
+        leader = run_leader(run.candidates, run.best_id, _value)  # the kernel the run reported (standing.py)
+        if leader is not None and (best_value is None or _value(leader) > best_value):
+            best_run, best_cand, best_value = run, leader, _value(leader)
     seconds = [r.wall_seconds() for r in runs]
     row.total.seconds = sum(s for s in seconds if s is not None) if any(s is not None for s in seconds) else None
     if row.proposals:

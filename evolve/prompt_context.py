@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 from .archive import Archive, Candidate
 from .knobs import KNOBS_DOC
+from .knowledge import ContextIndex, project_context
 from .knowledge import references as knowledge_references
+from .lang import source_folders
 from .proposer import ProblemView, ProgramView, PromptContext
 from .render import ladder_lines
 
@@ -37,6 +41,21 @@ class Contexts:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def open_index(self, context_dirs, emit) -> None:
+        """The full-text index of what a model may search: the run's language's notes and installed sources, the
+        problem's notes, --context's folders. One that cannot be made is said (an event), and prompts go on."""
+        began = time.monotonic()
+        notes = project_context() / self.language.context_folder
+        folders = [notes, *source_folders(self.language), self.problem.folder / "context", *map(Path, context_dirs)]
+        try:
+            self.index = ContextIndex(folders)
+        except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without
+            emit({"kind": "context_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+        else:
+            emit({"kind": "context", "chunks": len(self.index), "files": len(self.index.files),
+                  "folders": [str(f) for f in self.index.folders], "skipped": self.index.skipped,
+                  "seconds": time.monotonic() - began})
 
     # -- the context ------------------------------------------------------------------------------------------------
     def context(self, parent: Candidate | None, inspirations=(), best: Candidate | None = None, run_id: int = 0,

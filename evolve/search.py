@@ -12,56 +12,29 @@ best from the same card, close in time (fair promotion: the best is timed again 
 """
 from __future__ import annotations
 
-import os
 import random
 import shutil
-import statistics
 import tempfile
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from . import compose
-from .archive import Archive, Candidate, source_hash
-from .config import RunConfig, format_duration
+from . import lanes, limits, standing, strategies
+from .archive import Archive, Candidate
+from .case_figures import CaseFigures
+from .config import RunConfig
 from .harness import evaluate as harness_evaluate
 from .harness import jail, load_problem
 from .harness.ladder import device_name
-from .knobs import LAUNCH_KNOBS, Tuner
-from .knowledge import ContextIndex, project_context
 from .lang import get as get_language
-from .lang import source_folders
+from .ledger import Ledger
 from .pipeline import Retiming
 from .population import NOISE_FLOOR, Policy, Population
 from .promotion import Duels
 from .prompt_context import Contexts
-from .proposer import PromptContext
-from .retime import overtaken
 from .rounds import Rounds
-from .scoring import compiled_anew, noise_of, score_of
-from .steps import Pending, Steps, fields_of
-
-
-@dataclass(frozen=True)
-class Summary:
-    run_id: int
-    stop_reason: str
-    evaluated: int
-    correct: int
-    best: Candidate | None
-    seed_best: Candidate | None
-    cost: float
-    seconds: float
-    db: str
-    near_tie: Candidate | None = None  # measured above `best`, but by less than the timing noise
-    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM (the command exits 130 or 143)
-    retimed: tuple = ()  # retime.Retimed: the best few re-timed against each other at the end (GPU runs)
-    promoted: int | None = None  # `best`, where it re-timed above the best the search held (retime.overtaken)
-    session_evaluated: int | None = None  # evaluated by this process, where the run was resumed (seconds count these)
-    audit: object = None  # launch_audit.Audit of `best`: passed, or not run and why
-    audit_failed: tuple = ()  # (Candidate, Audit): better candidates that failed the launch audit, left out
+from .summary import Summary, summarize
+from .scoring import noise_of, score_of
 
 
 def card_wait_s(verdict) -> float:
@@ -85,15 +58,6 @@ def package_versions() -> dict:
     return out
 
 
-# candidates waiting for a lane beyond one per lane: none, so a repair follows its
-# failure and a hint reaches the very next prompt (this process archives a verdict in a fraction of a second)
-QUEUE_AHEAD = 0
-UNEVALUATED_STOP = 3  # candidates in a row that no lane could evaluate before the run stops
-# A tuned setting's time limit: this many times its parent's evaluation, at least TUNED_MIN_S (never above --timeout).
-# Its parent compiled and ran the same code; a setting that takes far longer (2 warps on softmax's 131072-wide rows
-# held whole compiled for over 180 s on an H100) is no contender, and its evaluation holds a card other runs wait for.
-TUNED_TIMES = 3.0
-TUNED_MIN_S = 60.0
 
 
 class SearchFailed(RuntimeError):
@@ -101,120 +65,80 @@ class SearchFailed(RuntimeError):
 
 
 class Search:
-    """The loop: ask for proposals (a model, or the knob tuner), evaluate each, archive it, admit it to the
-    population, stop when a limit is reached. `evaluate` (the harness by default) and `clock` are injected, so the
-    loop can run against another evaluator (a pool, a cluster) and be tested without one."""
+    """The loop: ask the strategies (strategies/) for proposals, archive each, hand it to a lane, land each verdict
+    in the ledger (ledger.py), stop when a limit is reached. `evaluate` (the harness by default) and `clock` are
+    injected, so the loop can run against another evaluator (a pool, a cluster) and be tested without one."""
 
     def __init__(self, config: RunConfig, archive: Archive, proposer=None, on_event=None, evaluate=harness_evaluate,
                  clock=time.monotonic, auditor=None, known_material: bool | None = None, problem=None):
-        self.config = config
+        self.config, self.archive, self.proposer = config, archive, proposer
         # the machine's kept verdicts of material (evolve/known.py) hold what the harness returned, nothing else, and
         # persist only where no runner can write the cache folder (Landlock), as the harness's own caches
-        self.known_material = (evaluate is harness_evaluate and jail.abi_version() > 0) if known_material is None \
-            else known_material
-        self.archive = archive
-        self.proposer = proposer
+        if known_material is None:
+            known_material = evaluate is harness_evaluate and jail.abi_version() > 0
         self.problem = load_problem(problem or config.problem_dir)  # read once a run: the lanes are handed it too
         self.rng = random.Random(config.seed)
-        trials = config.search.tuner_trials
-        if trials is None:  # without a model the tuner is the whole search: let it cover a small space
-            trials = 6 if proposer is not None else 64
-        self.tuner = Tuner(seed=config.seed, trials=trials)
         self.emit = on_event or (lambda event: None)
         self.population = Population(Policy(islands=config.search.islands, exploit=config.search.exploit,
                                             inspirations=config.search.inspirations), self.rng)
         self._evaluate, self.clock = evaluate, clock
         self.pipeline = None  # made when the run starts (make_pipeline)
         self._threads = 0  # CPU threads per evaluation process when lanes share the host (make_pipeline)
-        self.waiting: dict[int, tuple] = {}  # candidate id -> (candidate, what follows its verdict), in the pipeline
-        self.followups: deque = deque()  # steps a verdict asked for (repairs), taken before new proposals
-        self.unevaluated_run, self.last_unevaluated = 0, ""  # in a row, and why the last one
-        self.problem_fault: str | None = None  # the problem's own code failed in an evaluation: the run stops
-        self.duels = Duels(self)  # fair promotion (promotion.py)
-        self.steps = Steps(self)  # the kinds of step (steps.py)
+        # candidate id (or a duel's Retiming) -> (candidate, the proposal it answers), handed to the pipeline
+        self.waiting: dict = {}
         self.eval_seconds: list[float] = []  # each evaluation's wall time but its waits for the card, for the budget
-        self.lane_seconds: dict[int, float] = {}  # candidate id -> the same, per candidate evaluated by this process
-        self.time_limits: dict[int, float] = {}  # candidate id -> its time limit, where below --timeout (tuned_limit)
+        self.time_limits: dict[int, float] = {}  # candidate id -> its time limit, where below --timeout
         self.run_id = 0
-        self.evaluated = 0
-        self.since_improvement = 0
-        self.unusable, self.last_unusable = 0, ""  # proposals in a row that gave nothing to evaluate
         self.paused_s = 0.0  # seconds held by `evolve pause`
         self.started = clock()
         self.work = Path(tempfile.mkdtemp(prefix="evolve-run-"))
-        # Proposals in flight, oldest first; the proposer's own limit (--concurrency) is the only one.
-        self.inflight: deque[Pending] = deque()
-        self.material: deque[tuple[Path, str]] = deque()  # the problem's kernels not yet evaluated on this device
         self.device = ""  # the run's device name (archived kernels from other devices are not material)
         self.versions: dict = {}  # the packages' versions, as the run records them
         self.material_s = 0.0  # seconds from this session's start to the verdict of the problem's last own kernel
         # what prompts are told, with the parents' SASS digests (made off this thread)
         self.contexts = Contexts(archive, self.problem, get_language(config.eval.language or self.problem.languages[0]))
-        self.planner = compose.Planner(self.problem, archive.verdict)  # which composite to try, from verdicts read once
+        self.figures = CaseFigures(archive.verdict)
         self.rounds = Rounds(config, archive, self.problem, self.work, self.emit, auditor)  # profiles, re-timing, audit
         self.profiled_at = 0  # evaluations when profiling last ran
-        self.concurrency = max(1, getattr(proposer, "concurrency", 1))
-        self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
+        self.strategies = strategies.build(strategies.Services(
+            config=config, problem=self.problem, archive=archive, figures=self.figures, emit=self.emit, rng=self.rng,
+            language=self.contexts.language.name, proposer=proposer, contexts=self.contexts,
+            keep_verdicts=known_material))
+        duels = Duels(self.population, archive, self.emit, clock, config.fair_window_s, self._retime_beside)
+        self.ledger = Ledger(archive, self.population, duels, self.emit, self.strategies, self.view)
 
     @property
     def best(self) -> Candidate | None:
         return self.population.best
 
     @property
-    def index(self):
-        """The context folders' full-text index (knowledge.ContextIndex), with a model only."""
-        return self.contexts.index
+    def evaluated(self) -> int:
+        return self.ledger.evaluated
 
-    def context(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
-        """What a prompt built on `parent` is told (prompt_context.py), its digest waited for."""
-        return self.contexts.with_digest(self.context_now(parent, error), parent)
-
-    def context_now(self, parent: Candidate | None, error: str | None = None) -> PromptContext:
-        return self.contexts.context_now(parent, self.population.inspirations(parent) if parent else (), self.best,
-                                         self.run_id, error)
+    @property
+    def lane_seconds(self) -> dict[int, float]:
+        return self.ledger.lane_seconds
 
     def admit(self, cand: Candidate, noise: float) -> None:
-        if self.population.admit(cand, noise):
-            self.since_improvement = 0
+        self.ledger.admit(cand, noise)
+
+    def view(self) -> strategies.View:
+        """What the strategies read of the run now."""
+        c = self.config
+        scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device,
+                                                            "language": self.contexts.language.name}
+        in_flight = tuple(cand for key, (cand, _) in self.waiting.items() if isinstance(key, int))
+        return strategies.View(config=c, problem=self.problem, archive=self.archive, population=self.population,
+                               figures=self.figures, run_id=self.run_id, scope=scope, device=self.device,
+                               versions=self.versions, in_flight=in_flight, lane_seconds=self.ledger.lane_seconds,
+                               problem_fault=self.ledger.problem_fault)
 
     # -- evaluation -------------------------------------------------------------------------------------------------
     def make_pipeline(self):
-        """Lanes: one per GPU in --gpus, or every visible one; one lane without a GPU."""
-        from .harness.ladder import gpu_available
-        from .pipeline import Pipeline, ThreadLane, probe_gpu, visible_gpus
-
-        c = self.config
-        if c.cluster:
-            return self._cluster_pipeline()
-        gpu = c.eval.device == "cuda" or (c.eval.device == "auto" and gpu_available())
-        cards = list(c.gpus) if c.gpus else visible_gpus() if gpu else []
-        per = max(1, c.eval.per_gpu)
-        named = [(f"gpu{card}", card) for card in cards] or [("cpu" if not gpu else "gpu", None)]
-        lanes = [ThreadLane(name if per == 1 else f"{name}.{i + 1}", card, self._evaluate, self.problem,
-                            self._options, probe_gpu if card is not None and self._evaluate is harness_evaluate
-                            else None)
-                 for name, card in named for i in range(per)]
-        if len(lanes) > 1 and not c.eval.threads:  # the lanes' evaluations split the host's cores between them
-            self._threads = max(1, len(os.sched_getaffinity(0)) // len(lanes))
-        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes], "gpu": gpu})
-        return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
-
-    def _cluster_pipeline(self):
-        """Lanes that are Ray actors, one per GPU of the cluster (--cluster)."""
-        from . import cluster
-        from .pipeline import Pipeline
-
-        c = self.config
-        spec = f"{self._evaluate.__module__}:{self._evaluate.__qualname__}"
-        if "<" in spec:  # a lambda or a nested function cannot be found by name on another node
-            raise ValueError(f"an evaluator for a cluster must be a module-level function, not {spec}")
-        lanes = cluster.make_lanes(c.cluster, self.problem.path, self._options,
-                                   timeout_s=c.eval.timeout_s * (1 + cluster.MAX_TASK_RETRIES) + 300,
-                                   gpus=c.cluster_lanes if c.eval.device != "cpu" else None,
-                                   cpu_lanes=(c.cluster_lanes or 1) if c.eval.device == "cpu" else 0,
-                                   evaluate_spec=spec)
-        self.emit({"kind": "lanes", "lanes": [lane.name for lane in lanes], "gpu": c.eval.device != "cpu"})
-        return Pipeline(lanes, on_event=self.emit, depth=len(lanes) + QUEUE_AHEAD)
+        """Lanes: one per GPU in --gpus, or every visible one; one lane without a GPU; Ray actors with --cluster."""
+        pipeline, self._threads = lanes.make_pipeline(self.config, self.problem, self._evaluate, self._options,
+                                                      self.emit, probe=self._evaluate is harness_evaluate)
+        return pipeline
 
     def _options(self, job, gpu):
         """The harness options of one candidate on one lane: its card, and where its compiler artifacts go."""
@@ -227,43 +151,51 @@ class Search:
             options = replace(options, dump_dir=str(self.work / f"artifacts_{job.cand_id}"))
         return options
 
-    def _launch(self, cand: Candidate, then=None) -> None:
-        """Hand an archived candidate to the pipeline; `then(evaluated candidate)` runs when its verdict is in. Returns
-        once the pipeline has room again, so with a depth of one the verdict is in when this returns."""
+    def _launch(self, cand: Candidate, proposal: strategies.Proposal | None = None) -> None:
+        """Hand an archived candidate to the pipeline. Returns once the pipeline has room again, so with a depth of
+        one the verdict is in when this returns."""
         path = self.work / f"candidate_{cand.id}.py"
         path.write_text(cand.source)
-        self.waiting[cand.id] = (cand, then)
+        self.waiting[cand.id] = (cand, proposal)
         try:
             self.pipeline.submit(cand.id, path)
         except RuntimeError as exc:  # every lane retired meanwhile: it stays pending for --resume
             self.waiting.pop(cand.id)
             self.time_limits.pop(cand.id, None)
-            self.emit({"kind": "unevaluated", "candidate": cand, "reason": str(exc)})
+            self.ledger.unevaluated(cand, str(exc), lanes_failed=False)
             return
         while self.waiting and not self.pipeline.room():  # full (with one lane and no compile pool: at once)
             self._collect()
 
+    def _retime_beside(self, key: Retiming, incumbent: Candidate, lane: str | None) -> bool:
+        """A duel: the incumbent timed again on the challenger's lane, next on that card; False when no lane is left."""
+        path = self.work / f"duel_{key.of}_{incumbent.id}.py"
+        path.write_text(incumbent.source)
+        try:
+            self.pipeline.submit(key, path, lane=lane, beyond_depth=True)
+        except RuntimeError:
+            path.unlink(missing_ok=True)
+            return False
+        self.waiting[key] = (incumbent, None)
+        return True
+
     def _collect(self, timeout: float | None = None) -> bool:
-        """Take one finished evaluation from the pipeline and archive it; False when none came."""
+        """Take one finished evaluation from the pipeline and land it in the ledger; False when none came."""
         done = self.pipeline.collect(timeout)
         if done is None:
             return False
+        cand, proposal = self.waiting.pop(done.cand_id)
         if isinstance(done.cand_id, Retiming):  # a duel: an incumbent re-timed beside its challenger
-            self.duels.settle(done)
+            (self.work / f"duel_{done.cand_id.of}_{cand.id}.py").unlink(missing_ok=True)
+            self.ledger.settle(done)
             return True
-        cand, then = self.waiting.pop(done.cand_id)
         self.time_limits.pop(done.cand_id, None)
         if done.verdict is None:  # no lane could evaluate it: it stays pending in the archive for --resume
-            self.emit({"kind": "unevaluated", "candidate": cand, "reason": done.error})
-            self.unevaluated_run += 1
-            self.last_unevaluated = done.error or ""
+            self.ledger.unevaluated(cand, done.error)
             return True
-        self.unevaluated_run = 0
         # a wait for another process's turn on the card is no guide to how long the next evaluation takes: three runs
         # sharing one card wait two turns at their start, and that estimate ended a 5-minute run after 3
         self.eval_seconds.append(max(0.0, done.seconds - card_wait_s(done.verdict)))
-        if compiled_anew(done.verdict):
-            self.lane_seconds[cand.id] = self.eval_seconds[-1]
         if cand.proposer in ("seed", "solution"):  # material comes first: its phase ends with its last verdict
             self.material_s = self.clock() - self.started - self.paused_s
         dump = self.work / f"artifacts_{cand.id}"
@@ -271,23 +203,7 @@ class Search:
             self.archive.store_artifacts(cand.id, dump)
             shutil.rmtree(dump, ignore_errors=True)
         (self.work / f"candidate_{cand.id}.py").unlink(missing_ok=True)
-        verdict = done.verdict
-        self.problem_fault = self.problem_fault or verdict.problem_fault
-        evaluated = self.archive.record_verdict(cand.id, verdict, score_of(verdict))
-        self.evaluated += 1
-        self.since_improvement += 1
-        incumbent = self.duels.unfair_win(evaluated, verdict)
-        if incumbent is not None:
-            self.duels.start(evaluated, incumbent, verdict, done.lane)
-        else:
-            self.admit(evaluated, noise_of(verdict))
-        self.duels.measured_now(evaluated, verdict)
-        if self.proposer is not None and evaluated.score is not None:  # a possible parent: its digest begins now
-            self.contexts.start_digest(evaluated, verdict.kernels)
-        self.emit({"kind": "candidate", "candidate": evaluated, "seconds": done.seconds, "best": self.best,
-                   "lane": done.lane})
-        if then is not None:
-            then(evaluated)
+        self.ledger.land(cand, done.verdict, proposal, seconds=self.eval_seconds[-1], lane=done.lane, fresh=True)
         return True
 
     def drain(self) -> None:
@@ -295,36 +211,36 @@ class Search:
         while self.waiting:
             self._collect()
 
-    def tuned_limit(self, parent_id: int) -> float | None:
-        """The time limit of a setting tuned from this parent (None: this process has no time of the parent's that
-        included compiling it)."""
-        seconds = self.lane_seconds.get(parent_id)
-        return None if seconds is None else max(TUNED_MIN_S, TUNED_TIMES * seconds)
-
-    def submit(self, then=None, time_limit_s: float | None = None, **fields) -> Candidate | None:
-        """Archive a proposal (committed), then hand it to the pipeline unless it is invalid or a duplicate; `then`
-        gets the evaluated candidate (the invalid one, or None for a duplicate, at once). time_limit_s: its
-        evaluation's limit, where below --timeout."""
-        cand = self.archive.add_candidate(self.run_id, **fields, within_run=self.config.isolated)
-        if cand is None:
-            self.unusable += 1
-            self.last_unusable = "a duplicate of an archived kernel"
-            self.emit({"kind": "duplicate"})
-        elif cand.status == "invalid":
-            self.unusable += 1
-            self.last_unusable = cand.error or "no usable source"
-            self.emit({"kind": "invalid", "candidate": cand})
-        else:
-            self.unusable = 0
-            if time_limit_s is not None:
-                self.time_limits[cand.id] = time_limit_s
-            self._launch(cand, then)
+    def submit(self, proposal: strategies.Proposal) -> Candidate | None:
+        """Archive a proposal (committed), then hand it to the pipeline, or land the verdict this machine kept for it;
+        an invalid one or a duplicate (None) lands at once as what it is."""
+        cand = self.archive.add_candidate(self.run_id, **proposal.fields, within_run=self.config.isolated)
+        if cand is None or cand.status == "invalid":
+            self.ledger.refused(cand, proposal)
             return cand
-        if then is not None:
-            then(cand)
+        self.ledger.accepted()
+        if proposal.kept is not None:
+            kept = proposal.kept
+            if self.config.artifacts and kept.artifacts:
+                self.archive.store_artifact_files(cand.id, kept.artifacts)
+            return self.ledger.land(cand, kept.verdict, proposal, lane=None, fresh=False,
+                                    seconds=sum(rung.seconds for rung in kept.verdict.rungs))
+        if proposal.time_limit_s is not None:
+            self.time_limits[cand.id] = proposal.time_limit_s
+        self._launch(cand, proposal)
         return cand
 
-    # -- proposals --------------------------------------------------------------------------------------------------
+    def step(self, name: str, island: int) -> bool:
+        """Ask one strategy for a proposal and submit it; False when it has none now."""
+        strategy = self.strategies.get(name)
+        while strategy is not None:
+            proposal = strategy.propose(island, self.view())
+            if proposal is None:
+                return False
+            if self.submit(proposal) is not None or not strategy.again_after_duplicate:
+                return True
+        return False
+
     # -- the rounds beside the search (rounds.py) --------------------------------------------------------------------
     def _first_lane(self):
         return self.pipeline.lanes[0] if self.pipeline is not None else None
@@ -355,66 +271,44 @@ class Search:
         ranked = self.population.ranked()
         ranked = [held] + [c for c in ranked if c.id != held.id] if held is not None else ranked
         results = self.rounds.retime(ranked, self.run_id, evaluate, options, score_of)
-        winner = overtaken(results)
-        if winner is not None:  # back to back, it beat the held best in every round: the run reports it
-            self.population.best = next(c for c in ranked if c.id == winner)
+        standing.promote_retimed(self.population, ranked, results)
         return results
 
     def audit_step(self) -> None:
         self.rounds.audit(self.device, lambda: self.reported()[0], self._first_gpu())
 
+    def reported(self) -> tuple[Candidate | None, Candidate | None]:
+        """(best, near tie) as the run reports them now (standing.py)."""
+        return standing.run_best(self.archive, self.population, self.problem.name, self.run_id)
+
     # -- the loop ---------------------------------------------------------------------------------------------------
     def stop_reason(self, ahead: int = 0) -> str | None:
         """Why the run stops, or None; ahead: candidates in the pipeline, which count toward --max-candidates (no new
         one starts while they would reach it)."""
-        c = self.config
-        if self.problem_fault:
-            return f"the problem itself failed, so no kernel can pass: {self.problem_fault[:300]}; fix it, then --resume"
-        if self.best is not None and self.best.fitness is not None and self.best.fitness >= c.target:
-            return f"target reached: fitness {self.best.fitness:.3f} >= {c.target}"
-        if c.max_candidates is not None and self.evaluated + ahead >= c.max_candidates:
-            return f"--max-candidates {c.max_candidates} evaluated"
-        if c.budget_s is not None:
-            elapsed = self.clock() - self.started - self.paused_s
-            if c.bench:  # a bench cell's budget is its model's: the material (the same for every cell) is not in it
-                elapsed -= self.material_s
-            typical = statistics.median(self.eval_seconds) if self.eval_seconds else 0.0
-            if elapsed + typical > c.budget_s:  # the next evaluation would end past the budget
-                which = "the default budget without a GPU" if c.default_budget else "--budget"
-                return (f"{which} of {format_duration(c.budget_s)} used; go on with --resume --budget 30m "
-                        f"(or longer)")
-        if c.max_cost is not None and self.archive.spend(self.run_id)["cost"] >= c.max_cost:
-            return f"--max-cost ${c.max_cost:g} spent"
-        if self.since_improvement >= c.search.stagnation:
-            return f"no improvement in {c.search.stagnation} evaluated candidates"
-        if self.unevaluated_run >= UNEVALUATED_STOP:
-            return (f"the harness could not evaluate {self.unevaluated_run} candidates in a row (the last: "
-                    f"{self.last_unevaluated[:300]}); they stay pending: check the GPUs, then --resume")
-        if self.unusable >= c.search.unusable:
-            # without this a broken provider (or a model that only repeats itself) would be asked forever, since
-            # the other limits count evaluated candidates
-            return (f"{self.unusable} proposals in a row gave nothing to evaluate (the last: "
-                    f"{self.last_unusable[:300]}); check the model, its key and --api-base, then --resume")
-        return None
+        elapsed = self.clock() - self.started - self.paused_s
+        if self.config.bench:  # a bench cell's budget is its model's: the material (the same for all) is not in it
+            elapsed -= self.material_s
+        return limits.stop_reason(self.config, self.ledger, self.best, elapsed, self.eval_seconds,
+                                  lambda: self.archive.spend(self.run_id)["cost"], ahead)
 
     def start(self) -> None:
         """The run's row (new, or the one resumed), what the archive already holds for this problem and device, the
         context index (with a model), and the problem's own kernels not yet evaluated here."""
         c = self.config
         self.archive.claim_for_run()
-        self.run_id = self._resumed_run() if c.resume else self._new_run()
+        self.run_id = self.ledger.run_id = self._resumed_run() if c.resume else self._new_run()
         self.device = self.archive.run(self.run_id)["device"]
-        # the interpreter ignores launch options: its tuner leaves them as written, from the first setting it records
-        self.tuner.ignored = LAUNCH_KNOBS if self.device.startswith("cpu") else frozenset()
         self.versions = package_versions()
+        view = self.view()
+        for strategy in self.strategies.values():
+            strategy.start(view)
         self._admit_archived()
         if self.proposer is not None:
-            self._open_context()
-        self.since_improvement = 0
-        self.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
-        self.evaluated_before = self.evaluated
-        self.profiled_at = self.evaluated  # a resumed run profiles after --profile-every new evaluations
-        self.material.extend(self._material_left())
+            self.contexts.open_index(self.config.context_dirs, self.emit)
+        self.ledger.since_improvement = 0
+        self.ledger.evaluated = sum(cand.status == "evaluated" for cand in self.archive.candidates(self.run_id))
+        self.evaluated_before = self.ledger.evaluated
+        self.profiled_at = self.ledger.evaluated  # a resumed run profiles after --profile-every new evaluations
         self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
         if self.pipeline is None:
             self.pipeline = self.make_pipeline()
@@ -441,52 +335,13 @@ class Search:
                                       package_versions(), self.contexts.language.name)
 
     def _admit_archived(self) -> None:
-        """Every correct kernel archived for the problem on this device (or, isolated, in this run) joins the
-        population, with the noise measured then, so near-ties are judged as before a crash."""
-        c = self.config
-        scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device,
-                                                            "language": self.contexts.language.name}
+        """Every correct kernel archived for the problem on this device (or, isolated, in this run) lands in the
+        ledger as a member, with the noise measured then, so near-ties are judged as before a crash."""
         failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
-        for cand in self.archive.candidates(**scope):
-            if cand.proposer == compose.COMPOSER:
-                self.planner.composed.add(cand.hash)
+        for cand in self.archive.candidates(**self.view().scope):
             if cand.status == "evaluated" and cand.id not in failed:
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None
-                self.admit(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
-                if cand.knobs and cand.source:
-                    self.tuner.remember(cand.source, cand.knobs, cand.score, self.steps.case_figures(cand))
-
-    def _open_context(self) -> None:
-        """The full-text index of what a model may search: the run's language's notes and installed sources, the
-        problem's notes, --context's folders."""
-        began = time.monotonic()
-        language = self.contexts.language
-        notes = project_context() / language.context_folder
-        folders = [notes, *source_folders(language), self.problem.folder / "context",
-                   *map(Path, self.config.context_dirs)]
-        try:
-            self.contexts.index = ContextIndex(folders)
-        except Exception as exc:  # noqa: BLE001 - e.g. an SQLite built without FTS5: prompts go on without
-            self.emit({"kind": "context_off", "reason": f"{type(exc).__name__}: {exc}"[:300]})
-        else:
-            self.emit({"kind": "context", "chunks": len(self.index), "files": len(self.index.files),
-                       "folders": [str(f) for f in self.index.folders], "skipped": self.index.skipped,
-                       "seconds": time.monotonic() - began})
-
-    def _material_left(self) -> list[tuple[Path, str]]:
-        """The problem's seeds and correct solutions not yet archived for this problem and device."""
-        known = {cand.hash for cand in self.archive.candidates(self.run_id)} if self.config.isolated \
-            else self.archive.known_hashes(self.problem.name, self.device)
-        left = []
-        language = self.contexts.language.name  # the run's language's kernels only
-        for path, proposer in [(p, "seed") for p in self.problem.seed_files(language)] + \
-                [(p, "solution") for p in self.problem.solution_files("correct", language)]:
-            try:
-                if source_hash(path.read_text()) not in known:
-                    left.append((path, proposer))
-            except (OSError, UnicodeDecodeError):
-                continue  # an unreadable file is skipped here and reported by `evolve check-problem`
-        return left
+                self.ledger.archived(cand, noise_of(verdict) if verdict else NOISE_FLOOR)
 
     def run(self) -> Summary:
         self.start()
@@ -497,7 +352,7 @@ class Search:
                 self._launch(cand)
             stop = self._loop()
             spent = stop.startswith(("--budget", "--max-cost", "the default budget"))  # nothing left for advice
-            if self.evaluated > self.evaluated_before and not spent:
+            if self.ledger.evaluated > self.evaluated_before and not spent:
                 self.drain()
                 self.profile_step()  # the run's best, where it has none yet: the next run's prompts read it
                 self.retime_step()
@@ -507,26 +362,30 @@ class Search:
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
             stop, interrupted = f"interrupted ({exc.args[0] if exc.args else 'Ctrl-C'}); continue with --resume", True
         except Exception as exc:  # a fault of evolve's own: the run is closed as after Ctrl-C, and the fault named
-            import traceback
-
-            report = self.archive.path.parent / f"evolve-crash-run{self.run_id}.txt"
-            try:
-                report.write_text(traceback.format_exc())
-            except OSError:
-                report = None
-            stop = f"evolve failed: {type(exc).__name__}: {exc}"[:300] + "; continue with --resume"
-            self.pipeline.close()
-            self.archive.finish_run(self.run_id, stop)
-            shutil.rmtree(self.work, ignore_errors=True)
-            raise SearchFailed(f"{stop} (every evaluated candidate is in the archive"
-                               + (f"; the traceback is in {report}, please report it)" if report else ")")) from exc
+            raise self._failed(exc) from exc
         self.pipeline.close()  # candidates still in it stay pending in the archive: --resume evaluates them
         self.keep_answered()
         summary = self.summary(stop)
         self.archive.finish_run(self.run_id, stop, summary.best.id if summary.best is not None else None)
         shutil.rmtree(self.work, ignore_errors=True)
         return replace(summary, interrupted=interrupted,
-                       session_evaluated=self.evaluated - self.evaluated_before if self.config.resume else None)
+                       session_evaluated=self.ledger.evaluated - self.evaluated_before if self.config.resume else None)
+
+    def _failed(self, exc: Exception) -> SearchFailed:
+        """A fault of evolve's own: the traceback written beside the archive, the run closed for --resume."""
+        import traceback
+
+        report = self.archive.path.parent / f"evolve-crash-run{self.run_id}.txt"
+        try:
+            report.write_text(traceback.format_exc())
+        except OSError:
+            report = None
+        stop = f"evolve failed: {type(exc).__name__}: {exc}"[:300] + "; continue with --resume"
+        self.pipeline.close()
+        self.archive.finish_run(self.run_id, stop)
+        shutil.rmtree(self.work, ignore_errors=True)
+        return SearchFailed(f"{stop} (every evaluated candidate is in the archive"
+                            + (f"; the traceback is in {report}, please report it)" if report else ")"))
 
     def _loop(self) -> str:
         """Steps until a limit is reached; why the search stopped."""
@@ -545,8 +404,7 @@ class Search:
                 if (stop := self.stop_reason()) is not None:
                     return stop
                 continue
-            if self.followups:  # a repair asked for by a verdict that came in
-                self.followups.popleft()()
+            if self._follow_up():  # a repair asked for by a verdict that came in
                 continue
             island = step % len(self.population.islands)
             step += 1
@@ -557,28 +415,29 @@ class Search:
                 return "every knob setting the tuner would try has been evaluated"
             if step % self.config.search.migrate_every == 0:
                 self.emit({"kind": "migrate", "islands": self.population.migrate()})
-            if self.evaluated - self.profiled_at >= self.config.profile.every:
-                self.profiled_at = self.evaluated
+            if self.ledger.evaluated - self.profiled_at >= self.config.profile.every:
+                self.profiled_at = self.ledger.evaluated
                 if self.rounds.due(self.population.ranked(), self.device, self._traces()):
                     self.drain()  # the profiler needs the card to itself
                     self.profile_step()
 
+    def _follow_up(self) -> bool:
+        """A follow-up strategy's proposal (a repair), ahead of the turn's own step."""
+        return any(self.step(entry.name, 0) for entry in strategies.REGISTERED if entry.follow_up)
+
     def _take_step(self, island: int) -> bool:
-        """One step of the kind this turn calls for (steps.py): the problem's own kernels first; then, without a
-        model, a composite or a knob setting; with one, a composite, a knob setting or a proposal by their shares.
+        """One step: each strategy in the registry's order (strategies/registry.py), the ones with a share asked by
+        chance where a model runs; without a model the embedded search tries every island's untried settings last.
         False when the embedded search has nothing left to try."""
-        steps, search = self.steps, self.config.search
-        if steps.material(island):
-            return True
-        if self.proposer is None:
-            return steps.compose(island) or steps.tune(island) \
-                or any(steps.tune(i) for i in range(len(self.population.islands)))
-        if self.rng.random() < search.compose_share and steps.compose(island):
-            return True
-        if self.rng.random() < search.tune_share and steps.tune(island):
-            return True
-        steps.model(island)
-        return True
+        for entry in strategies.REGISTERED:
+            if entry.follow_up or entry.name not in self.strategies:
+                continue
+            if entry.share is not None and self.proposer is not None \
+                    and self.rng.random() >= entry.share(self.config.search):
+                continue
+            if self.step(entry.name, island):
+                return True
+        return any(self.step("tuner", i) for i in range(len(self.population.islands)))
 
     def hold(self, poll_s: float = 0.5) -> None:
         """`evolve pause`: start nothing new until `evolve resume`; model calls already in flight finish and wait
@@ -591,54 +450,12 @@ class Search:
         self.emit({"kind": "resumed", "seconds": self.clock() - began})
 
     def keep_answered(self) -> None:
-        """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them.
-        Calls still running are abandoned (their threads end with their calls; nothing waits for them)."""
-        for pending in self.inflight:
-            if pending.future.done() and pending.future.exception() is None:
-                parent = pending.parent
-                self.archive.add_candidate(self.run_id, **fields_of(pending.future.result(),
-                                                                   (parent.id,) if parent else (),
-                                                                   pending.island, parent, pending.hint_ids),
-                                           within_run=self.config.isolated)
-            else:
-                pending.future.cancel()
-        self.inflight.clear()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """Proposals that arrived but were not evaluated are archived as pending: paid for, so --resume uses them."""
+        for strategy in self.strategies.values():
+            for proposal in strategy.close():
+                self.archive.add_candidate(self.run_id, **proposal.fields, within_run=self.config.isolated)
         self.contexts.close()
 
-    # -- the launch audit -------------------------------------------------------------------------------------------
-    def reported(self) -> tuple[Candidate | None, Candidate | None]:
-        """(best, near tie): the run's best as reported, never one that failed a launch audit. The highest measured
-        score may beat the search's best only within the noise: then the search's best is reported, the other as a
-        near tie."""
-        top = self.archive.best(self.problem.name, self.run_id)
-        held = self.best
-        if held is not None and held.id in self.archive.failed_audits():
-            held = None
-        if top is not None and held is not None and held.run_id == self.run_id and held.id != top.id \
-                and not self.population.better(top, held):
-            return held, top
-        return top, None
-
     def summary(self, stop: str) -> Summary:
-        from .launch_audit import recorded
-
-        seeds = [c for c in self.archive.candidates(self.run_id) if c.proposer == "seed" and c.score is not None]
-        everything = self.archive.candidates(self.run_id)
-        best, near_tie = self.reported()
-        picked = self.rounds.audited
-        if picked is not None and (picked.best is None or best is None or picked.best.id == best.id):
-            best, audit, failed = picked.best, picked.audit, picked.failed
-        else:  # not audited in this session (interrupted): what the archive knows
-            audit, failed = (recorded(self.archive, best, self.device) if best is not None else None), ()
-        if best is None or near_tie is not None and near_tie.id == best.id:
-            near_tie = None
-        promoted = overtaken(self.rounds.retimed)  # the re-timing's choice, unless the launch audit turned it down
-        return Summary(
-            run_id=self.run_id, stop_reason=stop, evaluated=sum(c.status == "evaluated" for c in everything),
-            correct=sum(bool(c.ok) for c in everything), best=best,
-            seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
-            cost=self.archive.spend(self.run_id)["cost"], seconds=self.clock() - self.started,
-            db=str(self.archive.path), near_tie=near_tie, retimed=tuple(self.rounds.retimed), audit=audit,
-            audit_failed=failed, promoted=promoted if best is not None and best.id == promoted else None,
-        )
+        return summarize(self.archive, self.run_id, stop, self.reported(), self.rounds, self.device,
+                         self.clock() - self.started)

@@ -393,7 +393,7 @@ def test_compose_step_evaluates_a_real_composite_and_records_its_lineage(tmp_pat
             search.admit(done, noise_of(verdict))
             ids.append(done.id)
 
-        assert search.steps.compose(0) is True
+        assert search.step("composer", 0) is True
         search.drain()
         composites = [c for c in search.archive.candidates(search.run_id) if c.proposer == compose.COMPOSER]
         assert len(composites) == 1
@@ -410,7 +410,7 @@ def test_compose_step_evaluates_a_real_composite_and_records_its_lineage(tmp_pat
         assert verdict.shapes[0]["inputs"] == [{"shape": [4, 32], "dtype": "float32"}]
         assert verdict.shapes[1]["inputs"] == [{"shape": [2, 512], "dtype": "float32"}]
 
-        assert search.steps.compose(0) is False  # the same composite is not proposed twice
+        assert search.step("composer", 0) is False  # the same composite is not proposed twice
         assert sum(c.proposer == compose.COMPOSER for c in search.archive.candidates(search.run_id)) == 1
 
         env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -507,11 +507,11 @@ def test_kernels_archived_on_another_device_are_not_material_nor_duplicates(tmp_
         search.start()
         assert search.device == device_name("cpu") == "cpu (Triton interpreter)"
         assert gpu.id not in search.population.members and len(search.population) == 0
-        assert [p.name for p, _ in search.material] == ["single_block.py", "multi_row.py", "softmax_rows.py"]
+        assert [p.name for p, _ in search.strategies["material"].files] == ["single_block.py", "multi_row.py", "softmax_rows.py"]
         assert gpu.hash in archive.known_hashes("two_regimes", "NVIDIA H200")
         assert gpu.hash not in archive.known_hashes("two_regimes", search.device)
 
-        assert search.steps.material(0) is True
+        assert search.step("material", 0) is True
         search.drain()
         cpu = archive.candidates(search.run_id)
         assert len(cpu) == 1 and cpu[0].proposer == "seed" and cpu[0].hash == gpu.hash
@@ -519,7 +519,7 @@ def test_kernels_archived_on_another_device_are_not_material_nor_duplicates(tmp_
         assert fake.seen == ["single_block"]
         assert search.best.id == cpu[0].id and gpu.id not in search.population.members
         shutil.rmtree(search.work, ignore_errors=True)
-        search.pool.shutdown(wait=False)
+        search.keep_answered()
     finally:
         archive.close()
 
@@ -557,12 +557,12 @@ def test_the_search_hands_the_tuner_per_case_figures_and_aims_trials_at_a_regime
         only_options = {c.id for c in archive.candidates(search.run_id) if c.template in ("multi_row.py",
                                                                                          "single_block.py")}
         assert not any(set(c.parent_ids) & only_options for c in tuned)  # num_warps means nothing to the interpreter
-        aimed = {regime: study for (_, regime), study in search.tuner.studies.items() if regime is not None}
-        assert set(aimed) <= {"smaller shapes", "larger shapes"} and aimed, list(search.tuner.studies)
+        aimed = {regime: study for (_, regime), study in search.strategies["tuner"].tuner.studies.items() if regime is not None}
+        assert set(aimed) <= {"smaller shapes", "larger shapes"} and aimed, list(search.strategies["tuner"].tuner.studies)
         for study in aimed.values():  # a regime's study holds the settings' figures on its cases (1 / ms)
             values = [t.value for t in study.trials if t.value is not None]
             assert values and all(any(v == pytest.approx(f) for f in (1.0, 0.1, 0.2)) for v in values), values
-        assert all(cases for _, _, cases in next(iter(search.tuner.history.values())))
+        assert all(cases for _, _, cases in next(iter(search.strategies["tuner"].tuner.history.values())))
     finally:
         archive.close()
 
@@ -584,11 +584,11 @@ def test_a_composite_is_planned_while_tuner_trials_fill_the_lanes_but_one_at_a_t
         in_flight = search.archive.add_candidate(search.run_id, source=source + "\n_IN_FLIGHT = 1\n",
                                                  proposer=compose.COMPOSER)
         search.waiting[in_flight.id] = (in_flight, None)
-        assert search.steps.compose(0) is False  # one composite in the pipeline already
+        assert search.step("composer", 0) is False  # one composite in the pipeline already
         search.waiting.pop(in_flight.id)
         trial = search.archive.add_candidate(search.run_id, source=source + "\n_TRIAL = 1\n", proposer="tuner")
         search.waiting[trial.id] = (trial, None)  # a tuner trial on a lane, its verdict not in
-        assert search.steps.compose(0) is True
+        assert search.step("composer", 0) is True
         assert fake.seen == ["composite"]
         search.waiting.pop(trial.id)
         search.drain()

@@ -205,7 +205,7 @@ def test_a_run_profiles_its_best_through_the_jailed_child_and_the_next_prompt_ca
         search.profile_step()  # profiled already: nothing more
         assert len(archive._query("SELECT id FROM profiles")) == 1
 
-        context = search.context(seed)
+        context = search.contexts.context(seed, best=search.best, run_id=search.run_id)
         assert "softmax_row_kernel: 32.0 us; DRAM 71% of peak" in context.parent.profile
         proposer = LLMProposer([ModelSpec("openai/x", 1.0)], default_prompts(), api_base="http://127.0.0.1:9")
         prompt = proposer.render("full_rewrite", context)[1]["content"]

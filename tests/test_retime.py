@@ -10,6 +10,7 @@ from evolve.config import ProfileConfig, RunConfig
 from evolve.harness import EvalOptions
 from evolve.retime import Retimed, order, overtaken, report
 from evolve.search import Search
+from evolve.standing import problem_best
 from test_run import evolve
 from verdicts import ladder
 
@@ -138,7 +139,7 @@ def test_the_held_best_is_re_timed_first_when_a_higher_figure_is_within_its_nois
         assert report(list(summary.retimed), 1, "x")[-1] == holds
         # the archive keeps what the run reported, and `evolve best` names it over the higher figure
         assert archive.run(summary.run_id)["best_id"] == seed.id
-        assert [c.id for c in archive.reported_best(archive.run(summary.run_id)["problem"])] == [seed.id, multi.id]
+        assert [c.id for c in problem_best(archive, archive.run(summary.run_id)["problem"])] == [seed.id, multi.id]
     finally:
         archive.close()
 

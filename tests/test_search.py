@@ -212,9 +212,9 @@ def test_kept_material_verdicts_are_used_only_where_runners_cannot_write_the_cac
         return Search(config, Archive(tmp_path / "a.db"))
 
     monkeypatch.setattr(jail, "abi_version", lambda: 0)
-    assert not search().known_material
+    assert not search().strategies["material"].keep_verdicts
     monkeypatch.setattr(jail, "abi_version", lambda: 6)
-    assert search().known_material
+    assert search().strategies["material"].keep_verdicts
 
 
 def test_a_fault_of_evolves_own_closes_the_run_and_names_itself(tmp_path):
@@ -287,7 +287,7 @@ def test_the_tuner_takes_turns_between_the_best_and_the_kernels_that_lead_a_case
                     Archive(tmp_path / "a.db"))
     search.start()
     search.device = "NVIDIA H200"  # as a GPU run records it (on the interpreter, launch options are not tuned)
-    search.tuner.ignored = frozenset()
+    search.strategies["tuner"].tuner.ignored = frozenset()
 
     def admit_file(path: str, figures: dict) -> str:
         source = (softmax / path).read_text()
@@ -305,7 +305,7 @@ def test_the_tuner_takes_turns_between_the_best_and_the_kernels_that_lead_a_case
     launched = []
     search._launch = lambda cand, then: launched.append(cand)  # archived; evaluating them is not this test's part
     for _ in range(6):
-        assert search.steps.tune(0)
+        assert search.step("tuner", 0)
     tuned = [structure_key(c.source) for c in launched]
     assert all(c.proposer == "tuner" for c in launched)
     assert tuned[:2] == [best, leads_one] and tuned.count(best) == tuned.count(leads_one) == 3, tuned
@@ -321,7 +321,7 @@ def test_a_tuned_setting_gets_a_few_times_its_parents_evaluation_and_never_more_
     from dataclasses import replace
 
     from evolve.pipeline import Job
-    from evolve.search import TUNED_MIN_S, TUNED_TIMES
+    from evolve.strategies.tuning import TUNED_MIN_S, TUNED_TIMES, tuned_limit
 
     limits = {}
 
@@ -350,11 +350,11 @@ def test_a_tuned_setting_gets_a_few_times_its_parents_evaluation_and_never_more_
         assert [c.proposer for c in cands] == ["seed", "tuner"], cands
         assert limits == {"seed": None, "tuned": TUNED_MIN_S}
         search.lane_seconds[cands[0].id] = 40.0
-        assert search.tuned_limit(cands[0].id) == 40.0 * TUNED_TIMES == 120.0
+        assert tuned_limit(search.lane_seconds.get(cands[0].id)) == 40.0 * TUNED_TIMES == 120.0
         search.lane_seconds[cands[0].id] = 70.0  # 210 s: held to --timeout
-        search.time_limits[99] = search.tuned_limit(cands[0].id)
+        search.time_limits[99] = tuned_limit(search.lane_seconds.get(cands[0].id))
         assert search._options(Job(99, Path("x.py"), 0), None).timeout_s == 150
-        assert search.tuned_limit(12345) is None  # not evaluated by this process
+        assert tuned_limit(search.lane_seconds.get(12345)) is None  # not evaluated by this process
     finally:
         archive.close()
 
