@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import sys
 from pathlib import Path
 
 import click
 
 from . import __version__
+from . import defaults as D
 
 
 def _fail(message: str, code: int = 2):
@@ -145,18 +145,6 @@ def cli():
     roofline) decides which are correct and how close to the hardware's limit they run."""
 
 
-def _proposer(config, language: str):
-    """The models of a run's config, asked as its LLMConfig says, with the prompt templates of its language: one
-    place for `evolve run` and each cell of `evolve bench`."""
-    from .lang import get as get_language
-    from .proposer import LLMProposer, prompt_folders
-
-    return LLMProposer(list(config.models), prompt_folders(get_language(language)), api_base=config.api_base,
-                       timeout_s=config.llm.timeout_s, max_retries=config.llm.retries,
-                       concurrency=config.llm.concurrency, rng=random.Random(config.seed),
-                       tools=config.llm.tools, tool_rounds=config.llm.tool_rounds)
-
-
 def _language_of_file(candidate, problem) -> str | None:
     """Without --language: the language of the problem's whose package the candidate imports (a CuTeDSL file
     imports cutlass), said on stderr; None (the problem's first) where none or several are."""
@@ -175,29 +163,28 @@ def _language_of_file(candidate, problem) -> str | None:
     return None
 
 
+def _timeout_for(problem, timeout_s: float | None) -> float:
+    """--timeout as given, else the default for the problem's inputs (said on stderr where it was raised)."""
+    from .api import SetupError, load, timeout_for
+
+    try:
+        timeout_s, note = timeout_for(load(problem), timeout_s)
+    except SetupError as exc:
+        _fail(str(exc))
+    if note:
+        click.echo(note, err=True)
+    return timeout_s
+
+
 def _check_language(language: str | None, problem=None) -> None:
     """--language names a language evolve has, one the problem accepts, and one installed here (exit 2
     otherwise). Without --language, the problem's first language must be installed."""
-    from .lang import UnknownLanguage, get, missing
+    from .api import SetupError, check_language
 
-    if language is not None:
-        try:
-            get(language)
-        except UnknownLanguage as exc:
-            _fail(f"--language: {exc}")
-        if problem is not None and language not in problem.languages:
-            _fail(f"--language {language}: {problem.name} accepts candidates in {', '.join(problem.languages)} "
-                  f"(languages in its problem.toml)")
-    name = language or (problem.languages[0] if problem is not None else None)
-    absent = missing(get(name)) if name is not None else None
-    if absent:
-        _fail(absent)
-
-
-def _without_gpu(language: str) -> str:
-    from .lang import get
-
-    return get(language).without_gpu
+    try:
+        check_language(language, problem)
+    except SetupError as exc:
+        _fail(str(exc))
 
 
 @cli.command("eval")
@@ -208,9 +195,10 @@ def _without_gpu(language: str) -> str:
               help="Also write each kernel's TTIR, TTGIR, LLIR, PTX, cubin and SASS into this folder.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="cuda: time on the GPU; cpu: compile for sm_90a and run under the Triton interpreter.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
-              help="Wall-clock limit in seconds for one evaluation; its processes are killed with their groups.")
-@click.option("--max-memory", "max_rss_gb", type=click.FloatRange(min=0, min_open=True), default=32.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Wall-clock limit in seconds for one evaluation; its processes are killed with their groups "
+                   f"[default: {D.EVAL_TIMEOUT_S:g}; {D.LARGE_INPUT_TIMEOUT_S:g} for inputs of a gigabyte or more].")
+@click.option("--max-memory", "max_rss_gb", type=click.FloatRange(min=0, min_open=True), default=D.MAX_MEMORY_GB, show_default=True,
               help="Host memory limit in GB of all the candidate's processes hold (the kernel's limit on their "
                    "cgroup where the machine has one).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
@@ -233,6 +221,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
 
     _check_language(language)
     language = language or _language_of_file(candidate, problem)
+    timeout_s = _timeout_for(problem, timeout_s)
     options = EvalOptions(device=device, timeout_s=timeout_s, max_rss_gb=max_rss_gb, dump_dir=dump_dir,
                           language=language, **({"cache_dir": cache_dir} if cache_dir else {}))
     printed = []
@@ -312,7 +301,7 @@ class _Model(click.ParamType):
 
 
 def _db_option(f):
-    return click.option("--db", default="runs/evolve.db", show_default=True, type=click.Path(dir_okay=False),
+    return click.option("--db", default=D.DB, show_default=True, type=click.Path(dir_okay=False),
                         help="The SQLite archive.")(f)
 
 
@@ -340,61 +329,62 @@ def _open_archive(db, must_exist=True, read_only=False):
                                "limit is given: 5m; with a GPU: none].")
 @click.option("--max-cost", type=click.FloatRange(min=0, min_open=True),
               help="Stop once LLM spend reaches this many US dollars.")
-@click.option("--target", type=click.FloatRange(min=0, max=1.05, min_open=True), default=0.95, show_default=True,
+@click.option("--target", type=click.FloatRange(min=0, max=1.05, min_open=True), default=D.TARGET, show_default=True,
               help="Stop when the best fitness reaches this fraction of the roofline (GPU only).")
 @_db_option
 @click.option("--resume", is_flag=True, help="Continue the last run of this problem (after a crash or Ctrl-C).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the search's random choices.")
-@click.option("--islands", type=click.IntRange(min=1), default=2, show_default=True, help="Number of islands in the population.")
-@click.option("--repairs", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--seed", type=int, default=D.SEED, show_default=True, help="Seed of the search's random choices.")
+@click.option("--islands", type=click.IntRange(min=1), default=D.ISLANDS, show_default=True, help="Number of islands in the population.")
+@click.option("--repairs", type=click.IntRange(min=0), default=D.REPAIRS, show_default=True,
               help="Load/compile failures sent back to the model before a candidate counts as dead.")
-@click.option("--stagnation", type=click.IntRange(min=1), default=30, show_default=True,
+@click.option("--stagnation", type=click.IntRange(min=1), default=D.STAGNATION, show_default=True,
               help="Stop after this many evaluated candidates without an improvement.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Most LLM calls in flight at once.")
-@click.option("--tune-share", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+@click.option("--concurrency", type=click.IntRange(min=1), default=D.CONCURRENCY, show_default=True, help="Most LLM calls in flight at once.")
+@click.option("--tune-share", type=click.FloatRange(0, 1), default=D.TUNE_SHARE, show_default=True,
               help="With a model configured, the share of steps given to the knob tuner instead of the model.")
-@click.option("--compose-share", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+@click.option("--compose-share", type=click.FloatRange(0, 1), default=D.COMPOSE_SHARE, show_default=True,
               help="With a model configured, the share of steps that look for a shape-dispatch composite (one file "
                    "that calls, per shape regime, the archived kernel fastest there); one is evaluated only when its "
                    "predicted fitness beats the best by more than the timing noise. Without a model every step looks.")
 @click.option("--tune-trials", type=click.IntRange(min=1),
               help="Knob settings the tuner tries per program structure [default: 6 with a model; 64 without one, "
                    "where the tuner is the whole search].")
-@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=D.LLM_TIMEOUT_S, show_default=True,
               help="Seconds to wait for one LLM reply before retrying.")
-@click.option("--llm-retries", type=click.IntRange(min=0), default=4, show_default=True,
+@click.option("--llm-retries", type=click.IntRange(min=0), default=D.LLM_RETRIES, show_default=True,
               help="Retries of an LLM call on rate limits, 5xx errors and timeouts (exponential backoff).")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where candidates are evaluated (cpu: sm_90a compile + Triton interpreter).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Wall-clock limit in seconds of each evaluation; a candidate that hangs costs this much. An honest "
                    "softmax evaluation takes about 11-18 s on an H200 (40 s the first time on a device) and 10-30 s "
-                   "under the CPU interpreter on 2 cores.")
+                   f"under the CPU interpreter on 2 cores [default: {D.EVAL_TIMEOUT_S:g}; "
+                   f"{D.LARGE_INPUT_TIMEOUT_S:g} for inputs of a gigabyte or more].")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
 @click.option("--artifacts/--no-artifacts", default=True, show_default=True,
               help="Keep each candidate's TTIR, TTGIR, LLIR, PTX and cubin in the archive (evolve show --asm; its SASS "
                    "is disassembled from the cubin when read, outside the evaluation).")
-@click.option("--profile", "profile_top", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--profile", "profile_top", type=click.IntRange(min=0), default=D.PROFILE_TOP, show_default=True,
               help="On a GPU with Nsight Compute (ncu): profile the best N correct candidates not yet profiled, "
                    "every --profile-every evaluations and at the end, on one benchmark case; the summary goes to the "
                    "archive and the next prompts. 0: off. Never changes a fitness.")
-@click.option("--profile-every", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--profile-every", type=click.IntRange(min=1), default=D.PROFILE_EVERY, show_default=True,
               help="Evaluations between profiling rounds.")
 @click.option("--context", "context_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               metavar="DIR", help="A folder of notes or examples (a clone of a library's examples, say) added to the "
                                   "searchable context; repeatable. The project's notes for the language "
                                   "(context/<language>/) and the problem's context/ are always in it.")
-@click.option("--tools", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+@click.option("--tools", type=click.Choice(["auto", "on", "off"]), default=D.TOOLS, show_default=True,
               help="Context tools for the model (search_context, read_context, read_parent): auto gives them to "
                    "models litellm says call functions; the others get the best passages in the prompt.")
-@click.option("--tool-rounds", type=click.IntRange(min=0), default=4, show_default=True,
+@click.option("--tool-rounds", type=click.IntRange(min=0), default=D.TOOL_ROUNDS, show_default=True,
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
-@click.option("--retime", "retime_top", type=click.IntRange(min=0), default=3, show_default=True,
+@click.option("--retime", "retime_top", type=click.IntRange(min=0), default=D.RETIME_TOP, show_default=True,
               help="On a GPU, at the end of a run: re-time the best N correct candidates against each other, "
                    "interleaved, and report each one's spread (0 or 1: not); one above the held best in every "
                    "round is reported as the run's best. Never changes a fitness.")
-@click.option("--retime-rounds", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--retime-rounds", type=click.IntRange(min=1), default=D.RETIME_ROUNDS, show_default=True,
               help="Rounds of --retime.")
 @click.option("--profile-as-root", is_flag=True,
               help="Profile even when running as root (the profiler's child may write under /proc, which as root "
@@ -407,7 +397,7 @@ def _open_archive(db, must_exist=True, read_only=False):
                    "benchmark takes the card's timing lease, stopping the others while it times. auto: as many as "
                    "the machine allows, at most 8 (2 CPU cores, 4 GiB of host memory and 13 GiB of the card's "
                    "memory each); 1 without a GPU.")
-@click.option("--fair-window", default="15m", show_default=True, metavar="DURATION",
+@click.option("--fair-window", default=D.FAIR_WINDOW, show_default=True, metavar="DURATION",
               help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "
                    "within this long; otherwise the best is timed again on that card first (0: never).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
@@ -443,112 +433,56 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         fair_window_s = 0.0 if fair_window.strip() in ("0", "0s", "off") else parse_duration(fair_window)
     except ValueError as exc:
         _fail(f"--fair-window: {exc}")
-    specs, budget_s = tuple(models), budget
-    if specs and not any(m.weight > 0 for m in specs):
+    if models and not any(m.weight > 0 for m in models):
         _fail("every model has weight 0; give at least one a positive weight")
     # the models' keys before torch and litellm are imported (seconds each): a missing key is said at once
     from .proposer import check_models
 
-    problems = check_models(list(specs), api_base) if specs else []
+    problems = check_models(list(models), api_base) if models else []
     if problems:
         _fail("\n".join(problems))
+    from . import api
     from .archive import ArchiveError
-    from .config import CPU_BUDGET_S, LLMConfig, ProfileConfig, RunConfig, SearchConfig, format_duration
-    from .harness import EvalOptions, ProblemError, load_problem
+    from .config import LLMConfig, ProfileConfig, SearchConfig
+    from .harness import ProblemError
     from .progress import Progress
-    from .search import Search
 
     try:
-        loaded = load_problem(problem)
-    except ProblemError as exc:
+        plan = api.plan_run(
+            problem, models=models, api_base=api_base, db=db, device=device, max_candidates=max_candidates,
+            budget_s=budget, max_cost=max_cost, timeout_s=timeout_s, per_gpu=per_gpu,
+            gpus=_cards(gpus, device, cluster), cluster=cluster, language=language, cache_dir=cache_dir,
+            target=target, resume=resume, seed=seed, artifacts=artifacts, retime_top=retime_top,
+            retime_rounds=retime_rounds, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s,
+            search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
+                                compose_share=compose_share, tuner_trials=tune_trials),
+            profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
+            context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
+            llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
+                          tool_rounds=tool_rounds))
+    except api.SetupError as exc:
         _fail(str(exc))
-    _check_keys(problem)
-    _check_language(language, loaded)
-    from .harness.ladder import gpu_available
-
-    on_cpu = device == "cpu" or (device == "auto" and not gpu_available() and not cluster)
-    run_language = language or loaded.languages[0]
-    if on_cpu and _without_gpu(run_language) != "interpret":
-        _fail(f"{run_language} has no CPU interpreter, so without a GPU no kernel of it can be checked or timed and a "
-              f"search has nothing to rank: run this on a machine with one (evolve eval FILE {problem} --language "
-              f"{run_language} compiles a kernel here)")
-    if on_cpu:
-        from .harness.formats import cannot_run_here
-
-        elsewhere = cannot_run_here(loaded)
-        if elsewhere:
-            _fail(elsewhere)
-    cards = None
-    if gpus is not None:
-        from .pipeline import parse_gpus, visible_gpus
-
-        if on_cpu:
-            _fail(f"--gpus {gpus}: no GPU is visible here (or --device cpu was given)")
-        try:
-            cards = parse_gpus(gpus)
-        except ValueError as exc:
-            _fail(str(exc))
-        visible = visible_gpus()
-        if cards is not None:
-            wrong = [c for c in cards if c.isdigit() and int(c) >= len(visible)]
-            if wrong:
-                _fail(f"--gpus {gpus}: {len(visible)} card(s) are visible here, numbered 0 to {len(visible) - 1}")
-            cards = tuple(visible[int(c)] if c.isdigit() else c for c in cards)
-    default_budget = on_cpu and budget_s is None and max_candidates is None and max_cost is None
-    if default_budget:
-        budget_s = CPU_BUDGET_S
-    from .pipeline import lanes_per_card
-
-    from .harness.formats import input_bytes
-
-    size = input_bytes(loaded)
-    auto_lanes = per_gpu == "auto" and not on_cpu and not cluster
-    per_gpu = lanes_per_card(per_gpu, not on_cpu and not cluster, cards, size)
-    timeout_s = _for_large_inputs(loaded.name, size, timeout_s, per_gpu if auto_lanes else None)
-    config = RunConfig(
-        problem_dir=problem, db=db, models=specs, api_base=api_base, max_candidates=max_candidates,
-        budget_s=budget_s, max_cost=max_cost, target=target, resume=resume, seed=seed,
-        search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
-                            compose_share=compose_share, tuner_trials=tune_trials),
-        eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True, per_gpu=per_gpu, language=language,
-                         **({"cache_dir": cache_dir} if cache_dir else {})),
-        default_budget=default_budget, artifacts=artifacts,
-        profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
-        context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
-        retime_top=retime_top, retime_rounds=retime_rounds, gpus=cards,
-        cluster=cluster, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s,
-        llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
-                      tool_rounds=tool_rounds))
-    limits = [f"after {format_duration(budget_s)}" + (" (the default without a GPU; --budget changes it)"
-                                                      if default_budget else "")] if budget_s else []
-    limits += [f"after {max_candidates} candidate{'s' if max_candidates > 1 else ''}"] if max_candidates else []
-    limits += [f"at ${max_cost:g} of LLM spend"] if max_cost else []
-    limits += [f"at fitness {target}"] if not on_cpu else []
-    limits += [f"after {stagnation} candidates without improvement"]
+    for note in plan.notes:
+        click.echo(note, err=True)
     click.echo(("No GPU: candidates are compiled for sm_90a and run under the Triton interpreter, about 10-30 s each "
-                "on 2 cores. " if on_cpu else "") + "The run stops " + ", ".join(limits) + ", or on Ctrl-C.", err=True)
-    _say_isolation(not on_cpu)
-    if not specs:
+                "on 2 cores. " if plan.on_cpu else "") + "The run stops " + ", ".join(plan.limits) + ", or on Ctrl-C.",
+               err=True)
+    _say_isolation(not plan.on_cpu)
+    if not models:
         click.echo("No model configured: running the embedded default (the problem's seeds and correct solutions, "
                    "then the knob tuner over them and the archive's kernels, and shape-dispatch composites of the "
                    "fastest per shape; no LLM is called). To add one: --model anthropic/claude-sonnet-4-5 with "
                    "ANTHROPIC_API_KEY set, or --model openai/NAME --api-base http://127.0.0.1:8000/v1.", err=True)
-    proposer = _proposer(config, config.eval.language or loaded.languages[0]) if specs else None
     archive = _open_archive(db, must_exist=resume)
-    if not specs:
-        language = config.eval.language or loaded.languages[0]
-        if not loaded.seed_files(language) and not loaded.solution_files("correct", language) \
-                and archive.best(loaded.name, language=language) is None:
-            _fail(f"{problem} has no seed kernels (seeds/*.py), no correct solutions (solutions/correct/*.py) and the "
-                  f"archive no correct kernel for it, so the "
-                  f"embedded default has nothing to tune: give a model (--model ...), which writes the first "
-                  f"kernels itself, or add a seed")
     from .cluster import ClusterError
     from .search import SearchFailed
 
     try:
-        with Progress(config, archive) as progress:
-            summary = Search(config, archive, proposer, on_event=progress, problem=loaded).run()
+        api.check_startable(plan, archive)
+        with Progress(plan.config, archive) as progress:
+            summary = api.start_search(plan, archive, on_event=progress).run()
+    except api.SetupError as exc:
+        _fail(str(exc))
     except (ProblemError, LookupError, ArchiveError, ClusterError) as exc:
         _fail(str(exc.args[0]) if exc.args else str(exc))  # args[0]: a KeyError's str() adds quotes
     except SearchFailed as exc:
@@ -556,6 +490,28 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
     _print_summary(summary, archive, problem)
     if summary.interrupted:
         sys.exit(_interrupted_code())  # a script can tell an interrupted run from a finished one
+
+
+def _cards(gpus: str | None, device: str, cluster) -> tuple[str, ...] | None:
+    """--gpus as card UUIDs or indexes of this machine's visible cards (exit 2 for ones that are not there)."""
+    if gpus is None:
+        return None
+    from .harness.ladder import gpu_available
+    from .pipeline import parse_gpus, visible_gpus
+
+    if device == "cpu" or (device == "auto" and not gpu_available() and not cluster):
+        _fail(f"--gpus {gpus}: no GPU is visible here (or --device cpu was given)")
+    try:
+        cards = parse_gpus(gpus)
+    except ValueError as exc:
+        _fail(str(exc))
+    visible = visible_gpus()
+    if cards is None:
+        return None
+    wrong = [c for c in cards if c.isdigit() and int(c) >= len(visible)]
+    if wrong:
+        _fail(f"--gpus {gpus}: {len(visible)} card(s) are visible here, numbered 0 to {len(visible) - 1}")
+    return tuple(visible[int(c)] if c.isdigit() else c for c in cards)
 
 
 def _print_summary(summary, archive, problem):
@@ -600,27 +556,6 @@ def _print_summary(summary, archive, problem):
     click.echo(f"archive: {summary.db}")
 
 
-LARGE_INPUT_BYTES = 1 << 30
-LARGE_INPUT_TIMEOUT_S = 900.0  # KernelBench softmax and RMSNorm at today's sizes: 315 s and 458 s alone on an H100
-
-
-def _for_large_inputs(name: str, size: int, timeout_s: float, auto_lanes: int | None) -> float:
-    """--timeout for a problem whose inputs take a gigabyte or more a call (a KernelBench file at today's sizes): the
-    default raised to what such an evaluation takes, a given one kept; said on stderr with the lanes --per-gpu auto
-    chose for those inputs (auto_lanes; None where the lanes were given or no card is used)."""
-    if size < LARGE_INPUT_BYTES:
-        return timeout_s
-    source = click.get_current_context().get_parameter_source("timeout_s")
-    if source == click.core.ParameterSource.DEFAULT and timeout_s < LARGE_INPUT_TIMEOUT_S:
-        timeout_s = LARGE_INPUT_TIMEOUT_S
-        click.echo(f"{name}: its inputs take {size / 2**30:.1f} GB a call, and drawing and checking them takes "
-                   f"minutes: each evaluation may take {timeout_s:g} s (--timeout changes it)", err=True)
-    if auto_lanes is not None:
-        click.echo(f"{name}: {auto_lanes} evaluation{'s' if auto_lanes > 1 else ''} per card at most, as its memory "
-                   f"holds them with these inputs (--per-gpu changes it)", err=True)
-    return timeout_s
-
-
 PROPOSERS = (("seed", "seed"), ("solution", "correct solution"), ("tuner", "tuned setting"),
              ("composer", "shape-dispatch composite"), ("llm", "model proposal"))
 
@@ -654,23 +589,24 @@ def _found(summary, archive) -> str:
                    "candidates (40) or LLM dollars ($2).")
 @click.option("--name", default="bench", show_default=True,
               help="The comparison's name: running the same command again resumes it (finished cells are skipped).")
-@click.option("--db", default="runs/bench.db", show_default=True, type=click.Path(dir_okay=False),
+@click.option("--db", default=D.BENCH_DB, show_default=True, type=click.Path(dir_okay=False),
               help="The SQLite archive every cell writes to.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
-@click.option("--seed", type=int, default=0, show_default=True, help="The search seed, the same for every cell.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Most LLM calls in flight at once.")
-@click.option("--tune-share", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+@click.option("--seed", type=int, default=D.SEED, show_default=True, help="The search seed, the same for every cell.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=D.CONCURRENCY, show_default=True, help="Most LLM calls in flight at once.")
+@click.option("--tune-share", type=click.FloatRange(0, 1), default=D.TUNE_SHARE, show_default=True,
               help="Share of steps given to the knob tuner.")
-@click.option("--compose-share", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+@click.option("--compose-share", type=click.FloatRange(0, 1), default=D.COMPOSE_SHARE, show_default=True,
               help="Share of steps that look for a shape-dispatch composite.")
-@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
+@click.option("--llm-timeout", type=click.FloatRange(min=0, min_open=True), default=D.LLM_TIMEOUT_S, show_default=True,
               help="Seconds to wait for one LLM reply before retrying.")
-@click.option("--llm-retries", type=click.IntRange(min=0), default=4, show_default=True,
+@click.option("--llm-retries", type=click.IntRange(min=0), default=D.LLM_RETRIES, show_default=True,
               help="Retries of an LLM call on rate limits, 5xx errors and timeouts.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="Where candidates are evaluated.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=180.0, show_default=True,
-              help="Wall-clock limit in seconds of each evaluation.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help=f"Wall-clock limit in seconds of each evaluation [default: {D.EVAL_TIMEOUT_S:g}; "
+                   f"{D.LARGE_INPUT_TIMEOUT_S:g} for inputs of a gigabyte or more].")
 @click.option("--per-gpu", type=_PerGpu(), default="auto", show_default=True,
               help="Evaluations at once on the card, as for evolve run (the same for every cell).")
 @click.option("--language", "languages", multiple=True,
@@ -685,10 +621,11 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     archive's other runs, so every model starts from the same seeds. Ctrl-C stops; the same command resumes.
     """
     _stop_on_signals()
+    from . import api
     from .archive import ArchiveError
     from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
     from .config import LLMConfig, RunConfig, SearchConfig
-    from .harness import EvalOptions, ProblemError, load_problem
+    from .harness import EvalOptions, ProblemError
     from .harness.formats import input_bytes
     from .progress import Progress
     from .proposer import check_models
@@ -704,24 +641,26 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     issues = check_models(list(models), api_base)  # before any problem is loaded (torch takes seconds to import)
     if issues:
         _fail("\n".join(issues))
-    loaded, largest = [], (0, "")
+    loaded, largest = [], None
     for path in problems:
         try:
-            problem = load_problem(path)
-        except ProblemError as exc:
+            problem = api.load(path)
+        except api.SetupError as exc:
             _fail(str(exc))
         loaded.append((path, problem.name))
-        largest = max(largest, (input_bytes(problem), problem.name))
-        _check_keys(path)
+        if largest is None or input_bytes(problem) > input_bytes(largest):
+            largest = problem
         for language in languages:
             _check_language(language, problem)
     from .harness.ladder import gpu_available
     from .pipeline import lanes_per_card
 
     on_card = device == "cuda" or (device == "auto" and gpu_available())
-    auto_lanes = per_gpu == "auto" and on_card
-    per_gpu = lanes_per_card(per_gpu, on_card, None, largest[0])
-    timeout_s = _for_large_inputs(largest[1], largest[0], timeout_s, per_gpu if auto_lanes else None)
+    lanes = lanes_per_card(per_gpu, on_card, None, input_bytes(largest))
+    if per_gpu == "auto" and on_card and input_bytes(largest) >= D.LARGE_INPUT_BYTES:
+        click.echo(f"{largest.name}: {lanes} evaluation{'s' if lanes > 1 else ''} per card at most, as its memory "
+                   f"holds them with these inputs (--per-gpu changes it)", err=True)
+    per_gpu, timeout_s = lanes, _timeout_for(largest.path, timeout_s)
     archive = _open_archive(db, must_exist=False)
     base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
                      search=SearchConfig(tune_share=tune_share, compose_share=compose_share),
@@ -742,7 +681,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
                              spent_seconds(archive, run["id"]) if run else 0.0)
         click.echo(f"{label}: {'resuming run ' + str(run['id']) if run else 'starting'}, budget {per_cell.text}",
                    err=True)
-        proposer = _proposer(config, config.eval.language or load_problem(cell.problem).languages[0])
+        proposer = api.make_proposer(config, config.eval.language or api.load(cell.problem).languages[0])
         try:
             with Progress(config, archive) as progress:
                 summary = Search(config, archive, proposer, on_event=progress).run()
@@ -857,96 +796,40 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     figures) to stderr; with --export FILE the source goes to FILE and the report to stdout."""
     if export_path and not Path(export_path).resolve().parent.is_dir():  # before anything imports torch
         _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
+    from .api import SetupError, load
     from .harness.formats import export
-    from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .problems import strip_test_header
-    from .render import ladder_lines, rung_line, shape_table
 
     try:
-        loaded = load_problem(problem)
-    except ProblemError as exc:
+        loaded = load(problem)
+    except SetupError as exc:
         _fail(str(exc))
-    _check_keys(problem)
     name = loaded.name
     if export_format == "kernelbench" and loaded.format != "kernelbench":
         _fail(f"--export-format kernelbench needs a KernelBench problem (a .py file with class Model); {problem} is "
               f"a{'n evolve' if loaded.format == 'evolve' else ' GPU MODE'} problem")
     archive = _open_archive(db, read_only=True)
-    from .launch_audit import recorded
-    from .standing import problem_best
+    from .launch_audit import pick, recorded
+    from .reverify import NoLongerPasses, Reverifier
 
     to_stdout = not export_path  # the source is the output; the report goes beside it, on stderr
 
     def say(line: str) -> None:
         click.echo(line, err=to_stdout)
 
-    over = {}  # the candidate reported() returned -> the higher score its run reported it over
-
-    def header(cand):
-        say(f"#{cand.id} from run {cand.run_id} ({cand.proposer}{' ' + cand.model if cand.model else ''}), "
-            f"score {cand.score:.4g}")
-        top = over.get(cand.id)
-        if top is not None:
-            say(f"  run {top.run_id}'s reported best: #{top.id} scored higher ({top.score:.4g}), within the run's "
-                f"noise, or #{cand.id} re-timed above it in every round")
-
-    def reported():  # the run's own choice over a near tie of the highest score; never one that failed an audit
-        chosen, top = problem_best(archive, name)
-        if chosen is not None and top is not None:
-            over[chosen.id] = top
-        return chosen
-
+    check = Reverifier(archive, problem, loaded, device, say)
     if no_verify:
-        best = reported()
+        best = check.reported()
         if best is None:
             _fail(f"no correct kernel for {name} in {db}", 1)
-        header(best)
+        check.header(best)
         say(recorded(archive, best).line + " (--no-verify: the record, nothing run now)")
     else:
-        import tempfile
-
-        from .harness.ladder import device_name
-        from .launch_audit import NEEDS_GPU, NOT_RUN, PASSED, Audit, Auditor, allowed_names, from_record, pick
-
-        where, auditor = device_name(device), None
-
-        def check(cand):
-            """The whole ladder again, then the launch audit (a pass on record for this device stands)."""
-            nonlocal auditor
-            header(cand)
-            say("re-verifying it through the whole ladder (--no-verify skips this)")
-            printed = []
-
-            def live(rung):
-                if rung.name not in ("benchmark", "roofline"):
-                    printed.append(rung.name)
-                    say(rung_line(rung))
-
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "best.py"
-                path.write_text(cand.source)
-                verdict = evaluate(path, problem, EvalOptions(device=device), on_rung=live)
-            for rung, line in zip(verdict.rungs, ladder_lines(verdict)):
-                if rung.name not in printed:
-                    say(line)
-            for line in shape_table(verdict):
-                say(line)
-            if not verdict.ok:
-                _fail("the archived best no longer passes the ladder; not exported", 1)
-            held = from_record(archive.audit(cand.id, where))
-            if verdict.mode != "gpu":
-                audit = Audit(NOT_RUN, NEEDS_GPU)
-            elif held is not None and held.status == PASSED:
-                audit = held
-            else:
-                auditor = auditor or Auditor()
-                audit = auditor.audit(cand.source, problem, allowed_names(verdict, cand.source),
-                                      beside=loaded.beside_files())
-            say(audit.line + (" (on record)" if audit.recorded else ""))
-            return audit
-
-        picked = pick(_Unstored(archive) if archive.read_only else archive, where, reported, check,
-                      reuse=False)
+        try:
+            picked = pick(_Unstored(archive) if archive.read_only else archive, check.where, check.reported,
+                          check.check, reuse=False)
+        except NoLongerPasses as exc:
+            _fail(str(exc), 1)
         if picked.best is None:
             _fail(picked.audit.line if picked.audit else f"no correct kernel for {name} in {db}", 1)
         best = picked.best

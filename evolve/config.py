@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import defaults as D
 from .harness import EvalOptions
 from .proposer import ModelSpec
 
@@ -37,32 +38,32 @@ def parse_duration(text: str) -> float:
 
 @dataclass(frozen=True)
 class SearchConfig:
-    islands: int = 2
+    islands: int = D.ISLANDS
     migrate_every: int = 10  # candidates between migrations of each island's best to the next island
     exploit: float = 0.7  # chance of picking a parent from the island's top (else any correct member)
     inspirations: int = 2
     diff_share: float = 0.5  # share of LLM proposals asked as SEARCH/REPLACE edits (the rest: full rewrites)
-    tune_share: float = 0.2  # share of steps given to the knob tuner when a model is configured
-    compose_share: float = 0.25  # with a model, share of steps that look for a shape-dispatch composite worth trying
-    repairs: int = 2  # load/compile failures sent back to the model before a candidate counts as dead
+    tune_share: float = D.TUNE_SHARE  # share of steps given to the knob tuner when a model is configured
+    compose_share: float = D.COMPOSE_SHARE  # with a model, share of steps that look for a shape-dispatch composite worth trying
+    repairs: int = D.REPAIRS  # load/compile failures sent back to the model before a candidate counts as dead
     tuner_trials: int | None = None  # knob settings tried per structure; None: 6 with a model, 64 without one
-    stagnation: int = 30  # stop after this many evaluated candidates without an improvement
+    stagnation: int = D.STAGNATION  # stop after this many evaluated candidates without an improvement
     unusable: int = 20  # stop after this many proposals in a row gave nothing to evaluate (invalid or duplicates)
 
 
 @dataclass(frozen=True)
 class LLMConfig:
-    timeout_s: float = 180.0  # one reply
-    retries: int = 4  # on rate limits, 5xx errors and timeouts, with exponential backoff
-    concurrency: int = 4  # calls in flight at once
-    tools: str = "auto"  # the context tools: "auto" (models litellm says call functions), "on" or "off"
-    tool_rounds: int = 4  # model calls that may ask for tools, per proposal
+    timeout_s: float = D.LLM_TIMEOUT_S  # one reply
+    retries: int = D.LLM_RETRIES  # on rate limits, 5xx errors and timeouts, with exponential backoff
+    concurrency: int = D.CONCURRENCY  # calls in flight at once
+    tools: str = D.TOOLS  # the context tools: "auto" (models litellm says call functions), "on" or "off"
+    tool_rounds: int = D.TOOL_ROUNDS  # model calls that may ask for tools, per proposal
 
 
 @dataclass(frozen=True)
 class ProfileConfig:
-    top: int = 2  # the best this many correct candidates not yet profiled, after every `every` evaluations; 0: off
-    every: int = 10
+    top: int = D.PROFILE_TOP  # the best this many correct candidates not yet profiled, after every `every` evaluations; 0: off
+    every: int = D.PROFILE_EVERY
     as_root: bool = False  # profile even as root (the profiler's child may write under /proc)
     timeout_s: float = 180.0
 
@@ -70,15 +71,15 @@ class ProfileConfig:
 @dataclass(frozen=True)
 class RunConfig:
     problem_dir: str
-    db: str = "runs/evolve.db"
+    db: str = D.DB
     models: tuple[ModelSpec, ...] = ()
     api_base: str | None = None
     max_candidates: int | None = None
     budget_s: float | None = None
     max_cost: float | None = None
-    target: float = 0.95
+    target: float = D.TARGET
     resume: bool = False
-    seed: int = 0
+    seed: int = D.SEED
     search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalOptions = field(default_factory=EvalOptions)
     default_budget: bool = False  # budget_s is evolve's default without a GPU, not the user's --budget
@@ -90,11 +91,11 @@ class RunConfig:
     run_id: int | None = None  # with resume: this run rather than the problem's last one
     artifacts: bool = True  # keep each candidate's TTIR/TTGIR/LLIR/PTX/cubin/SASS in the archive
     profile: ProfileConfig = field(default_factory=lambda: ProfileConfig())
-    retime_top: int = 3  # on a GPU, at the end: the best this many re-timed against each other (0 or 1: not)
-    retime_rounds: int = 3
+    retime_top: int = D.RETIME_TOP  # on a GPU, at the end: the best this many re-timed against each other (0 or 1: not)
+    retime_rounds: int = D.RETIME_ROUNDS
     context_dirs: tuple[str, ...] = ()  # --context DIR: folders added to the searchable context
     gpus: tuple[str, ...] | None = None  # --gpus: the cards with an evaluation lane each; None: every visible one
-    fair_window_s: float = 900.0  # a win over a best timed longer ago or on another card is confirmed by re-timing
+    fair_window_s: float = D.FAIR_WINDOW_S  # a win over a best timed longer ago or on another card is confirmed by re-timing
     cluster: str | None = None  # --cluster: a Ray cluster's address ("auto": the one this machine is in)
     cluster_lanes: int | None = None  # lanes (actors) on the cluster; None: one per GPU (1 without a GPU)
 

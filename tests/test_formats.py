@@ -305,10 +305,7 @@ def test_a_kernelbench_file_with_large_inputs_gets_a_longer_timeout_and_the_lane
     """At today's sizes a KernelBench evaluation takes five to eight minutes on an H100 (drawing and checking 4-9 GB
     inputs), beyond evolve run's default --timeout, and a card holds only a few of them at once: the defaults follow
     the inputs' weight (on meta tensors), and values given on the command line are kept."""
-    import click
-    from click.core import ParameterSource
-
-    from evolve.cli import LARGE_INPUT_TIMEOUT_S, _for_large_inputs, run_command
+    from evolve.api import LARGE_INPUT_TIMEOUT_S, plan_run, timeout_for
     from evolve.harness.formats import input_bytes
     from evolve.pipeline import auto_per_gpu
 
@@ -316,15 +313,13 @@ def test_a_kernelbench_file_with_large_inputs_gets_a_longer_timeout_and_the_lane
     large.write_text((KERNELBENCH / "square_matmul.py").read_text().replace("N = 96", "N = 1 << 14"))  # 2 GiB
     size, small = input_bytes(load_problem(large)), input_bytes(load_problem(KERNELBENCH / "square_matmul.py"))
     assert size == 2 << 30 and 0 < small < 1 << 20
-    with click.Context(run_command) as ctx:
-        ctx.set_parameter_source("timeout_s", ParameterSource.DEFAULT)
-        assert _for_large_inputs("small", small, 180.0, 8) == 180.0
-        assert capsys.readouterr().err == ""
-        assert _for_large_inputs("large", size, 180.0, 3) == LARGE_INPUT_TIMEOUT_S
-        said = capsys.readouterr().err
-        assert "inputs take 2.0 GB a call" in said and "3 evaluations per card at most" in said, said
-        ctx.set_parameter_source("timeout_s", ParameterSource.COMMANDLINE)
-        assert _for_large_inputs("large", size, 180.0, None) == 180.0
+    assert timeout_for(load_problem(KERNELBENCH / "square_matmul.py"), None) == (180.0, None)
+    limit, said = timeout_for(load_problem(large), None)
+    assert limit == LARGE_INPUT_TIMEOUT_S and "inputs take 2.0 GB a call" in said, said
+    assert timeout_for(load_problem(large), 180.0) == (180.0, None)  # a limit given is kept
+    plan = plan_run(large, device="cuda", gpus=("0",))  # one card named: the lanes its memory holds for these inputs
+    assert plan.config.eval.timeout_s == LARGE_INPUT_TIMEOUT_S
+    assert any("per card at most" in note for note in plan.notes), plan.notes
     rmsnorm = 112 * 64 * 512 * 512 * 4  # KernelBench's 36_RMSNorm_ at today's sizes: 7.5 GB a call
     assert [auto_per_gpu(1, cores=16, host_gib=128, card_gib=gib, input_bytes=rmsnorm) for gib in (79.6, 139.8)] \
         == [2, 4]

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..defaults import EVAL_TIMEOUT_S, MAX_MEMORY_GB
 from ..lang import get as get_language
 from ..lang import missing as missing_language
 from . import compiled, device_share, generator_fault, jail
@@ -49,8 +50,8 @@ def default_cache_dir() -> Path:
 @dataclass(frozen=True)
 class EvalOptions:
     device: str = "auto"  # auto | cuda | cpu
-    timeout_s: float = 600.0
-    max_rss_gb: float = 32.0
+    timeout_s: float = EVAL_TIMEOUT_S
+    max_rss_gb: float = MAX_MEMORY_GB
     bench_budget_s: float = 0.4
     dump_dir: str | None = None
     static_check: bool = True  # off only to test the sandbox's dynamic defences on their own
