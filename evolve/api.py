@@ -15,8 +15,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from .archive import Candidate
 from .config import CPU_BUDGET_S, LLMConfig, ProfileConfig, RunConfig, SearchConfig, format_duration
-from .harness import EvalOptions
+from .harness import EvalOptions, Problem, Verdict
 
 DEFAULT_DB = RunConfig.db  # the archive every command and call uses unless told otherwise
 LARGE_INPUT_BYTES = 1 << 30
@@ -31,7 +32,7 @@ class SetupError(ValueError):
 class Plan:
     """What a run was set up as: its config, the problem as loaded, and what was decided for the user."""
     config: RunConfig
-    problem: object  # harness Problem
+    problem: Problem
     on_cpu: bool  # no GPU: candidates run under the CPU interpreter
     limits: tuple[str, ...]  # when the run stops, in words
     notes: tuple[str, ...] = ()  # defaults chosen for this problem (a longer timeout for large inputs, fewer lanes)
@@ -40,12 +41,12 @@ class Plan:
 @dataclass(frozen=True)
 class Best:
     """A problem's best kernel as archived (standing.py), not re-verified: `evolve best` re-verifies before export."""
-    candidate: object  # archive.Candidate
-    near_tie: object | None = None  # the highest score, where the run held `candidate` over it within the noise
-    verdict: object | None = None  # harness.Verdict as archived
+    candidate: Candidate
+    near_tie: Candidate | None = None  # the highest score, where the run held `candidate` over it within the noise
+    verdict: Verdict | None = None  # as archived
 
 
-def load(problem):
+def load(problem) -> Problem:
     """A problem folder (or a KernelBench .py file) read and checked, or SetupError."""
     from .harness import ProblemError, load_problem
     from .problems import toml_key_faults
@@ -140,7 +141,7 @@ def plan_run(problem, *, models=(), api_base: str | None = None, db: str = DEFAU
     size = input_bytes(loaded)
     lanes = lanes_per_card(per_gpu, not on_cpu and not cluster, gpus, size)
     limit, raised = timeout_for(loaded, timeout_s)
-    notes = (raised,) if raised else ()
+    notes: tuple[str, ...] = (raised,) if raised else ()
     if auto_lanes and size >= LARGE_INPUT_BYTES:
         notes += (f"{loaded.name}: {lanes} evaluation{'s' if lanes > 1 else ''} per card at most, as its memory "
                   f"holds them with these inputs (--per-gpu changes it)",)
@@ -148,7 +149,7 @@ def plan_run(problem, *, models=(), api_base: str | None = None, db: str = DEFAU
                        max_candidates=max_candidates, budget_s=budget_s, max_cost=max_cost, gpus=gpus,
                        cluster=cluster, default_budget=default_budget,
                        eval=EvalOptions(device=device, timeout_s=limit, prewarm=True, per_gpu=lanes,
-                                        language=language, **({"cache_dir": cache_dir} if cache_dir else {})),
+                                        language=language, cache_dir=cache_dir or EvalOptions().cache_dir),
                        **fields)
     return Plan(config, loaded, on_cpu, _limits(config, on_cpu), notes)
 

@@ -34,7 +34,7 @@ def summarize(archive: Archive, run_id: int, stop: str, reported: tuple, rounds,
     from .launch_audit import recorded
 
     everything = archive.candidates(run_id)
-    seeds = [c for c in everything if c.proposer == "seed" and c.score is not None]
+    seeds = [(c.score, c) for c in everything if c.proposer == "seed" and c.score is not None]
     best, near_tie = reported
     picked = rounds.audited
     if picked is not None and (picked.best is None or best is None or picked.best.id == best.id):
@@ -47,7 +47,7 @@ def summarize(archive: Archive, run_id: int, stop: str, reported: tuple, rounds,
     return Summary(
         run_id=run_id, stop_reason=stop, evaluated=sum(c.status == "evaluated" for c in everything),
         correct=sum(bool(c.ok) for c in everything), best=best,
-        seed_best=max(seeds, key=lambda c: c.score) if seeds else None,
+        seed_best=max(seeds, key=lambda pair: pair[0])[1] if seeds else None,
         cost=archive.spend(run_id)["cost"], seconds=seconds, db=str(archive.path), near_tie=near_tie,
         retimed=tuple(rounds.retimed), audit=audit, audit_failed=failed,
         promoted=promoted if best is not None and best.id == promoted else None,

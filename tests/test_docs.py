@@ -1,10 +1,14 @@
 """Docs that fail when stale: README and docs/ name every command, docs/cli.md is what click prints, the quickstart is
 the one CI runs, and the links and paths the docs name exist."""
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from evolve.cli import cli
@@ -120,3 +124,22 @@ def test_problem_notes_stand_alone():
     for path in notes:
         found = outside.findall(path.read_text())
         assert not found, f"{path.relative_to(ROOT)} cites {found}"
+
+
+@pytest.mark.slow
+def test_the_python_api_example_runs_as_written(tmp_path):
+    """docs/python-api.md's first example, run as written from a folder with the repository's problems: the lines it
+    prints start as the page shows them."""
+    page = (DOCS / "python-api.md").read_text()
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = page.split("What it printed", 1)[1].split("```\n", 1)[1].split("```", 1)[0].splitlines()
+    (tmp_path / "problems").symlink_to(ROOT / "problems")
+    (tmp_path / "example.py").write_text(code)
+    done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.splitlines()
+    assert [line.split(":")[0] for line in printed] == ["verdict", "run", "best", "board"], done.stdout
+    assert printed[0] == shown[0] and printed[3] == shown[3]  # the ladder's rungs, the leaderboard's row
+    assert printed[1].startswith("run: --max-candidates 2 evaluated | 2 evaluated, best #")
+    assert printed[2].split()[-1] == "True"  # the best's archived verdict passed

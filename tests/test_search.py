@@ -129,7 +129,7 @@ def test_the_problems_own_kernels_are_not_timed_again_on_a_machine_that_has_thei
     second = run("b.db")
     assert len(calls) == 1, "the seed was evaluated again"
     assert second[0].proposer == "seed" and second[0].score == first[0].score and second[0].status == "evaluated"
-    assert [e.get("known") for e in events if e["kind"] == "candidate"] == [None, True]
+    assert [e["known"] for e in events if e["kind"] == "candidate"] == [False, True]
     run("c.db", replace(options, timeout_s=60.0))
     assert len(calls) == 2
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..archive import Archive, Candidate
+from ..harness import Verdict
 from ..population import Population
 
 
@@ -27,7 +28,7 @@ class Proposal:
 class Landing:
     """A candidate that landed in the ledger, and what it answers."""
     cand: Candidate | None  # the evaluated or invalid candidate; None: a duplicate of an archived kernel
-    verdict: Any = None  # harness Verdict, where it was evaluated (or its kept verdict taken)
+    verdict: Verdict | None = None  # where it was evaluated (or its kept verdict taken)
     proposal: Proposal | None = None  # None: archived before this session, or left pending by a crash
     fresh: bool = False  # evaluated by a lane of this run (not a kept verdict, not archived before)
     archived: bool = False  # in the archive when the run started: it joins the population as it stands
@@ -62,7 +63,7 @@ class View:
     run_id: int
     scope: Mapping  # archive.candidates(**scope): the kernels the run builds on (this problem and device, or run)
     device: str
-    versions: Mapping
+    versions: dict  # the packages' versions, as the run records them
     in_flight: tuple[Candidate, ...]  # candidates handed to the pipeline whose verdicts are not in
     lane_seconds: Mapping[int, float]  # candidate id -> its evaluation's seconds, where it compiled anew here
     problem_fault: str | None  # the problem's own code failed in an evaluation: nothing is the model's to repair

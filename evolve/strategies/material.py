@@ -52,9 +52,9 @@ class Material(Strategy):
 
     def landed(self, landing: Landing, view: View) -> None:
         """A fresh correct verdict is kept for the next run on this machine (a failure is evaluated anew)."""
-        if not (landing.answers(self.name) and landing.fresh and self.keep_verdicts):
+        cand, proposal, verdict = landing.cand, landing.proposal, landing.verdict
+        if not (landing.answers(self.name) and landing.fresh and self.keep_verdicts) or cand is None \
+                or proposal is None or verdict is None or not verdict.ok:
             return
-        verdict = landing.verdict
-        if verdict is not None and verdict.ok:
-            artifacts = view.archive.artifact_files(landing.cand.id) if view.config.artifacts else None
-            known.keep(view.config.eval.cache_dir, landing.proposal.note["entry"], verdict, artifacts)
+        artifacts = view.archive.artifact_files(cand.id) if view.config.artifacts else None
+        known.keep(view.config.eval.cache_dir, proposal.note["entry"], verdict, artifacts)

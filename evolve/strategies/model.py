@@ -74,7 +74,8 @@ class ModelProposals(Strategy):
 
     def landed(self, landing: Landing, view: View) -> None:
         """A possible parent: its SASS digest begins now, off the loop's thread."""
-        if landing.fresh and landing.cand is not None and landing.cand.score is not None:
+        if landing.fresh and landing.cand is not None and landing.cand.score is not None \
+                and landing.verdict is not None:
             self.contexts.start_digest(landing.cand, landing.verdict.kernels)
 
     def close(self) -> list[Proposal]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..archive import Candidate
+from ..harness import Verdict
 from ..knowledge import Toolbox
 from .base import Landing, Proposal, Strategy, View
 from .model import fields_of
@@ -15,7 +16,7 @@ class Repairs(Strategy):
 
     def __init__(self, proposer, contexts):
         self.proposer, self.contexts = proposer, contexts
-        self.due: deque[tuple[Candidate, object, int]] = deque()  # (failed candidate, its verdict, repairs left)
+        self.due: deque[tuple[Candidate, Verdict | None, int]] = deque()  # (failed candidate, its verdict, repairs left)
 
     def landed(self, landing: Landing, view: View) -> None:
         """A model's (or a repair's) candidate that failed at load or compile is due a repair while it has any left;

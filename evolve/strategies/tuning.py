@@ -56,9 +56,9 @@ class Tuning(Strategy):
     def landed(self, landing: Landing, view: View) -> None:
         """Its own trials are told their figures; the problem's own kernels and the archive's members with knobs
         are remembered as settings already tried."""
-        cand = landing.cand
-        if landing.answers(self.name):
-            self.tuner.tell(landing.proposal.note["base"], landing.proposal.note["trial"],
+        cand, proposal = landing.cand, landing.proposal
+        if proposal is not None and landing.answers(self.name):
+            self.tuner.tell(proposal.note["base"], proposal.note["trial"],
                             cand.score if cand is not None else None, view.figures.values(cand))
         elif cand is not None and cand.knobs and cand.source and \
                 (landing.archived or cand.proposer in ("seed", "solution")):
@@ -87,5 +87,5 @@ class Tuning(Strategy):
 
     def _structure(self, cand: Candidate) -> str:
         if cand.id not in self._structures:
-            self._structures[cand.id] = structure_key(cand.source)
+            self._structures[cand.id] = structure_key(cand.source or "")
         return self._structures[cand.id]
