@@ -64,7 +64,7 @@ class Duels:
         figure = score_of(verdict) if verdict is not None and verdict.ok else None
         (search.work / f"duel_{cand.id}_{incumbent.id}.py").unlink(missing_ok=True)
         if verdict is not None:
-            search.archive.store_retime(search.run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
+            search.archive.retimes.store(search.run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
         # the challenger's figure is one evaluation old, from this card: the win holds against the incumbent's new one
         judged = max(noise, search.population.noise.get(incumbent.id, NOISE_FLOOR))
         holds = figure is not None and cand.score > figure * (1 + judged)

@@ -268,7 +268,7 @@ class Search:
             self.material_s = self.clock() - self.started - self.paused_s
         dump = self.work / f"artifacts_{cand.id}"
         if dump.is_dir():
-            self.archive.store_artifacts(cand.id, dump)
+            self.archive.artifacts.store(cand.id, dump)
             shutil.rmtree(dump, ignore_errors=True)
         (self.work / f"candidate_{cand.id}.py").unlink(missing_ok=True)
         verdict = done.verdict
@@ -446,7 +446,7 @@ class Search:
         c = self.config
         scope = {"run_id": self.run_id} if c.isolated else {"problem": self.problem.name, "device": self.device,
                                                             "language": self.contexts.language.name}
-        failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
+        failed = self.archive.launch_audits.failed()  # a kernel that ran what it did not compile is nobody's parent
         for cand in self.archive.candidates(**scope):
             if cand.proposer == compose.COMPOSER:
                 self.planner.composed.add(cand.hash)
@@ -613,7 +613,7 @@ class Search:
         near tie."""
         top = self.archive.best(self.problem.name, self.run_id)
         held = self.best
-        if held is not None and held.id in self.archive.failed_audits():
+        if held is not None and held.id in self.archive.launch_audits.failed():
             held = None
         if top is not None and held is not None and held.run_id == self.run_id and held.id != top.id \
                 and not self.population.better(top, held):

@@ -47,13 +47,13 @@ class Steps:
                     s.tuner.remember(source, knobs, done.score, self.case_figures(done))
                 verdict = s.archive.verdict(done.id) if done is not None and done.status == "evaluated" else None
                 if verdict is not None and verdict.ok and s.known_material:  # a failure: evaluated anew next time
-                    artifacts = s.archive.artifact_files(done.id) if s.config.artifacts else None
+                    artifacts = s.archive.artifacts.files(done.id) if s.config.artifacts else None
                     known.keep(s.config.eval.cache_dir, entry, verdict, artifacts)
 
             fields = {"source": source, "island": island, "proposer": proposer, "knobs": knobs,
                       "template": path.name}
             kept = known.recall(s.config.eval.cache_dir, entry, with_artifacts=s.config.artifacts,
-                                limit=s.archive.ARTIFACT_TOTAL_LIMIT) if s.known_material else None
+                                limit=s.archive.artifacts.TOTAL_LIMIT) if s.known_material else None
             cand = self._record_known(kept, then, fields) if kept is not None else s.submit(then=then, **fields)
             if cand is not None:
                 return True
@@ -68,7 +68,7 @@ class Steps:
             return cand
         verdict = kept.verdict
         if s.config.artifacts and kept.artifacts:
-            s.archive.store_artifact_files(cand.id, kept.artifacts)
+            s.archive.artifacts.store_files(cand.id, kept.artifacts)
         evaluated = s.archive.record_verdict(cand.id, verdict, score_of(verdict))
         if compiled_anew(verdict):  # its settings' time limit
             s.lane_seconds[evaluated.id] = sum(rung.seconds for rung in verdict.rungs)

@@ -184,13 +184,13 @@ def test_a_run_profiles_its_best_through_the_jailed_child_and_the_next_prompt_ca
         search = Search(config, archive, proposer=None, evaluate=evaluate, on_event=events.append)
         summary = search.run()
         seed = archive.candidates(summary.run_id)[0]
-        profile = archive.profile(seed.id)
+        profile = archive.profiles.latest(seed.id)
         assert profile is not None and profile["ok"] == 1, profile
         assert profile["case_label"] == "fp32 4096x1024" and profile["seconds"] > 0
         assert profile["summary"]["kernels"][0]["name"] == "softmax_row_kernel"
         import zlib
 
-        (raw,) = archive._query("SELECT report FROM profiles WHERE candidate_id = ?", [seed.id])[0]
+        (raw,) = archive.query("SELECT report FROM profiles WHERE candidate_id = ?", [seed.id])[0]
         seen = zlib.decompress(raw).decode()
         assert "--clock-control none" in seen and "--profile-from-start off" in seen and "--page raw" in seen
         assert "outside refused" in seen and not outside.exists()  # ncu's side of the child is jailed too
@@ -200,10 +200,10 @@ def test_a_run_profiles_its_best_through_the_jailed_child_and_the_next_prompt_ca
         assert len(processes) <= 3 and str(os.getpid()) not in processes  # its /proc lists the profile's only
         assert "parent's /proc refused" in seen
         assert any(e["kind"] == "profile" and e["result"].ok for e in events)
-        assert archive.profiled(search.device) == {seed.id}
+        assert archive.profiles.attempted(search.device) == {seed.id}
 
         search.profile_step()  # profiled already: nothing more
-        assert len(archive._query("SELECT id FROM profiles")) == 1
+        assert len(archive.query("SELECT id FROM profiles")) == 1
 
         context = search.context(seed)
         assert "softmax_row_kernel: 32.0 us; DRAM 71% of peak" in context.parent.profile
@@ -226,12 +226,12 @@ def test_evolve_show_prints_the_profile(tmp_path):
     from evolve.profiling import Result
 
     kernels = parse_raw(REPORT.read_text())
-    archive.store_profile(cand.id, "NVIDIA H200", Result(True, 7.5, "", dict(summarize(kernels, "memory"),
+    archive.profiles.store(cand.id, "NVIDIA H200", Result(True, 7.5, "", dict(summarize(kernels, "memory"),
                                                                              case="fp32 4096x1024"), "raw"),
                           "fp32 4096x1024")
     other = archive.add_candidate(run, source="y = 2\n", proposer="seed")
     archive.record_verdict(other.id, ladder(fitness=0.6, shapes=gpu_shapes(0.6)), 0.6)
-    archive.store_profile(other.id, "NVIDIA H200", Result(False, 2.0, "ncu: Failed to prepare kernel"), "x")
+    archive.profiles.store(other.id, "NVIDIA H200", Result(False, 2.0, "ncu: Failed to prepare kernel"), "x")
     archive.close()
     shown = evolve("show", str(cand.id), "--db", db, "--no-prompt")
     assert shown.returncode == 0, shown.stderr

@@ -155,7 +155,7 @@ def test_kept_material_verdicts_bring_the_compiler_output_the_archive_stored(tmp
         try:
             summary = Search(config, archive, evaluate=evaluate, known_material=True).run()
             seed = archive.candidates(summary.run_id)[0]
-            return seed, archive.artifact_files(seed.id)
+            return seed, archive.artifacts.files(seed.id)
         finally:
             archive.close()
 
