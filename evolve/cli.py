@@ -766,11 +766,22 @@ class _Unstored:
 
     def __init__(self, archive):
         self._archive = archive
+        self.launch_audits = _UnstoredAudits(archive)
 
     def __getattr__(self, name):
         return getattr(self._archive, name)
 
-    def store_audit(self, candidate_id, device, audit) -> None:
+
+class _UnstoredAudits:
+    """The launch audits of an archive open read-only: read from it, a new one said, not stored."""
+
+    def __init__(self, archive):
+        self._archive = archive
+
+    def get(self, candidate_id, device=None):
+        return self._archive.launch_audits.get(candidate_id, device)
+
+    def store(self, candidate_id, device, audit) -> None:
         click.echo(f"(#{candidate_id}'s launch audit is not stored: {self._archive.path} is read-only here)", err=True)
 
 
@@ -879,7 +890,7 @@ def show_command(candidate_id, db, prompt, asm, kernel):
     click.echo(f"proposer {c.proposer}  model {c.model or '-'}  template {c.template or '-'}  knobs {c.knobs or '-'}")
     click.echo(f"tokens {c.tokens_in}+{c.tokens_out}  cost ${c.cost:.4f}  latency {c.latency_s:.1f} s")
     click.echo(f"lineage: {' <- '.join([f'#{c.id}'] + lineage)}")
-    stored = archive.artifacts(c.id)
+    stored = archive.artifacts.listing(c.id)
     if stored:
         kinds = sorted({a["name"].rsplit(".", 1)[-1] for a in stored if "." in a["name"]} - {"txt", "json"})
         count = len({a["name"].rsplit(".", 1)[0] for a in stored if a["name"].endswith(".ptx")})
@@ -887,7 +898,7 @@ def show_command(candidate_id, db, prompt, asm, kernel):
                    f"({', '.join(kinds)}): evolve show {c.id} --asm sass|ptx|ttgir|ttir|llir [--kernel NAME]")
     if c.hint_ids:
         for hint_id in c.hint_ids:
-            h = archive.hint(hint_id)
+            h = archive.hints.get(hint_id)
             if h:
                 click.echo(f"saw hint #{h['id']} (given {h['created'][:19]}): {h['text']}")
     calls = archive.tool_calls(c.id)
@@ -920,8 +931,8 @@ def show_command(candidate_id, db, prompt, asm, kernel):
     from .profiling import render as render_profile
     from .tracing import render as render_trace
 
-    for what, row, render in (("profile", archive.profile(c.id), render_profile),
-                              ("trace", archive.trace(c.id), render_trace)):
+    for what, row, render in (("profile", archive.profiles.latest(c.id), render_profile),
+                              ("trace", archive.traces.latest(c.id), render_trace)):
         if row:
             click.echo("")
             if row["ok"] and row["summary"]:
@@ -1043,7 +1054,7 @@ def trace_command(target, db, problem_dir, case_label, timeout_s):
     if chosen.candidate is not None:
         import torch
 
-        chosen.archive.store_trace(chosen.candidate.id, torch.cuda.get_device_name(), result, chosen.label)
+        chosen.archive.traces.store(chosen.candidate.id, torch.cuda.get_device_name(), result, chosen.label)
     click.echo(render(result.summary))
 
 
@@ -1067,7 +1078,7 @@ def profile_command(target, db, problem_dir, case_label, timeout_s, as_root):
     if chosen.candidate is not None:
         import torch
 
-        chosen.archive.store_profile(chosen.candidate.id, torch.cuda.get_device_name(), result, chosen.label)
+        chosen.archive.profiles.store(chosen.candidate.id, torch.cuda.get_device_name(), result, chosen.label)
     click.echo(render(result.summary))
 
 
@@ -1128,7 +1139,7 @@ def retime_command(run_id, top, rounds, device, timeout_s, db):
     with tempfile.TemporaryDirectory(prefix="evolve-retime-") as work:
         results = retime(archive, run["id"], ranked, evaluate, problem.path, options, Path(work), rounds, score_of,
                          progress)
-    mode = archive.retimes(run["id"])[-1]["device"]
+    mode = archive.retimes.of_run(run["id"])[-1]["device"]
     label = "fraction of roofline" if mode and not mode.startswith("cpu") else \
         "1 / interpreter ms: a ranking of work done, not GPU speed"
     for line in report(results, rounds, label):
@@ -1146,7 +1157,7 @@ def hint_command(text, run_id, db):
         _fail("the hint is empty")
     archive = _open_archive(db)
     run = _target_run(archive, run_id)
-    hint_id = archive.add_hint(run["id"], text.strip())
+    hint_id = archive.hints.add(run["id"], text.strip())
     state = "running" if not run.get("ended") else "stopped; `evolve run --resume` carries it on"
     click.echo(f"hint #{hint_id} given to run {run['id']} ({run['problem']}, {state})")
 
@@ -1176,11 +1187,11 @@ def resume_command(run_id, db):
 
 
 def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
-    stored = [a["name"] for a in archive.artifacts(c.id)]
+    stored = [a["name"] for a in archive.artifacts.listing(c.id)]
     if not stored:
         _fail(f"candidate #{c.id} has no compiler artifacts (it failed before compiling, was evaluated before they "
               "were kept, or the run had --no-artifacts)", 1)
-    index = (archive.artifact(c.id, "index.txt") or b"").decode(errors="replace").splitlines()
+    index = (archive.artifacts.read(c.id, "index.txt") or b"").decode(errors="replace").splitlines()
     about = {line.split()[0]: line for line in index if line.split()}
     names = [n for n in stored if n.endswith(f".{kind}") and (kernel is None or kernel in n)]
     if kind == "sass" and not names:  # kept without SASS: disassemble the stored cubin here
@@ -1192,7 +1203,7 @@ def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
     for name in names:
         stem = name.rsplit(".", 1)[0]
         click.echo(f"// {about.get(stem, stem)}")
-        data = archive.artifact(c.id, name) or b""
+        data = archive.artifacts.read(c.id, name) or b""
         if name.endswith(".cubin"):
             from .harness.sass import disassemble
 

@@ -138,13 +138,13 @@ def digest_candidate(archive, candidate_id: int, kernels=()) -> list[KernelDiges
 def read_files(archive, candidate_id: int) -> dict[str, bytes]:
     """What a digest is made of, read from the archive (in the archive's thread): {name: bytes} of the index and
     each specialization's SASS, or its cubin where no SASS was kept."""
-    names = [a["name"] for a in archive.artifacts(candidate_id)]
+    names = [a["name"] for a in archive.artifacts.listing(candidate_id)]
     if not names:
         return {}
-    files = {"index.txt": archive.artifact(candidate_id, "index.txt") or b""}
+    files = {"index.txt": archive.artifacts.read(candidate_id, "index.txt") or b""}
     for stem in sorted({n.rsplit(".", 1)[0] for n in names if n.endswith((".sass", ".cubin"))}):
-        sass = archive.artifact(candidate_id, f"{stem}.sass")
-        files.update({f"{stem}.sass": sass} if sass is not None else {f"{stem}.cubin": archive.artifact(
+        sass = archive.artifacts.read(candidate_id, f"{stem}.sass")
+        files.update({f"{stem}.sass": sass} if sass is not None else {f"{stem}.cubin": archive.artifacts.read(
             candidate_id, f"{stem}.cubin")})
     return files
 

@@ -386,12 +386,12 @@ def pick(archive, device: str, next_best, check, tries: int = TRIES, reuse: bool
         cand = next_best()
         if cand is None:
             return Picked(None, None, tuple(failed))
-        held = from_record(archive.audit(cand.id, device)) if reuse else None
+        held = from_record(archive.launch_audits.get(cand.id, device)) if reuse else None
         if held is not None and held.status == PASSED:
             return Picked(cand, held, tuple(failed))
         result = check(cand)
         if not result.recorded and (result.status != NOT_RUN or result.reason != NEEDS_GPU):
-            archive.store_audit(cand.id, device, result)
+            archive.launch_audits.store(cand.id, device, result)
         if result.status != FAILED:
             return Picked(cand, result, tuple(failed))
         failed.append((cand, result))
@@ -400,7 +400,7 @@ def pick(archive, device: str, next_best, check, tries: int = TRIES, reuse: bool
 
 
 def from_record(row: dict | None) -> Audit | None:
-    """An Audit from the archive's row (Archive.audit), or None."""
+    """An Audit from the archive's row (Archive.launch_audits.get), or None."""
     if row is None:
         return None
     return Audit(row["status"], row["reason"] or "", tuple(tuple(k) for k in row["kernels"]), tuple(row["allowed"]),
@@ -409,7 +409,7 @@ def from_record(row: dict | None) -> Audit | None:
 
 def recorded(archive, cand, device: str | None = None) -> Audit:
     """What is known of a candidate's audit without running one: its latest on record, else why there is none."""
-    held = from_record(archive.audit(cand.id, device))
+    held = from_record(archive.launch_audits.get(cand.id, device))
     if held is not None:
         return held
     verdict = archive.verdict(cand.id)

@@ -56,7 +56,7 @@ class Duels:
         verdict = done.verdict
         figure = score_of(verdict) if verdict is not None and verdict.ok else None
         if verdict is not None:
-            self.archive.store_retime(run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
+            self.archive.retimes.store(run_id, incumbent.id, 0, verdict, figure)  # round 0: an in-run duel
         # the challenger's figure is one evaluation old, from this card: the win holds against the incumbent's new one
         judged = max(noise, self.population.noise.get(incumbent.id, NOISE_FLOOR))
         return cand, incumbent, noise, figure, figure is not None and cand.score > figure * (1 + judged)

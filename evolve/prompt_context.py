@@ -74,7 +74,7 @@ class Contexts:
         return PromptContext(problem=problem, device=(verdict and verdict.device) or "unknown", knobs_doc=KNOBS_DOC,
                              parent=self._view(parent) if parent else None,
                              inspirations=tuple(self._view(c) for c in inspirations),
-                             error=error, hints=tuple(self.archive.hints(run_id)))
+                             error=error, hints=tuple(self.archive.hints.of_run(run_id)))
 
     def with_digest(self, context: PromptContext, parent: Candidate | None) -> PromptContext:
         """The context with the parent's SASS digest and profile, and the context passages picked by the digest; waits
@@ -145,7 +145,7 @@ class Contexts:
                 return self.profile_text(cand) or "the current program has not been profiled"
             if what not in ("sass", "ptx", "ttgir"):
                 raise ValueError(f"what is one of digest, sass, ptx, ttgir, profile; not {what!r}")
-            stored = [a["name"] for a in self.archive.artifacts(cand.id)]
+            stored = [a["name"] for a in self.archive.artifacts.listing(cand.id)]
             wanted = [n for n in stored if n.endswith(f".{what}") and (not kernel or str(kernel) in n)]
             if what == "sass" and not wanted:
                 wanted = [n for n in stored if n.endswith(".cubin") and (not kernel or str(kernel) in n)]
@@ -153,7 +153,7 @@ class Contexts:
                 kinds = sorted({n.split("_", 1)[-1].rsplit(".", 1)[0] for n in stored if "_" in n})
                 return (f"no {what} kept for the current program" + (f" matching {kernel!r}" if kernel else "")
                         + (f"; its kernels: {', '.join(kinds)}" if kinds else ""))
-            data = self.archive.artifact(cand.id, wanted[0]) or b""
+            data = self.archive.artifacts.read(cand.id, wanted[0]) or b""
             if wanted[0].endswith(".cubin"):
                 from .harness.sass import disassemble
 
@@ -167,7 +167,7 @@ class Contexts:
 
         from .tracing import render as render_trace
 
-        found, traced = self.archive.profile(cand.id), self.archive.trace(cand.id)
+        found, traced = self.archive.profiles.latest(cand.id), self.archive.traces.latest(cand.id)
         parts = [render(found["summary"]) if found and found["ok"] and found["summary"] else "",
                  render_trace(traced["summary"]) if traced and traced["ok"] and traced["summary"] else ""]
         return "\n".join(part for part in parts if part)

@@ -58,10 +58,10 @@ def retime(archive, run_id: int, candidates, evaluate, problem_path, options, wo
         verdict = evaluate(path, problem_path, options)
         value = figure(verdict) if verdict.ok else None
         results[cid].figures.append(value)
-        archive.store_retime(run_id, cid, number, verdict, value)
+        archive.retimes.store(run_id, cid, number, verdict, value)
         failed = None if verdict.ok else verdict.failure
-        on_event({"kind": "retime", "candidate_id": cid, "round": number, "figure": value,
-                  "reason": None if verdict.ok else (f"{failed.name}: {failed.reason}" if failed else "no verdict")[:200]})
+        reason = None if verdict.ok else (f"{failed.name}: {failed.reason}" if failed else "no verdict")[:200]
+        on_event({"kind": "retime", "candidate_id": cid, "round": number, "figure": value, "reason": reason})
     return [results[c.id] for c in candidates]
 
 

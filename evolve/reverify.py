@@ -62,7 +62,7 @@ class Reverifier:
             self.say(line)
         if not verdict.ok:
             raise NoLongerPasses("the archived best no longer passes the ladder; not exported")
-        held = from_record(self.archive.audit(cand.id, self.where))
+        held = from_record(self.archive.launch_audits.get(cand.id, self.where))
         if verdict.mode != "gpu":
             audit = Audit(NOT_RUN, NEEDS_GPU)
         elif held is not None and held.status == PASSED:

@@ -31,7 +31,7 @@ class Rounds:
         top = self.config.profile.top
         if top <= 0 or self.profiler is False:
             return []
-        done = self.archive.profiled(device)
+        done = self.archive.profiles.attempted(device)
         return [c for c in ranked if c.ok and c.fitness is not None and c.id not in done][:top]
 
     def profile(self, ranked: list, device: str, gpu: str | None) -> None:
@@ -78,7 +78,7 @@ class Rounds:
         result = self.profiler.profile(path, self.problem.path, labels.index(row["case"]),
                                        beside=self.problem.beside_files(),
                                        bound_kind=kind, case_label=row["case"], gpu=gpu)
-        self.archive.store_profile(cand.id, device, result, row["case"])
+        self.archive.profiles.store(cand.id, device, result, row["case"])
         self.emit({"kind": "profile", "candidate": cand, "result": result})
 
     # -- traces of marked sections ------------------------------------------------------------------------------------
@@ -89,7 +89,7 @@ class Rounds:
         top = self.config.profile.top
         if top <= 0 or self.tracer is False:
             return []
-        done = self.archive.traced(device)
+        done = self.archive.traces.attempted(device)
         chosen = []
         for cand in ranked:
             if len(chosen) == top:
@@ -130,7 +130,7 @@ class Rounds:
             path.write_text(cand.source)
             result = self.tracer.trace(path, self.problem.path, labels.index(label),
                                        beside=self.problem.beside_files(), case_label=label, gpu=gpu)
-            self.archive.store_trace(cand.id, device, result, label)
+            self.archive.traces.store(cand.id, device, result, label)
             self.emit({"kind": "trace", "candidate": cand, "result": result})
 
     # -- the end-of-run re-timing -----------------------------------------------------------------------------------

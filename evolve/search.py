@@ -200,7 +200,7 @@ class Search:
             self.material_s = self.clock() - self.started - self.paused_s
         dump = self.work / f"artifacts_{cand.id}"
         if dump.is_dir():
-            self.archive.store_artifacts(cand.id, dump)
+            self.archive.artifacts.store(cand.id, dump)
             shutil.rmtree(dump, ignore_errors=True)
         (self.work / f"candidate_{cand.id}.py").unlink(missing_ok=True)
         self.ledger.land(cand, done.verdict, proposal, seconds=self.eval_seconds[-1], lane=done.lane, fresh=True)
@@ -222,7 +222,7 @@ class Search:
         if proposal.kept is not None:
             kept = proposal.kept
             if self.config.artifacts and kept.artifacts:
-                self.archive.store_artifact_files(cand.id, kept.artifacts)
+                self.archive.artifacts.store_files(cand.id, kept.artifacts)
             return self.ledger.land(cand, kept.verdict, proposal, lane=None, fresh=False,
                                     seconds=sum(rung.seconds for rung in kept.verdict.rungs))
         if proposal.time_limit_s is not None:
@@ -337,7 +337,7 @@ class Search:
     def _admit_archived(self) -> None:
         """Every correct kernel archived for the problem on this device (or, isolated, in this run) lands in the
         ledger as a member, with the noise measured then, so near-ties are judged as before a crash."""
-        failed = self.archive.failed_audits()  # a kernel that ran what it did not compile is nobody's parent
+        failed = self.archive.launch_audits.failed()  # a kernel that ran what it did not compile is nobody's parent
         for cand in self.archive.candidates(**self.view().scope):
             if cand.status == "evaluated" and cand.id not in failed:
                 verdict = self.archive.verdict(cand.id) if cand.score is not None else None

@@ -19,7 +19,7 @@ def run_best(archive: Archive, population: Population, problem: str, run_id: int
     within the noise; then the population's best is reported and the other is its near tie."""
     top = archive.best(problem, run_id)
     held = population.best
-    if held is not None and held.id in archive.failed_audits():
+    if held is not None and held.id in archive.launch_audits.failed():
         held = None
     if top is not None and held is not None and held.run_id == run_id and held.id != top.id \
             and not population.better(top, held):
@@ -42,7 +42,7 @@ def problem_best(archive: Archive, problem: str) -> tuple[Candidate | None, Cand
     if top is None:
         return None, None
     chosen = archive.run(top.run_id).get("best_id")
-    if chosen is None or chosen == top.id or chosen in archive.failed_audits():
+    if chosen is None or chosen == top.id or chosen in archive.launch_audits.failed():
         return top, None
     held = archive.get(chosen)
     return (held, top) if held.ok else (top, None)

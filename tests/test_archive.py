@@ -11,7 +11,7 @@ import threading
 import pytest
 import sqlite_utils
 
-from evolve import archive as archive_module
+from evolve import archive_schema
 from evolve.archive import Archive, ArchiveError, Candidate, normalize_source, source_hash
 from evolve.harness import Verdict
 from verdicts import ladder
@@ -62,7 +62,7 @@ def test_migrate_from_empty(db_path, arc):
     db = sqlite_utils.Database(db_path)
     assert {"runs", "candidates", "evaluations", "_evolve_migrations"} <= set(db.table_names())
     names = [r["name"] for r in db["_evolve_migrations"].rows]
-    assert names == [fn.__name__ for fn in archive_module.MIGRATIONS]
+    assert names == [fn.__name__ for fn in archive_schema.MIGRATIONS]
     assert names[0] == "m001_initial"
     assert set(Candidate.__dataclass_fields__) == set(db["candidates"].columns_dict)
     db.close()
@@ -75,7 +75,7 @@ def _older_archive(db_path, migrations: int, **candidate):
     """An archive as an older evolve left it: the first `migrations` applied, one run, candidate 7."""
     db_path.parent.mkdir()
     db = sqlite_utils.Database(db_path)
-    archive_module.migrate(db, archive_module.MIGRATIONS[:migrations])
+    archive_schema.migrate(db, archive_schema.MIGRATIONS[:migrations])
     db["runs"].insert({"id": 1, "problem": "softmax", "problem_path": "p", "options": "{}", "device": "cpu",
                        "versions": "{}", "started": "2026-01-01T00:00:00+00:00"})
     db["candidates"].insert({"id": 7, "run_id": 1, "hash": source_hash(SOURCE), "source": SOURCE, "proposer": "seed",
@@ -98,7 +98,7 @@ def test_migrate_from_previous(db_path):
     db = sqlite_utils.Database(db_path)
     assert set(db["evaluations"].columns_dict) == {"candidate_id", "verdict_json", "seconds", "created"}
     assert "idx_candidates_run_status" in {i.name for i in db["candidates"].indexes}
-    assert [r["name"] for r in db["_evolve_migrations"].rows] == [fn.__name__ for fn in archive_module.MIGRATIONS]
+    assert [r["name"] for r in db["_evolve_migrations"].rows] == [fn.__name__ for fn in archive_schema.MIGRATIONS]
 
 
 def test_verdicts_recorded_before_the_columns_moved_survive(db_path):

@@ -30,12 +30,12 @@ def test_an_evaluated_candidate_keeps_its_compiler_output(tmp_path):
     search.drain()  # a step hands its candidate to the pipeline; its verdict comes in here
     seed = search.archive.candidates(search.run_id)[0]
     assert seed.ok
-    names = [a["name"] for a in search.archive.artifacts(seed.id)]
+    names = [a["name"] for a in search.archive.artifacts.listing(seed.id)]
     for kind in ("ttir", "ttgir", "llir", "ptx", "cubin"):
         assert any(n.endswith(f"_softmax_row_kernel.{kind}") for n in names), names
-    assert "index.txt" in names and b"sm_90a" in search.archive.artifact(seed.id, "index.txt")
+    assert "index.txt" in names and b"sm_90a" in search.archive.artifacts.read(seed.id, "index.txt")
     ptx = next(n for n in names if n.endswith(".ptx"))
-    assert b".target sm_90a" in search.archive.artifact(seed.id, ptx)
+    assert b".target sm_90a" in search.archive.artifacts.read(seed.id, ptx)
     assert not any(search.work.glob("artifacts_*"))  # the dump folder went into the archive and is gone
     digest = search.contexts.context(seed, best=search.best, run_id=search.run_id).parent.digest  # what a prompt built on the seed says of its SASS
     assert digest and all(d["name"].endswith("softmax_row_kernel") for d in digest)
@@ -68,11 +68,11 @@ def test_artifacts_are_bounded_and_replaced(tmp_path):
     (folder / "00_k.ptx").write_text("ptx " * 100)
     (folder / "00_k.cubin").write_bytes(b"\0" * 5000)
     (folder / "link.ptx").symlink_to(folder / "00_k.ptx")
-    archive.ARTIFACT_FILE_LIMIT = 1000  # the cubin is over it
-    assert archive.store_artifacts(cand.id, folder) == 1
-    assert [a["name"] for a in archive.artifacts(cand.id)] == ["00_k.ptx"]  # no symlink, nothing over the limit
-    assert archive.artifact(cand.id, "00_k.ptx") == ("ptx " * 100).encode()
+    archive.artifacts.FILE_LIMIT = 1000  # the cubin is over it
+    assert archive.artifacts.store(cand.id, folder) == 1
+    assert [a["name"] for a in archive.artifacts.listing(cand.id)] == ["00_k.ptx"]  # no symlink, nothing over the limit
+    assert archive.artifacts.read(cand.id, "00_k.ptx") == ("ptx " * 100).encode()
     (folder / "00_k.ptx").write_text("new")
-    archive.store_artifacts(cand.id, folder)
-    assert archive.artifact(cand.id, "00_k.ptx") == b"new"
+    archive.artifacts.store(cand.id, folder)
+    assert archive.artifacts.read(cand.id, "00_k.ptx") == b"new"
     archive.close()

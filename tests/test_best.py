@@ -84,7 +84,7 @@ def test_best_names_what_its_run_reported_over_a_near_tie_of_the_highest_score(t
     archive = Archive(db)
     try:
         assert archive.run(run)["best_id"] == held
-        archive.store_audit(held, "cpu (Triton interpreter)", Audit(FAILED, "ran a torch kernel"))
+        archive.launch_audits.store(held, "cpu (Triton interpreter)", Audit(FAILED, "ran a torch kernel"))
     finally:
         archive.close()
     result = evolve("best", MINI, "--db", db, "--no-verify")  # the run's choice failed its audit: the highest then

@@ -84,7 +84,7 @@ def test_each_specialization_gets_its_own_registers(tmp_path):
     archive = Archive(tmp_path / "d.db")
     run = archive.start_run("p", "p", {}, "NVIDIA H200", {})
     cand = archive.add_candidate(run, source="x = 1\n", proposer="seed")
-    archive.store_artifacts(cand.id, dump)
+    archive.artifacts.store(cand.id, dump)
     kernels = [{"name": "k", "regs": 12, "spills": 0, "files": ["00_k.ptx", "00_k.sass"]},
                {"name": "k", "regs": 115, "spills": 3, "files": ["01_k.ptx", "01_k.sass"]}]
     got = {d.name: (d.regs, d.spills, d.about) for d in digest_candidate(archive, cand.id, kernels)}
@@ -115,7 +115,7 @@ def test_show_gives_the_digest_against_the_parent(tmp_path):
         (dump / "00_k.sass").write_text(sass)
         cand = archive.add_candidate(run, source=f"x = {n}\n", proposer="seed" if n == 0 else "llm",
                                      parent_ids=ids[:1])
-        archive.store_artifacts(cand.id, dump)
+        archive.artifacts.store(cand.id, dump)
         archive.record_verdict(cand.id, ladder(fitness=0.5 - 0.1 * n), 0.5 - 0.1 * n)
         ids.append(cand.id)
     archive.close()

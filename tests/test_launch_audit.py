@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from evolve import launch_audit
-from evolve.archive import MIGRATIONS, Archive, migrate
+from evolve.archive import Archive
+from evolve.archive_schema import MIGRATIONS, migrate
 from evolve.config import RunConfig
 from evolve.harness import EvalOptions
 from evolve.launch_audit import (FAILED, NEEDS_GPU, NOT_RUN, PASSED, Audit, Auditor, Launch, allowed_names, judge,
@@ -180,20 +181,20 @@ def test_the_archive_keeps_audits_and_older_archives_gain_the_table(tmp_path):
     try:
         cand = archive.add_candidate(1, source="y = 2\n", proposer="seed")
         archive.record_verdict(cand.id, ladder(fitness=0.7), 0.7)
-        assert archive.audit(cand.id) is None and archive.best("mini_softmax").id == cand.id
+        assert archive.launch_audits.get(cand.id) is None and archive.best("mini_softmax").id == cand.id
         kept = Audit(PASSED, "only its own kernels ran", (("softmax_row_kernel", 6),), ("softmax_row_kernel",), 12.5,
                      "csv")
-        archive.store_audit(cand.id, "NVIDIA H200", kept)
-        row = archive.audit(cand.id, "NVIDIA H200")
+        archive.launch_audits.store(cand.id, "NVIDIA H200", kept)
+        row = archive.launch_audits.get(cand.id, "NVIDIA H200")
         assert (row["status"], row["kernels"], row["allowed"], row["seconds"]) == \
             (PASSED, [["softmax_row_kernel", 6]], ["softmax_row_kernel"], 12.5)
         assert launch_audit.from_record(row) == Audit(PASSED, "only its own kernels ran", (("softmax_row_kernel", 6),),
                                                       ("softmax_row_kernel",), 12.5, recorded=True)
-        assert archive.audit(cand.id, "another card") is None
-        archive.store_audit(cand.id, "another card", Audit(FAILED, "cuBLAS ran"))
-        archive.store_audit(cand.id, "another card", Audit(NOT_RUN, "ncu is not on PATH"))
-        assert archive.audit(cand.id)["status"] == FAILED  # a failure is for good, whatever came after
-        assert archive.best("mini_softmax") is None and archive.failed_audits() == {cand.id}
+        assert archive.launch_audits.get(cand.id, "another card") is None
+        archive.launch_audits.store(cand.id, "another card", Audit(FAILED, "cuBLAS ran"))
+        archive.launch_audits.store(cand.id, "another card", Audit(NOT_RUN, "ncu is not on PATH"))
+        assert archive.launch_audits.get(cand.id)["status"] == FAILED  # a failure is for good, whatever came after
+        assert archive.best("mini_softmax") is None and archive.launch_audits.failed() == {cand.id}
         assert archive.runs()[0]["best_score"] is None
     finally:
         archive.close()
@@ -318,7 +319,7 @@ def test_a_run_on_the_cpu_says_the_audit_needs_a_gpu(tmp_path):
                                    retime_top=0), archive, evaluate=evaluate).run()
         assert summary.best is not None and summary.audit == Audit(NOT_RUN, NEEDS_GPU)
         assert summary.audit.line.startswith("launch audit not run: the launch audit needs a GPU")
-        assert archive.audit(summary.best.id) is None  # nothing to keep: a GPU run audits it
+        assert archive.launch_audits.get(summary.best.id) is None  # nothing to keep: a GPU run audits it
     finally:
         archive.close()
 

@@ -111,7 +111,7 @@ def test_a_call_names_only_problems_under_the_roots_and_no_value_is_an_option(tm
     assert not (tmp_path / "ran").exists()
     assert sent.is_error and "not a problem under" in text(sent)
     assert not helped.is_error and "Usage" not in text(helped)
-    assert [h["text"] for h in Archive(str(db)).hints(run)] == ["--help"]
+    assert [h["text"] for h in Archive(str(db)).hints.of_run(run)] == ["--help"]
     assert best_help.is_error and "not a problem under" in text(best_help)
 
 

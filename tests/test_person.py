@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evolve.archive import Archive
 from evolve.config import RunConfig, SearchConfig
-from evolve.harness import EvalOptions, RungResult
+from evolve.harness import EvalOptions
 from evolve.proposer import LLMProposer, ModelSpec, default_prompts
 from evolve.render import against_parent
 from evolve.search import Search
@@ -70,10 +70,10 @@ def test_a_hint_given_while_the_run_goes_on_reaches_the_next_prompts(tmp_path):
     archive = Archive(db)
     llm_cands = [c for c in archive.candidates(1) if c.proposer == "llm"]
     assert [c.hint_ids for c in llm_cands] == [(), (1,), (1,)]
-    assert archive.hints(1)[0]["text"] == HINT
+    assert archive.hints.of_run(1)[0]["text"] == HINT
     archive.close()
     shown = evolve("show", llm_cands[1].id, "--db", db, "--no-prompt")
-    assert shown.returncode == 0 and f"saw hint #1" in shown.stdout and HINT in shown.stdout
+    assert shown.returncode == 0 and "saw hint #1" in shown.stdout and HINT in shown.stdout
     assert "saw hint" not in evolve("show", llm_cands[0].id, "--db", db, "--no-prompt").stdout
 
 

@@ -473,7 +473,7 @@ def test_a_win_over_a_best_timed_in_another_run_counts_only_against_its_new_figu
     # the incumbent was timed again on the challenger's card, after it (the seed's second evaluation)
     assert [c for c in gpu.calls if c[1] is None][1:] == [(f"duel_{duel['candidate'].id}_{first.best.id}.py", None,
                                                            "0")]
-    retimed = archive.retimes(summary.run_id)
+    retimed = archive.retimes.of_run(summary.run_id)
     assert [(r["candidate_id"], r["round"], r["figure"]) for r in retimed] == [(first.best.id, 0, later)]
     assert (search.best.id == duel["candidate"].id) is holds  # a win that did not hold leaves the best in place
     assert duel["candidate"].id in search.population.members  # a parent either way

@@ -106,7 +106,7 @@ def test_a_gpu_run_ends_by_re_timing_its_best_interleaved(tmp_path, problem):
         assert [name for name, _ in fake.calls[2:]] == [f"retime_{seed.id}_1.py", f"retime_{multi.id}_1.py",
                                                         f"retime_{multi.id}_2.py", f"retime_{seed.id}_2.py",
                                                         f"retime_{seed.id}_3.py", f"retime_{multi.id}_3.py"]
-        rows = archive.retimes(summary.run_id)
+        rows = archive.retimes.of_run(summary.run_id)
         assert [(r["candidate_id"], r["round"], r["figure"]) for r in rows] == [
             (seed.id, 1, 0.72), (multi.id, 1, 0.60), (multi.id, 2, 0.60), (seed.id, 2, 0.71), (seed.id, 3, 0.69),
             (multi.id, 3, 0.60)]
@@ -218,7 +218,7 @@ def test_evolve_retime_measures_a_runs_best_again(tmp_path, problem):
     assert f"re-timing #{ids[0]}, #{ids[1]} of run {run}" in result.stderr
     assert "1 / interpreter ms" in result.stdout and "re-timed order" in result.stdout
     archive = Archive(db)
-    rows = archive.retimes(run)
+    rows = archive.retimes.of_run(run)
     assert [(r["candidate_id"], r["ok"]) for r in rows] == [(ids[0], 1), (ids[1], 1)]
     assert all(r["figure"] > 0 for r in rows)
     assert archive.get(ids[0]).score == 2.0  # unchanged

@@ -16,7 +16,8 @@ MINI = Path(__file__).resolve().parent / "data" / "mini_softmax"
 
 def verdict(fitness: float, noise: float = NOISE_FLOOR) -> Verdict:
     """A passing verdict whose timing windows spread by `noise` (the measurer's per-shape `spread`)."""
-    shapes = tuple({"case": f"fp32 {n}x1024", "ms": 0.1, "spread": noise * k} for n, k in ((1, 0.5), (2, 1.0), (3, 3.0)))
+    shapes = tuple({"case": f"fp32 {n}x1024", "ms": 0.1, "spread": noise * k}
+                   for n, k in ((1, 0.5), (2, 1.0), (3, 3.0)))
     return ladder(fitness=fitness, shapes=shapes)
 
 
@@ -89,8 +90,9 @@ def test_the_noise_is_the_spread_the_measurer_reports_carried_through_the_roofli
     peaks = {"bandwidth": 4.0e12, "flops": {"float32": 5.0e13, "bfloat16": 7.0e14, "float16": 7.0e14}}
 
     def noise(spreads):
-        rows = [{"case": f"fp32 {n}x4096", "shape": [n, 4096], "dtype": "float32", "ms": 0.05, "bytes": 2 * n * 4096 * 4,
-                 "flops": 5 * n * 4096, "spread": s, "clock": "cuda-window"} for n, s in zip((512, 1024, 2048), spreads)]
+        rows = [{"case": f"fp32 {n}x4096", "shape": [n, 4096], "dtype": "float32", "ms": 0.05,
+                 "bytes": 2 * n * 4096 * 4, "flops": 5 * n * 4096, "spread": s, "clock": "cuda-window"}
+                for n, s in zip((512, 1024, 2048), spreads)]
         roofline, shapes, fitness = _roofline(RungResult("benchmark", "ok", metrics={"shapes": rows}), peaks, "gpu")
         assert roofline.ok and fitness is not None
         return noise_of(ladder(fitness=fitness, shapes=shapes))
@@ -155,7 +157,7 @@ def test_kept_material_verdicts_bring_the_compiler_output_the_archive_stored(tmp
         try:
             summary = Search(config, archive, evaluate=evaluate, known_material=True).run()
             seed = archive.candidates(summary.run_id)[0]
-            return seed, archive.artifact_files(seed.id)
+            return seed, archive.artifacts.files(seed.id)
         finally:
             archive.close()
 

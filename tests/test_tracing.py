@@ -141,10 +141,10 @@ def test_a_trace_is_kept_shown_and_given_to_prompts(tmp_path):
     summary = tracing.parse(stamp_buffer(3, {(0, 0): [(0, t0), (900, t0 + 400), (1000, t0 + 450)]}),
                             sections.find(MARKED))
     summary["case"] = "fp32 4096x1024"
-    archive.store_trace(cand.id, "NVIDIA H200", Result(True, 2.5, "", summary), "fp32 4096x1024")
-    kept = Archive(str(db)).trace(cand.id)
+    archive.traces.store(cand.id, "NVIDIA H200", Result(True, 2.5, "", summary), "fp32 4096x1024")
+    kept = Archive(str(db)).traces.latest(cand.id)
     assert kept["ok"] and kept["summary"]["sections"][0]["cycles_median"] == 900.0
-    assert cand.id in archive.traced("NVIDIA H200") and cand.id not in archive.traced("cpu")
+    assert cand.id in archive.traces.attempted("NVIDIA H200") and cand.id not in archive.traces.attempted("cpu")
     shown = subprocess.run([sys.executable, "-m", "evolve.cli", "show", str(cand.id), "--db", str(db),
                             "--no-prompt"], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
@@ -175,7 +175,7 @@ def test_evolve_trace_says_what_it_needs(tmp_path):
     assert no_gpu.returncode == 1 and "tracing needs a GPU" in no_gpu.stderr
     wrong_case = trace(str(marked.id), "--case", "fp32 3x3")
     assert wrong_case.returncode == 2 and "its cases: fp32 4096x1024" in wrong_case.stderr
-    assert Archive(str(db)).trace(marked.id) is None  # nothing stored for a trace that did not run
+    assert Archive(str(db)).traces.latest(marked.id) is None  # nothing stored for a trace that did not run
     softmax = str(ROOT / "problems" / "softmax")
     a_file = subprocess.run([sys.executable, "-m", "evolve.cli", "trace", str(SEED), "--problem", softmax],
                             capture_output=True, text=True, timeout=120, env=env)  # a file, not archived
@@ -226,8 +226,9 @@ def test_a_real_trace_from_an_h100_parses_as_it_did_on_the_card(tmp_path):
     run = archive.start_run("softmax", str(ROOT / "problems" / "softmax"), {}, "NVIDIA H100 80GB HBM3", {})
     cand = archive.add_candidate(run, source=SEED.read_text(), proposer="seed")
     kept = Result(True, 6.0, "", {**summary, "case": "fp32 1024x131072"})
-    archive.store_trace(cand.id, "NVIDIA H100 80GB HBM3", kept)
-    assert "softmax_looped_kernel/pass2: median 297,096 cycles" in tracing.render(archive.trace(cand.id)["summary"])
+    archive.traces.store(cand.id, "NVIDIA H100 80GB HBM3", kept)
+    kept_summary = archive.traces.latest(cand.id)["summary"]
+    assert "softmax_looped_kernel/pass2: median 297,096 cycles" in tracing.render(kept_summary)
 
 
 def test_a_runs_trace_round_takes_only_marked_correct_kernels_and_says_why_it_stops(tmp_path, monkeypatch):

@@ -47,7 +47,7 @@ class Material(Strategy):
         fields = {"source": source, "island": island, "proposer": proposer, "knobs": read_knobs(source)[0],
                   "template": path.name}
         kept = known.recall(view.config.eval.cache_dir, entry, with_artifacts=view.config.artifacts,
-                            limit=view.archive.ARTIFACT_TOTAL_LIMIT) if self.keep_verdicts else None
+                            limit=view.archive.artifacts.TOTAL_LIMIT) if self.keep_verdicts else None
         return Proposal(fields, self.name, note={"entry": entry}, kept=kept)
 
     def landed(self, landing: Landing, view: View) -> None:
@@ -56,5 +56,5 @@ class Material(Strategy):
         if not (landing.answers(self.name) and landing.fresh and self.keep_verdicts) or cand is None \
                 or proposal is None or verdict is None or not verdict.ok:
             return
-        artifacts = view.archive.artifact_files(cand.id) if view.config.artifacts else None
+        artifacts = view.archive.artifacts.files(cand.id) if view.config.artifacts else None
         known.keep(view.config.eval.cache_dir, proposal.note["entry"], verdict, artifacts)
