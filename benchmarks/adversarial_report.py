@@ -49,8 +49,8 @@ def main():
     parser.add_argument("--cache", help="peaks/baselines cache folder (default: a fresh temporary one)")
     parser.add_argument("--width", type=int, default=110, help="reason column width")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="cases evaluated at once, without a GPU only (the honest control always runs alone, before and "
-                             "after)")
+                        help="cases evaluated at once, without a GPU only (the honest control always runs alone, "
+                             "before and after)")
     parser.add_argument("cases", nargs="*", help="case names (default: all)")
     args = parser.parse_args()
     cache = args.cache or tempfile.mkdtemp(prefix="evolve-adv-")

@@ -60,9 +60,9 @@ def main():
                   f"{split['runner_describe']:.1f} s")
         split = verdict.rung("benchmark").metrics.get("split")
         if split:
-            print(f"{'':<12}benchmark: inputs and references {split['inputs']:.1f} s, windows {split['windows']:.1f} s, "
-                  f"checking timed outputs {split['checks']:.1f} s; {split['outputs_mapped']} output allocations "
-                  f"mapped in {split['mapping_s']:.1f} s")
+            print(f"{'':<12}benchmark: inputs and references {split['inputs']:.1f} s, "
+                  f"windows {split['windows']:.1f} s, checking timed outputs {split['checks']:.1f} s; "
+                  f"{split['outputs_mapped']} output allocations mapped in {split['mapping_s']:.1f} s")
     print("seconds; 'other' = process start, imports, device setup, peaks/baselines and window calibration")
 
 

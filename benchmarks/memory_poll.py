@@ -27,7 +27,8 @@ if sys.argv[2] == "cuda":
 fd = os.memfd_create("held"); os.write(fd, b"x" * 1000000)
 unlinked = tempfile.TemporaryFile(); unlinked.write(b"y" * 100000); unlinked.flush()
 regions = [mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,  # alternate protections: none merge
-                     prot=mmap.PROT_READ if i % 2 else mmap.PROT_READ | mmap.PROT_WRITE) for i in range(int(sys.argv[1]))]
+                     prot=mmap.PROT_READ if i % 2 else mmap.PROT_READ | mmap.PROT_WRITE)
+           for i in range(int(sys.argv[1]))]
 print("ready", flush=True)
 time.sleep(600)
 """

@@ -237,4 +237,5 @@ def board(dbs, problems=None, devices=None):
 
 
 __all__ = ["Best", "DEFAULT_DB", "LLMConfig", "Plan", "ProfileConfig", "SearchConfig", "SetupError", "best",
-           "evaluate", "board", "check_startable", "load", "make_proposer", "plan_run", "run", "start_search", "timeout_for"]
+           "evaluate", "board", "check_startable", "load", "make_proposer", "plan_run", "run", "start_search",
+           "timeout_for"]

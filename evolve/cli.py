@@ -198,7 +198,8 @@ def _check_language(language: str | None, problem=None) -> None:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Wall-clock limit in seconds for one evaluation; its processes are killed with their groups "
                    f"[default: {D.EVAL_TIMEOUT_S:g}; {D.LARGE_INPUT_TIMEOUT_S:g} for inputs of a gigabyte or more].")
-@click.option("--max-memory", "max_rss_gb", type=click.FloatRange(min=0, min_open=True), default=D.MAX_MEMORY_GB, show_default=True,
+@click.option("--max-memory", "max_rss_gb", type=click.FloatRange(min=0, min_open=True), default=D.MAX_MEMORY_GB,
+              show_default=True,
               help="Host memory limit in GB of all the candidate's processes hold (the kernel's limit on their "
                    "cgroup where the machine has one).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
@@ -325,8 +326,9 @@ def _open_archive(db, must_exist=True, read_only=False):
                    "model the run uses its embedded default: the knob tuner over the seeds and archived kernels.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
 @click.option("--max-candidates", type=click.IntRange(min=1), help="Stop after this many evaluated candidates.")
-@click.option("--budget", type=_Duration(), help="Stop after this much wall time: 90m, 8h, 45s [default without a GPU, when no other "
-                               "limit is given: 5m; with a GPU: none].")
+@click.option("--budget", type=_Duration(),
+              help="Stop after this much wall time: 90m, 8h, 45s [default without a GPU, when no other "
+                   "limit is given: 5m; with a GPU: none].")
 @click.option("--max-cost", type=click.FloatRange(min=0, min_open=True),
               help="Stop once LLM spend reaches this many US dollars.")
 @click.option("--target", type=click.FloatRange(min=0, max=1.05, min_open=True), default=D.TARGET, show_default=True,
@@ -334,12 +336,14 @@ def _open_archive(db, must_exist=True, read_only=False):
 @_db_option
 @click.option("--resume", is_flag=True, help="Continue the last run of this problem (after a crash or Ctrl-C).")
 @click.option("--seed", type=int, default=D.SEED, show_default=True, help="Seed of the search's random choices.")
-@click.option("--islands", type=click.IntRange(min=1), default=D.ISLANDS, show_default=True, help="Number of islands in the population.")
+@click.option("--islands", type=click.IntRange(min=1), default=D.ISLANDS, show_default=True,
+              help="Number of islands in the population.")
 @click.option("--repairs", type=click.IntRange(min=0), default=D.REPAIRS, show_default=True,
               help="Load/compile failures sent back to the model before a candidate counts as dead.")
 @click.option("--stagnation", type=click.IntRange(min=1), default=D.STAGNATION, show_default=True,
               help="Stop after this many evaluated candidates without an improvement.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=D.CONCURRENCY, show_default=True, help="Most LLM calls in flight at once.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=D.CONCURRENCY, show_default=True,
+              help="Most LLM calls in flight at once.")
 @click.option("--tune-share", type=click.FloatRange(0, 1), default=D.TUNE_SHARE, show_default=True,
               help="With a model configured, the share of steps given to the knob tuner instead of the model.")
 @click.option("--compose-share", type=click.FloatRange(0, 1), default=D.COMPOSE_SHARE, show_default=True,
@@ -398,8 +402,8 @@ def _open_archive(db, must_exist=True, read_only=False):
                    "the machine allows, at most 8 (2 CPU cores, 4 GiB of host memory and 13 GiB of the card's "
                    "memory each); 1 without a GPU.")
 @click.option("--fair-window", default=D.FAIR_WINDOW, show_default=True, metavar="DURATION",
-              help="A GPU candidate's win over the best counts only against a figure of the best timed on the same card "
-                   "within this long; otherwise the best is timed again on that card first (0: never).")
+              help="A GPU candidate's win over the best counts only against a figure of the best timed on the same "
+                   "card within this long; otherwise the best is timed again on that card first (0: never).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Evaluate on a Ray cluster: 'auto' (the cluster this machine belongs to) or its address "
                    "(ray://host:10001, host:6379). One lane per GPU, each a Ray actor; this process keeps the loop and "
@@ -410,9 +414,10 @@ def _open_archive(db, must_exist=True, read_only=False):
               help="The language candidates are written in (triton, cutedsl, tilelang) [default: the first the "
                    "problem accepts].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
-                repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries, device, timeout_s,
-                cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds, retime_top,
-                retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes, language):
+                repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries,
+                device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds,
+                retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes,
+                language):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -593,7 +598,8 @@ def _found(summary, archive) -> str:
               help="The SQLite archive every cell writes to.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
 @click.option("--seed", type=int, default=D.SEED, show_default=True, help="The search seed, the same for every cell.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=D.CONCURRENCY, show_default=True, help="Most LLM calls in flight at once.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=D.CONCURRENCY, show_default=True,
+              help="Most LLM calls in flight at once.")
 @click.option("--tune-share", type=click.FloatRange(0, 1), default=D.TUNE_SHARE, show_default=True,
               help="Share of steps given to the knob tuner.")
 @click.option("--compose-share", type=click.FloatRange(0, 1), default=D.COMPOSE_SHARE, show_default=True,
@@ -1175,7 +1181,8 @@ def pause_command(run_id, db):
 
 
 @cli.command("resume")
-@click.option("--run", "run_id", type=int, help="The run to let go on [default: the one going on now, else the newest].")
+@click.option("--run", "run_id", type=int,
+              help="The run to let go on [default: the one going on now, else the newest].")
 @_db_option
 def resume_command(run_id, db):
     """Let a run paused by `evolve pause` go on proposing. (A run that stopped, or crashed, goes on with

@@ -44,7 +44,8 @@ class SearchConfig:
     inspirations: int = 2
     diff_share: float = 0.5  # share of LLM proposals asked as SEARCH/REPLACE edits (the rest: full rewrites)
     tune_share: float = D.TUNE_SHARE  # share of steps given to the knob tuner when a model is configured
-    compose_share: float = D.COMPOSE_SHARE  # with a model, share of steps that look for a shape-dispatch composite worth trying
+    # with a model, share of steps that look for a shape-dispatch composite worth trying
+    compose_share: float = D.COMPOSE_SHARE
     repairs: int = D.REPAIRS  # load/compile failures sent back to the model before a candidate counts as dead
     tuner_trials: int | None = None  # knob settings tried per structure; None: 6 with a model, 64 without one
     stagnation: int = D.STAGNATION  # stop after this many evaluated candidates without an improvement
@@ -62,7 +63,8 @@ class LLMConfig:
 
 @dataclass(frozen=True)
 class ProfileConfig:
-    top: int = D.PROFILE_TOP  # the best this many correct candidates not yet profiled, after every `every` evaluations; 0: off
+    # the best this many correct candidates not yet profiled, after every `every` evaluations; 0: off
+    top: int = D.PROFILE_TOP
     every: int = D.PROFILE_EVERY
     as_root: bool = False  # profile even as root (the profiler's child may write under /proc)
     timeout_s: float = 180.0
@@ -95,7 +97,8 @@ class RunConfig:
     retime_rounds: int = D.RETIME_ROUNDS
     context_dirs: tuple[str, ...] = ()  # --context DIR: folders added to the searchable context
     gpus: tuple[str, ...] | None = None  # --gpus: the cards with an evaluation lane each; None: every visible one
-    fair_window_s: float = D.FAIR_WINDOW_S  # a win over a best timed longer ago or on another card is confirmed by re-timing
+    # a win over a best timed longer ago or on another card is confirmed by re-timing
+    fair_window_s: float = D.FAIR_WINDOW_S
     cluster: str | None = None  # --cluster: a Ray cluster's address ("auto": the one this machine is in)
     cluster_lanes: int | None = None  # lanes (actors) on the cluster; None: one per GPU (1 without a GPU)
 

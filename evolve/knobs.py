@@ -29,7 +29,8 @@ import re
 from dataclasses import dataclass
 
 KNOBS_DOC = (
-    "Declare tunable launch parameters as a module-level dict literal `KNOBS = {\"BLOCK_SIZE\": 1024, \"num_warps\": 4}` "
+    "Declare tunable launch parameters as a module-level dict literal "
+    "`KNOBS = {\"BLOCK_SIZE\": 1024, \"num_warps\": 4}` "
     "and read them in host code (KNOBS[\"num_warps\"]); optionally narrow ranges with "
     "`KNOB_SPACE = {\"num_warps\": [2, 4, 8, 16]}`. The tuner searches these values with optuna; each setting is "
     "evaluated as its own candidate."

@@ -144,8 +144,8 @@ class ContextIndex:
             return []
         fts = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
         # bm25 with a heading worth four times the body: a section about the words beats one that mentions them
-        sql = ("SELECT chunks.* FROM chunks JOIN chunks_fts ON chunks_fts.rowid = chunks.rowid WHERE chunks_fts MATCH ? "
-               "ORDER BY bm25(chunks_fts, 4.0, 1.0) LIMIT ?")
+        sql = ("SELECT chunks.* FROM chunks JOIN chunks_fts ON chunks_fts.rowid = chunks.rowid "
+               "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 4.0, 1.0) LIMIT ?")
         with self._lock:
             cursor = self.db.execute(sql, [fts, max(1, min(int(limit), 10))])
             names = [d[0] for d in cursor.description]

@@ -219,7 +219,7 @@ def _calls_apart(launches: list[Launch], marks: list[int], permitted, window_cal
 
     for case in range((len(marks) - 1) // 3):
         alone, window = own(marks[3 * case + 1], marks[3 * case + 2]), own(marks[3 * case + 2], marks[3 * case + 3])
-        one, many = Counter(l.name for l in alone), Counter(l.name for l in window)
+        one, many = Counter(launch.name for launch in alone), Counter(launch.name for launch in window)
         if many != Counter({name: count * window_calls for name, count in one.items()}):
             def listed(counts):
                 return ", ".join(f"{_shown(n, 60)} x{c}" for n, c in counts.most_common(3)) or "nothing"
@@ -227,7 +227,7 @@ def _calls_apart(launches: list[Launch], marks: list[int], permitted, window_cal
                     f"{listed(one)}: each call must launch its own work (deferred or merged calls are timed as work "
                     f"no single call does)")
         for launch in window:
-            longest = max((l.ns for l in alone if l.name == launch.name and l.ns is not None), default=None)
+            longest = max((solo.ns for solo in alone if solo.name == launch.name and solo.ns is not None), default=None)
             if longest and launch.ns is not None and launch.ns > MERGED_RATIO * longest + MERGED_SLACK_NS:
                 return (f"in its {window_calls} calls in a row, {_shown(launch.name, 60)} ran "
                         f"{launch.ns / longest:.1f}x as long as in one call alone ({launch.ns / 1e3:.1f} us against "

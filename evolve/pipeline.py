@@ -312,7 +312,8 @@ def visible_gpus() -> list[str]:
 # an H100 (80 GB, 16 cores, one warm machine) 4 lanes 1,328, 6 lanes 1,721 and 1,720, 8 lanes 1,618.
 AUTO_MAX_PER_GPU = 8
 CORES_PER_LANE = 2  # a lane's evaluation keeps a GPU runner and a compile runner busy
-HOST_GIB_PER_LANE = 4.0  # an idle crew holds about 1.9 GiB resident on the H200 machine; inputs and references twice that
+# an idle crew holds about 1.9 GiB resident on the H200 machine; inputs and references twice that
+HOST_GIB_PER_LANE = 4.0
 CARD_GIB_PER_LANE = 13.0  # 6 lanes on an 80 GB card (each lane's window inputs get a share: harness/calibration.py)
 CARD_BYTES_PER_INPUT_BYTE = 4  # an evaluation holds its inputs, outputs and float64 references on the card at once
 

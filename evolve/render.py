@@ -122,7 +122,8 @@ def against_parent(verdict: Verdict, parent_verdict: Verdict | None, cand, paren
     head = f"against its parent #{parent.id} ({parent.proposer})"
     if not verdict.ok or not parent_verdict.ok:
         this = "passed" if verdict.ok else f"failed at {verdict.failure.name if verdict.failure else 'a rung'}"
-        that = "passed" if parent_verdict.ok else f"failed at {parent_verdict.failure.name if parent_verdict.failure else 'a rung'}"
+        that = ("passed" if parent_verdict.ok
+                else f"failed at {parent_verdict.failure.name if parent_verdict.failure else 'a rung'}")
         return [f"{head}: this one {this}, the parent {that}"]
     ours, theirs = cand.score, parent.score
     lines = []
@@ -137,7 +138,8 @@ def against_parent(verdict: Verdict, parent_verdict: Verdict | None, cand, paren
             frac = (f"{p['roofline_fraction']:.2f} -> {s['roofline_fraction']:.2f}"
                     if s.get("roofline_fraction") is not None and p.get("roofline_fraction") is not None else "-")
             speed = f"{p['ms'] / s['ms']:.2f}x" if s.get("ms") and p.get("ms") else "-"
-            lines.append(f"  {str(s.get('case'))[:21]:<22}{_time(p['ms']):>11}{_time(s['ms']):>11}{speed:>10}{frac:>17}")
+            lines.append(f"  {str(s.get('case'))[:21]:<22}{_time(p['ms']):>11}{_time(s['ms']):>11}"
+                         f"{speed:>10}{frac:>17}")
     changed = changes(_kernels(parent_verdict), _kernels(verdict), ("regs", "spills", "smem", "num_warps"),
                       label="kernel ")
     if changed:

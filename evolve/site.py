@@ -165,8 +165,8 @@ def write_site(board: Board, out: Path, sources) -> Path:
     folder = templates_dir()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    env.globals.update(ver=_ver, num=_num, pct=_pct, speed=_speed, money=_money, secs=format_duration, fast_p=["0", "1", "1.5", "2"],
-                       generated=board.generated, evolve_version=__version__, root="",
+    env.globals.update(ver=_ver, num=_num, pct=_pct, speed=_speed, money=_money, secs=format_duration,
+                       fast_p=["0", "1", "1.5", "2"], generated=board.generated, evolve_version=__version__, root="",
                        sources=[Path(s).name for s in sources])
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(folder / "static", out / "static", dirs_exist_ok=True)

@@ -37,7 +37,8 @@ def test_an_evaluated_candidate_keeps_its_compiler_output(tmp_path):
     ptx = next(n for n in names if n.endswith(".ptx"))
     assert b".target sm_90a" in search.archive.artifacts.read(seed.id, ptx)
     assert not any(search.work.glob("artifacts_*"))  # the dump folder went into the archive and is gone
-    digest = search.contexts.context(seed, best=search.best, run_id=search.run_id).parent.digest  # what a prompt built on the seed says of its SASS
+    # what a prompt built on the seed says of its SASS
+    digest = search.contexts.context(seed, best=search.best, run_id=search.run_id).parent.digest
     assert digest and all(d["name"].endswith("softmax_row_kernel") for d in digest)
     # the rows of 7 and 300 columns compiled here are not multiples of 16, so Triton cannot vectorize: 32-bit loads
     assert all(set(d["total"]["global_loads"]) == {32} for d in digest)

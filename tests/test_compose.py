@@ -507,7 +507,8 @@ def test_kernels_archived_on_another_device_are_not_material_nor_duplicates(tmp_
         search.start()
         assert search.device == device_name("cpu") == "cpu (Triton interpreter)"
         assert gpu.id not in search.population.members and len(search.population) == 0
-        assert [p.name for p, _ in search.strategies["material"].files] == ["single_block.py", "multi_row.py", "softmax_rows.py"]
+        assert [p.name for p, _ in search.strategies["material"].files] == ["single_block.py", "multi_row.py",
+                                                                             "softmax_rows.py"]
         assert gpu.hash in archive.known_hashes("two_regimes", "NVIDIA H200")
         assert gpu.hash not in archive.known_hashes("two_regimes", search.device)
 
@@ -557,8 +558,10 @@ def test_the_search_hands_the_tuner_per_case_figures_and_aims_trials_at_a_regime
         only_options = {c.id for c in archive.candidates(search.run_id) if c.template in ("multi_row.py",
                                                                                          "single_block.py")}
         assert not any(set(c.parent_ids) & only_options for c in tuned)  # num_warps means nothing to the interpreter
-        aimed = {regime: study for (_, regime), study in search.strategies["tuner"].tuner.studies.items() if regime is not None}
-        assert set(aimed) <= {"smaller shapes", "larger shapes"} and aimed, list(search.strategies["tuner"].tuner.studies)
+        aimed = {regime: study for (_, regime), study in search.strategies["tuner"].tuner.studies.items()
+                 if regime is not None}
+        assert set(aimed) <= {"smaller shapes", "larger shapes"} and aimed, \
+            list(search.strategies["tuner"].tuner.studies)
         for study in aimed.values():  # a regime's study holds the settings' figures on its cases (1 / ms)
             values = [t.value for t in study.trials if t.value is not None]
             assert values and all(any(v == pytest.approx(f) for f in (1.0, 0.1, 0.2)) for v in values), values

@@ -223,7 +223,8 @@ def test_a_launcher_may_name_only_the_dsls_kernel_modules(inside, message):
     """What the DSL traces on the host at compile time is judged as kernel code: its host helpers (torch interop,
     benchmarking), which compute outside any kernel, are refused there."""
     source = (DATA / "copy_rows.py").read_text().replace(
-        "    m, n = mx.shape\n    copy_kernel(mx, my)", f"    m, n = mx.shape\n    _ = {inside}\n    copy_kernel(mx, my)")
+        "    m, n = mx.shape\n    copy_kernel(mx, my)",
+        f"    m, n = mx.shape\n    _ = {inside}\n    copy_kernel(mx, my)")
     assert inside in source
     problems = check_source(source, "k.py", language="cutedsl")
     assert any(message in p for p in problems), problems

@@ -1,6 +1,7 @@
-"""The CPU mode's interpreter, its module listing taken once (lang/triton/interpreter.py), computes what Triton's own does:
-it wraps the same members at every call, and every problem's seeds and correct solutions give the same outputs, bit
-for bit. Each side runs in a process of its own (the speed-up changes Triton's interpreter module for the process)."""
+"""The CPU mode's interpreter, its module listing taken once (lang/triton/interpreter.py), computes what Triton's own
+does: it wraps the same members at every call, and every problem's seeds and correct solutions give the same outputs,
+bit for bit. Each side runs in a process of its own (the speed-up changes Triton's interpreter module for the
+process)."""
 import json
 import os
 import subprocess

@@ -124,7 +124,8 @@ def test_a_tool_run_jailed_writes_only_its_folder(tmp_path):
     outside = tmp_path / "outside.txt"
     script = ("import os, sys\n"
               "open(os.path.join(os.environ['TMPDIR'], 'inside.txt'), 'w').write('x')\n"
-              "try:\n    open(sys.argv[1], 'w').write('forged')\nexcept OSError as exc:\n    print('refused', exc.errno)\n")
+              "try:\n    open(sys.argv[1], 'w').write('forged')\n"
+              "except OSError as exc:\n    print('refused', exc.errno)\n")
     out = subprocess.run(jail.jailed([sys.executable, "-c", script, str(outside)], str(work)), capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -77,7 +77,7 @@ def test_read_is_bounded_and_stays_inside_the_index(folder):
     assert text.splitlines() == ["mylib/examples/add.py:3-4 of 150", "    3  @triton.jit",
                                  "    4  def add_kernel(x_ptr, y_ptr, n):"]
     long = index.read("mylib/examples/add.py", 1, 10_000)
-    assert long.splitlines()[0] == f"mylib/examples/add.py:1-150 of 150" and len(long.splitlines()) == 151
+    assert long.splitlines()[0] == "mylib/examples/add.py:1-150 of 150" and len(long.splitlines()) == 151
     assert READ_LINES >= 150
     assert index.read("mylib/examples/add.py", 500, 510) == "mylib/examples/add.py has 150 lines"
     outside = index.read("../../../etc/passwd", 1, 5)

@@ -42,7 +42,7 @@ def launches(*names, pid="2"):
 
 def test_the_parser_reads_every_launch_in_order():
     honest = parse_report(HONEST.read_text())
-    assert len(honest) == 14 and [l.id for l in honest] == list(range(14))
+    assert len(honest) == 14 and [launch.id for launch in honest] == list(range(14))
     assert honest[6].name == SPIN and honest[7].name == "softmax_row_kernel" and honest[7].pid == "2"
     assert honest[0].name.startswith("void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4")
     # one row per launch and metric (a second metric) is still one launch each; the raw page reads too
@@ -51,7 +51,7 @@ def test_the_parser_reads_every_launch_in_order():
                                for line in text.splitlines() if line.startswith('"7"'))
     assert len(parse_report(doubled)) == 14
     raw = parse_report((DATA / "softmax_seed_4096x4096_raw.csv").read_text())
-    assert [(l.id, l.pid, l.name) for l in raw] == [(0, "519", "softmax_row_kernel")]
+    assert [(launch.id, launch.pid, launch.name) for launch in raw] == [(0, "519", "softmax_row_kernel")]
     with pytest.raises(launch_audit.AuditError, match="no kernel table"):
         parse_report("==PROF== Disconnected from process 2\n")
 
@@ -125,7 +125,7 @@ def test_each_call_of_a_window_launches_its_own_work():
 
 def test_the_parser_reads_each_launchs_duration():
     honest = parse_report(HONEST.read_text())
-    assert honest[1].ns == 10144.0 and all(l.ns is not None for l in honest)
+    assert honest[1].ns == 10144.0 and all(launch.ns is not None for launch in honest)
     from evolve.launch_audit import _nanoseconds
 
     assert _nanoseconds("1.5", "usecond") == 1500.0 and _nanoseconds("2", "msecond") == 2e6
@@ -388,7 +388,7 @@ def test_a_real_report_of_one_case_audited_per_call_passes():
     """Nsight Compute's report of the mini problem's seed on the H200 (benchmarks/launch_audit_check.py): one case,
     its warming call, one call alone and four in a row, each part closed by a marker, every launch timed."""
     launches = parse_report(MINI_SEED.read_text())
-    assert sum(1 for l in launches if "spin_kernel" in l.name) == 4 and all(l.ns for l in launches)
+    assert sum(1 for launch in launches if "spin_kernel" in launch.name) == 4 and all(launch.ns for launch in launches)
     status, reason, _ = judge(launches, {"softmax_row_kernel"}, cases=1)
     assert status == PASSED and "softmax_row_kernel x6" in reason, reason
     assert "did not all finish" in judge(launches, {"softmax_row_kernel"}, cases=2)[1]
@@ -402,13 +402,13 @@ def test_torch_fills_pass_as_this_ncu_names_them_and_aten_that_computes_does_not
     launches = parse_report(text)
     fill = ("void native::vectorized_elementwise_kernel<4, native::FillFunctor<float>, std::array<char *, 1>>"
             "(int, T2, T3)")
-    assert sum(1 for l in launches if l.name == fill) >= 12
+    assert sum(1 for launch in launches if launch.name == fill) >= 12
     allowed = {"divide_kernel_c2", "mean_kernel_c13", "row_loss_atomic_kernel_c2", "row_loss_kernel_c13"}
     status, reason, _ = judge(launches, allowed, cases=5)
     assert status == PASSED and "torch fills" in reason, reason
     mul = fill.replace("native::FillFunctor<float>", "native::AUnaryFunctor<float, float, float, "
                        "native::binary_internal::MulFunctor<float>>")
-    computes = [Launch(l.id, l.pid, mul) if l.name == fill else l for l in launches]
+    computes = [Launch(launch.id, launch.pid, mul) if launch.name == fill else launch for launch in launches]
     status, reason, _ = judge(computes, allowed, cases=5)
     assert status == FAILED and "(ATen (torch))" in reason, reason
 

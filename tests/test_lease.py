@@ -155,7 +155,8 @@ from evolve.harness.lease import CardLease, Party
 env = {{**os.environ, "EVOLVE_EVAL_TOKEN": "tok-warden-test"}}
 procs = [subprocess.Popen([sys.executable, "-c", {LOOP!r}], env=env, start_new_session=True) for _ in range(2)]
 lease = CardLease("card")
-holder, other = Party("holder", [procs[0].pid], "tok-holder", None), Party("other", [procs[1].pid], "tok-warden-test", None)
+holder = Party("holder", [procs[0].pid], "tok-holder", None)
+other = Party("other", [procs[1].pid], "tok-warden-test", None)
 lease.join(holder); lease.join(other); lease.request(holder)
 open({str(pids)!r}, "w").write(" ".join(str(p.pid) for p in procs))
 time.sleep(60)

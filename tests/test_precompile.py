@@ -28,8 +28,8 @@ def _runner(work: Path, language: str = "triton"):
     env = {**os.environ, **lang.get(language).runner_env("compile", work), "TMPDIR": str(work / "tmp"),
            "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
     env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner", str(to_r), str(from_w), "compile", str(work),
-                             str(work / "tmp"), language],
+    proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner", str(to_r), str(from_w), "compile",
+                             str(work), str(work / "tmp"), language],
                             pass_fds=(to_r, from_w), env=env, cwd=work, start_new_session=True)
     os.close(to_r)
     os.close(from_w)

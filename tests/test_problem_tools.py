@@ -124,7 +124,8 @@ def test_a_misspelt_key_is_refused_naming_the_known_ones(tmp_path):
     faults = check_problem(folder, device="cpu")
     assert faults == [
         f"{where}: the top level has an unknown key 'benchmarks' (did you mean 'benchmark'?); the known keys are "
-        "name, description, dtypes, seeds, output_dtypes, tolerance, test, benchmark, cpu_benchmark, forbid, languages, accepts",
+        "name, description, dtypes, seeds, output_dtypes, tolerance, test, benchmark, cpu_benchmark, forbid, "
+        "languages, accepts",
         f"{where}: [tolerance] has an unknown dtype 'bfloat61' (did you mean 'bfloat16'?); the known dtypes are "
         "float32, bfloat16, float16",
         f"{where}: [tolerance.float32] has an unknown key 'rtl' (did you mean 'rtol'?); the known keys are rtol, "

@@ -322,7 +322,8 @@ def test_parse_models():
 def test_parse_reply_edges():
     assert parse_reply(fenced(KERNEL, "py"), "full_rewrite", None) == (KERNEL, None)
     assert parse_reply(fenced(KERNEL, ""), "repair", None) == (KERNEL, None)  # unlabelled fence
-    assert parse_reply(fenced("x = 1\n"), "full_rewrite", None)[1] == "the reply's code blocks do not define custom_kernel"
+    assert (parse_reply(fenced("x = 1\n"), "full_rewrite", None)[1]
+            == "the reply's code blocks do not define custom_kernel")
     source, error = parse_reply(f"Sure! Here it is:\n\n{KERNEL}\nThat should be fast.", "full_rewrite", None)
     assert error is None and "def custom_kernel" in source
     diff = "<<<<<<< SEARCH\nn = 1\n=======\nn = 2\n>>>>>>> REPLACE\n"

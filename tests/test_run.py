@@ -96,8 +96,8 @@ def test_scripted_llm_run(tmp_path):
             fenced(good(1)), fenced(good(32)),
         )
         result = evolve("run", MINI, "--db", db, "--model", "openai/scripted", "--api-base", llm.url,
-                        "--max-candidates", 6, "--device", "cpu", "--tune-share", 0, "--llm-timeout", 10, "--concurrency", 1,
-                        "--seed", 1, OPENAI_API_KEY="sk-test-not-for-the-archive")
+                        "--max-candidates", 6, "--device", "cpu", "--tune-share", 0, "--llm-timeout", 10,
+                        "--concurrency", 1, "--seed", 1, OPENAI_API_KEY="sk-test-not-for-the-archive")
         served = len(llm.requests)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "stopped: --max-candidates 6 evaluated" in result.stdout

@@ -26,7 +26,8 @@ def seed_files():
 
 
 def other_language_files():
-    """Seeds and solutions in another language than a problem's first: seeds/<language>/, solutions/<kind>/<language>/."""
+    """Seeds and solutions in another language than a problem's first: seeds/<language>/,
+    solutions/<kind>/<language>/."""
     files = sorted(ROOT.glob("problems/*/seeds/*/*.py")) + sorted(ROOT.glob("problems/*/solutions/*/*/*.py"))
     return [pytest.param(f, id=str(f.relative_to(ROOT / "problems").with_suffix(""))) for f in files]
 

@@ -44,7 +44,8 @@ def custom_kernel(x):
     ("def custom_kernel(x):\n    return x.numpy()\n", ".numpy in host code"),
     ("def custom_kernel(x):\n    return torch._C._nn.gelu(x)\n", "library internals"),
     # dynamic-code
-    ("def custom_kernel(x):\n    f = getattr(torch, 'soft' + 'max')\n    return f(x, -1)\n", "getattr with a computed name"),
+    ("def custom_kernel(x):\n    f = getattr(torch, 'soft' + 'max')\n    return f(x, -1)\n",
+     "getattr with a computed name"),
     ("def custom_kernel(x):\n    return eval('torch.softmax(x, -1)')\n", "builtin eval"),
     ("def custom_kernel(x):\n    return globals()\n", "builtin globals"),
     ("def custom_kernel(x):\n    return getattr(x, '__class__')\n", "dunder attribute __class__"),
@@ -96,8 +97,8 @@ def custom_kernel(x):
      "kernels may use only"),
     ("@triton.jit\ndef k(x):\n    a = x.numpy()\ndef custom_kernel(x):\n    return x\n", ".numpy inside a @triton.jit"),
     # kernel-introspection
-    ("@triton.jit\ndef k(p):\n    if hasattr(tl.load, 'signature'):\n        pass\ndef custom_kernel(x):\n    return x\n",
-     "builtin hasattr inside"),
+    ("@triton.jit\ndef k(p):\n    if hasattr(tl.load, 'signature'):\n        pass\n"
+     "def custom_kernel(x):\n    return x\n", "builtin hasattr inside"),
     ("@triton.jit\ndef k(p):\n    a = p.handle\ndef custom_kernel(x):\n    return x\n", "uses .handle inside"),
     ("@triton.jit\ndef k(p):\n    if isinstance(p, int):\n        pass\ndef custom_kernel(x):\n    return x\n",
      "builtin isinstance inside"),
@@ -114,7 +115,8 @@ def test_rejections(body, fragment):
 @pytest.mark.parametrize("body", [
     # each of these was refused by an earlier static check; none of them protects anything once the runner is jailed
     # and observed from outside
-    "def custom_kernel(x):\n    if x.dim() != 2:\n        raise ValueError(f'expected 2 dims, got {x.dim()}')\n    return x\n",
+    "def custom_kernel(x):\n    if x.dim() != 2:\n        raise ValueError(f'expected 2 dims, got {x.dim()}')\n"
+    "    return x\n",
     "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.log = False\n"
     "        return x\ndef custom_kernel(x):\n    return F.apply(x)\n",
     "import logging\nlog = logging.getLogger(__name__)\ndef custom_kernel(x):\n    log.debug('call')\n    return x\n",
@@ -127,7 +129,8 @@ def test_rejections(body, fragment):
     "    return x\n",
     "def custom_kernel(x):\n    s = torch.cuda.current_stream()\n    return x\n",
     "def custom_kernel(x: 'torch.Tensor') -> 'torch.Tensor':\n    return x\n",
-    "def custom_kernel(x):\n    assert hasattr(x, 'shape') and getattr(x, 'ndim') == 2, '%d dims' % x.ndim\n    return x\n",
+    "def custom_kernel(x):\n    assert hasattr(x, 'shape') and getattr(x, 'ndim') == 2, '%d dims' % x.ndim\n"
+    "    return x\n",
     "def custom_kernel(x):\n    return x\nif __name__ == '__main__':\n    y = torch.randn(4, 4)\n"
     "    print(torch.softmax(y, -1) - custom_kernel(y))\n",
     "import functools\n@functools.lru_cache(None)\ndef cfg(n):\n    return n\ndef custom_kernel(x):\n    return x\n",

@@ -1,4 +1,5 @@
-"""The verdict at the seams: frozen values whose status is the one fact, written as the `--json` schema and read back."""
+"""The verdict at the seams: frozen values whose status is the one fact, written as the `--json` schema and read
+back."""
 import dataclasses
 import json
 

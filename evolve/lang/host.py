@@ -18,8 +18,8 @@ FORBIDDEN_CALL = Rule("call the library op the problem forbids ({forbidden})",
 DYNAMIC_CODE = Rule("run code built from strings or reach names computed at run time (`eval`, `exec`, `compile`, "
                     "`__import__`, `globals`, `vars`, `open`, `getattr` with a computed name, `operator.attrgetter`)",
                     "this check's own reading: every name it judges is spelt out in the file")
-INTERNALS = Rule("touch dunder attributes (but `__name__`, `__qualname__`, `__doc__`, `__init__`), frames, code objects "
-                 "or tracebacks", "this check's own reading: internals lead to every module in the process")
+INTERNALS = Rule("touch dunder attributes (but `__name__`, `__qualname__`, `__doc__`, `__init__`), frames, code "
+                 "objects or tracebacks", "this check's own reading: internals lead to every module in the process")
 TYPING_EVAL = Rule("use typing's evaluators (`get_type_hints`, `ForwardRef`, `Protocol`)",
                    "the dynamic-code rule: they evaluate strings")
 REBIND = Rule("rebind an imported name", "this check's own reading: every use of an import means the import")

@@ -16,7 +16,8 @@ class Repairs(Strategy):
 
     def __init__(self, proposer, contexts):
         self.proposer, self.contexts = proposer, contexts
-        self.due: deque[tuple[Candidate, Verdict | None, int]] = deque()  # (failed candidate, its verdict, repairs left)
+        # (failed candidate, its verdict, repairs left)
+        self.due: deque[tuple[Candidate, Verdict | None, int]] = deque()
 
     def landed(self, landing: Landing, view: View) -> None:
         """A model's (or a repair's) candidate that failed at load or compile is due a repair while it has any left;
