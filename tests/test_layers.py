@@ -70,3 +70,12 @@ def test_the_runner_knows_its_candidates_language_only_through_the_interface():
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {name for name in imported if name.split(".")[0] in ("triton", "cutlass", "tilelang")}, imported
     assert "lang" in imported  # `from ..lang import get`: the one way in
+
+
+def test_strategies_import_no_search():
+    """A strategy reads a View and returns Proposals: nothing under evolve/strategies imports the search, the ledger,
+    the pipeline or the CLI, and the ledger imports no search."""
+    loop = {"evolve.search", "evolve.ledger", "evolve.pipeline", "evolve.lanes", "evolve.cli", "evolve.api"}
+    for path in (PACKAGE / "strategies").glob("*.py"):
+        assert not _imports(path) & loop, f"strategies/{path.name} imports {_imports(path) & loop}"
+    assert not _imports(PACKAGE / "ledger.py") & {"evolve.search", "evolve.cli", "evolve.api"}
