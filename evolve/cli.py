@@ -1229,6 +1229,7 @@ def mcp_command(roots):
     pause or resume a run. Every call goes through the same sealed harness as `evolve eval`. Add to a client's
     configuration: {"mcpServers": {"evolve": {"command": "evolve", "args": ["mcp"]}}}."""
     try:
+        import mcp.server  # noqa: F401 - the SDK the server is built on, imported here so its absence is said
         from .mcp_server import main
     except ImportError:
         _fail("evolve mcp needs the MCP SDK: pip install 'evolve[mcp]'")

@@ -87,9 +87,49 @@ def _source_folder():
 
 
 def evaluate(problem: str, candidate: str | None = None, source: str | None = None, language: str | None = None,
-             device: str = "auto") -> dict:
+             device: str = "auto") -> str:
     """The whole rung ladder (load, compile, run, correctness, benchmark, roofline) for a candidate file or source
-    against a problem (its name, or a path under the server's problem roots), as `evolve eval --json` gives it."""
+    against a problem (its name, or a path under the server's problem roots): a one-line summary, then the verdict's
+    JSON as `evolve eval --json` gives it, with identical kernel specializations listed once each and counted."""
+    verdict = _verdict(problem, candidate, source, language, device)
+    return f"{_summary(verdict)}\n{json.dumps(_compact(verdict), indent=1)}"
+
+
+def _summary(verdict: dict) -> str:
+    """One line: passed (and its figure) or the rung it failed at and why; the kernels compiled."""
+    rungs = verdict.get("rungs", [])
+    failed = next((r for r in rungs if r.get("status") == "failed"), None)
+    if failed is not None:
+        head = f"failed at {failed.get('name')}: {str(failed.get('reason') or '')[:200]}"
+    elif verdict.get("fitness") is not None:
+        head = f"passed: fitness {verdict['fitness']:.3f} of the roofline over {len(verdict.get('shapes', []))} cases"
+    else:
+        head = f"passed on the {verdict.get('mode')} path ({len(verdict.get('shapes', []))} cases timed, no roofline)"
+    kernels = _compact(verdict).get("kernels_compiled", [])
+    return head + ("; kernels: " + ", ".join(f"{k['name']} x{k['specializations']} ({k.get('regs')} registers, "
+                                               f"{k.get('spills')} spills)" for k in kernels) if kernels else "")
+
+
+def _compact(verdict: dict) -> dict:
+    """The verdict with the compile rung's kernels listed once per distinct specialization, with a count."""
+    out = dict(verdict)
+    rungs = []
+    for rung in verdict.get("rungs", []):
+        kernels = (rung.get("metrics") or {}).get("kernels") if rung.get("name") == "compile" else None
+        if kernels:
+            distinct: dict = {}
+            for kernel in kernels:
+                key = json.dumps(kernel, sort_keys=True)
+                distinct.setdefault(key, dict(kernel, specializations=0))["specializations"] += 1
+            out["kernels_compiled"] = list(distinct.values())
+            rung = dict(rung, metrics={k: v for k, v in rung["metrics"].items() if k != "kernels"})
+        rungs.append(rung)
+    out["rungs"] = rungs
+    return out
+
+
+def _verdict(problem: str, candidate: str | None, source: str | None, language: str | None, device: str) -> dict:
+    """`evolve eval --json` in a child process, its verdict as written."""
     problem = _problem(problem)
     with _source_folder() as folder:
         path = _candidate_file(candidate, source, folder)
@@ -103,14 +143,18 @@ def evaluate(problem: str, candidate: str | None = None, source: str | None = No
 
 
 def compile_only(problem: str, candidate: str | None = None, source: str | None = None,
-                 language: str | None = None) -> dict:
+                 language: str | None = None) -> str:
     """The load and compile rungs as a machine without a GPU runs them: the kernels built for sm_90a, with their
     registers, spills and shared memory; nothing is timed. (A Triton candidate's kernels also run under the CPU
     interpreter meanwhile, which takes longer; only those two rungs come back.)"""
-    verdict = evaluate(problem, candidate, source, language, device="cpu")
+    verdict = _compact(_verdict(problem, candidate, source, language, device="cpu"))
     rungs = [r for r in verdict.get("rungs", []) if r.get("name") in ("load", "compile")]
-    return {"ok": all(r.get("status") == "ok" for r in rungs) and len(rungs) == 2, "rungs": rungs,
-            "kernels": verdict.get("kernels", [])}
+    ok = all(r.get("status") == "ok" for r in rungs) and len(rungs) == 2
+    failed = next((r for r in rungs if r.get("status") != "ok"), None)
+    head = "compiled" if ok else f"failed at {failed.get('name') if failed else 'load'}: " \
+        f"{str((failed or {}).get('reason') or '')[:200]}"
+    return f"{head}\n" + json.dumps({"ok": ok, "rungs": rungs, "kernels": verdict.get("kernels_compiled", [])},
+                                      indent=1)
 
 
 def list_problems() -> list[dict]:
@@ -252,6 +296,8 @@ def server():
                 return _tool(*args, **kwargs)
             except CommandFailed as exc:
                 raise ToolError(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 - said to the client, whatever it was; the server goes on
+                raise ToolError(f"{_tool.__name__} failed: {type(exc).__name__}: {exc}"[:2000]) from None
 
         app.add_tool(wrapped, name=tool.__name__, description=tool.__doc__)
     return app

@@ -47,6 +47,12 @@ def text(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "text", None))
 
 
+def summary_and_json(result) -> tuple[str, dict]:
+    """An answer's first line, and the JSON after it."""
+    head, _, rest = text(result).partition("\n")
+    return head, json.loads(rest)
+
+
 def test_an_agent_drives_evolve_over_mcp(tmp_path):
     db = tmp_path / "evolve.db"
     archive = Archive(str(db))
@@ -71,8 +77,12 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
     listed = json.loads(text(problems)) if not problems.structured_content else problems.structured_content
     assert "softmax" in json.dumps(listed) and "cutedsl" in json.dumps(listed)
     assert not verdict.is_error, text(verdict)
-    ladder = verdict.structured_content or json.loads(text(verdict))
+    said, ladder = summary_and_json(verdict)
     assert ladder["ok"] is True and [r["name"] for r in ladder["rungs"]][:3] == ["load", "compile", "run"]
+    assert said.startswith("passed") and "softmax_row_kernel x" in said, said  # one line before the JSON
+    kernels = ladder["kernels_compiled"]  # each distinct specialization once, counted
+    assert len({json.dumps(k, sort_keys=True) for k in kernels}) == len(kernels)
+    assert all(k["specializations"] >= 1 for k in kernels)
     assert bad.is_error and "exactly one of candidate" in text(bad)
     assert not shown.is_error and f"candidate #{cand.id}" in text(shown)
     assert traced.is_error and "tracing needs a GPU" in text(traced)
@@ -106,7 +116,8 @@ def test_a_call_names_only_problems_under_the_roots_and_no_value_is_an_option(tm
     for answer in (by_path, by_name):
         assert not answer.is_error, text(answer)
         assert "evolve-mcp-" not in text(answer) and tempfile_root() not in text(answer)
-        assert (answer.structured_content or json.loads(text(answer)))["ok"] is False
+        said, verdict = summary_and_json(answer)
+        assert verdict["ok"] is False and said.startswith("failed at "), said
     assert outside.is_error and "not a problem under" in text(outside)
     assert not (tmp_path / "ran").exists()
     assert sent.is_error and "not a problem under" in text(sent)
@@ -119,3 +130,28 @@ def tempfile_root() -> str:
     import tempfile
 
     return tempfile.gettempdir() + "/evolve-mcp"
+
+
+def test_an_unexpected_failure_keeps_its_message_and_the_server_goes_on(tmp_path):
+    """A tool that fails in a way nothing foresaw (here read_problem on a problem whose notes.md is not UTF-8)
+    answers with the exception and its message, never a bare "Error executing tool"; the next call is answered."""
+    folder = tmp_path / "problems" / "garbled"
+    folder.mkdir(parents=True)
+    (folder / "problem.toml").write_text('name = "garbled"\n')
+    (folder / "notes.md").write_bytes(b"\xff\xfe\xfa notes")
+    failed, listed = session_calls([("read_problem", {"problem": "garbled"}), (None, None)], tmp_path,
+                                   roots=(tmp_path / "problems",))
+    assert failed.is_error and "read_problem failed: UnicodeDecodeError" in text(failed), text(failed)
+    assert "evaluate" in {t.name for t in listed.tools}
+
+
+def test_evolve_mcp_without_the_sdk_says_how_to_install_it(tmp_path):
+    """Without the MCP SDK the command exits 2 with the install line, before a client sees a closed connection."""
+    import subprocess
+
+    (tmp_path / "mcp.py").write_text("raise ImportError('no MCP SDK here')\n")  # shadows the installed SDK
+    done = subprocess.run([sys.executable, "-m", "evolve.cli", "mcp", "--problems", str(ROOT / "problems")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert done.returncode == 2 and "pip install 'evolve[mcp]'" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
