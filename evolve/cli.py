@@ -473,7 +473,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
               f"search has nothing to rank: run this on a machine with one (evolve eval FILE {problem} --language "
               f"{run_language} compiles a kernel here)")
     if on_cpu:
-        from .harness.formats import cannot_run_here
+        from .harness.problem_facts import cannot_run_here
 
         elsewhere = cannot_run_here(loaded)
         if elsewhere:
@@ -499,7 +499,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         budget_s = CPU_BUDGET_S
     from .pipeline import lanes_per_card
 
-    from .harness.formats import input_bytes
+    from .harness.problem_facts import input_bytes
 
     size = input_bytes(loaded)
     auto_lanes = per_gpu == "auto" and not on_cpu and not cluster
@@ -689,7 +689,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
     from .config import LLMConfig, RunConfig, SearchConfig
     from .harness import EvalOptions, ProblemError, load_problem
-    from .harness.formats import input_bytes
+    from .harness.problem_facts import input_bytes
     from .progress import Progress
     from .proposer import check_models
     from .search import Search

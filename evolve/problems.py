@@ -152,7 +152,7 @@ def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progre
     if faults:
         return faults  # a misspelt key is a setting silently not made: nothing else means much until it is fixed
     faults = _todos(problem)
-    from .harness.formats import cannot_run_here, too_large_here
+    from .harness.problem_facts import cannot_run_here, too_large_here
     from .harness.ladder import gpu_available
 
     # the reference runs on the host here whatever the device: its memory is checked on any machine

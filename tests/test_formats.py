@@ -309,7 +309,7 @@ def test_a_kernelbench_file_with_large_inputs_gets_a_longer_timeout_and_the_lane
     from click.core import ParameterSource
 
     from evolve.cli import LARGE_INPUT_TIMEOUT_S, _for_large_inputs, run_command
-    from evolve.harness.formats import input_bytes
+    from evolve.harness.problem_facts import input_bytes
     from evolve.pipeline import auto_per_gpu
 
     large = tmp_path / "large_matmul.py"
@@ -539,7 +539,7 @@ def test_a_foreign_problems_code_runs_jailed_never_in_the_parent(tmp_path):
     """A KernelBench file is code from anywhere. What the parent asks of it before an evaluation (does it make its
     inputs on CUDA, how large are they) and check-problem's run of its reference happen in a jailed child: the
     file's code writes nothing outside that child's folder and never runs in this process."""
-    from evolve.harness import formats
+    from evolve.harness import problem_facts
     from evolve.problems import check_problem
 
     marker = tmp_path / "written_by_the_problem"
@@ -548,8 +548,8 @@ def test_a_foreign_problems_code_runs_jailed_never_in_the_parent(tmp_path):
         "def get_inputs():\n", f"def get_inputs():\n    try:\n        open({str(marker)!r}, 'a').write('here')\n"
                                "    except OSError:\n        pass\n"))
     problem = load_problem(problem_file)
-    formats.cannot_run_here(problem)
-    assert formats.input_bytes(problem) == 16 * 1031 * 4  # the child answered
+    problem_facts.cannot_run_here(problem)
+    assert problem_facts.input_bytes(problem) == 16 * 1031 * 4  # the child answered
     assert check_problem(problem_file, device="cpu") == []
     assert not marker.exists()
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from evolve.harness import ahead, compiled
-from evolve.harness.inputs import COMPILE_SEED, InputMaker
+from evolve.harness.inputs import InputMaker
 from evolve.harness.protocol import RUNNER
+from evolve.harness.seeds import COMPILE_SEED
 from evolve.harness.wire import Link
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,10 +170,10 @@ def test_shapes_ahead_are_described_without_memory():
     FakeTensorMode: the largest softmax shape (512 MB) in an instant, strides and dtypes as the real call's."""
     import torch
 
-    from evolve.harness.formats import load_problem, reference_for
+    from evolve.harness.formats import load_problem, reference_for, shapes_ahead
 
     problem = load_problem(str(ROOT / "problems" / "softmax"))
-    parts = ahead.shapes_ahead(problem, 7, torch.device("cpu"))
+    parts = shapes_ahead(problem, 7, torch.device("cpu"))
     assert [len(parts["tests"]), len(parts["benchmarks"])] == [len(problem.tests), len(problem.benchmarks)]
     sets = parts["tests"] + parts["benchmarks"]
     shapes = [s["inputs"][0]["shape"] for s in sets]
@@ -188,12 +189,12 @@ def test_shapes_ahead_leave_the_measurers_reference_real():
     weights were fake tensors for every real call after (the float64 reference fell back, another device failed)."""
     import torch
 
-    from evolve.harness.formats import load_problem, reference_for
+    from evolve.harness.formats import load_problem, reference_for, shapes_ahead
 
     problem = load_problem(str(ROOT / "tests" / "data" / "kernelbench" / "scale_shift_relu.py"))
     reference = reference_for(problem)
     maker = InputMaker(problem, reference, 7, torch.device("cpu"))
-    parts = ahead.shapes_ahead(problem, 7, torch.device("cpu"))
+    parts = shapes_ahead(problem, 7, torch.device("cpu"))
     assert parts["tests"] and parts["tests"][0]["inputs"][0]["shape"]
     case = problem.tests[0]
     inputs = maker.make(case, 1)

@@ -4,59 +4,18 @@ and what its compiled-kernel cache holds (the language's: Triton's, TileLang's) 
 each part's first call."""
 from __future__ import annotations
 
-import json
 import os
 import signal
-import sys
 import time
-
-import torch
 
 from ..lang import DEFAULT as DEFAULT_LANGUAGE
 from ..lang import get as get_language
 from . import compiled
 from .exchange import RunnerLost
-from .formats import reference_for
-from .formats.base import dtype_name
-from .inputs import COMPILE_SEED, WARM_SEED, mix
+from .formats import shapes_ahead
 from .privilege import UID_ENV
 
 PRECOMPILE_WAIT_S = 60.0  # the GPU runner's compile rung waits this long for the compile-only runner, then goes on
-
-
-def shapes_ahead(problem, secret: int, device) -> dict:
-    """The inputs of the compile rung's calls ("tests") and of each benchmark case's first call ("benchmarks"),
-    described (shape, strides, dtype; other values as they are) from the problem's generator run under
-    FakeTensorMode: no memory, no data."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    parts = {"tests": [(case, COMPILE_SEED) for case in problem.tests],
-             "benchmarks": [(case, WARM_SEED) for case in problem.benchmarks]}
-    # A reference of its own, with the modules it imports put back after: a format that keeps what its generator
-    # first made (KernelBench keeps the first model) must not keep fake tensors for the real calls.
-    modules = dict(sys.modules)
-    try:
-        reference = reference_for(problem)
-    finally:
-        for name, module in modules.items():
-            if sys.modules.get(name) is not module:
-                sys.modules[name] = module
-    described: dict = {}
-    for part, wanted in parts.items():
-        sets = described[part] = []
-        for case, seed in wanted:
-            try:
-                with FakeTensorMode():
-                    inputs = reference.generate(case, mix(secret, seed, case.seed), device)
-                    # the runner's inputs are contiguous copies (shared memory), whatever the generator's strides
-                    descs = [{"shape": list(v.shape), "stride": list(torch.empty(v.shape, device="meta").stride()),
-                              "dtype": dtype_name(v)}
-                             if isinstance(v, torch.Tensor) else {"value": v} for v in inputs.leaves]
-                json.dumps(descs)
-            except Exception:  # noqa: BLE001 - a generator that needs real data: that case compiles on the card
-                continue
-            sets.append({"inputs": descs, "tree": inputs.tree})
-    return described
 
 
 class CompileAhead:

@@ -12,7 +12,7 @@ import torch
 
 from . import peaks
 from .exchange import CallSet, nbytes_of
-from .inputs import BASELINE_SEED
+from .seeds import BASELINE_SEED
 
 TARGET_WINDOW_MS = 2.0  # work in one window for a kernel at the roofline: well above the window's own noise
 MAX_CALLS_PER_WINDOW = 256

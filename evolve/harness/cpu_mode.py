@@ -12,7 +12,7 @@ import torch
 from .channel import Held
 from .exchange import Pool
 from .formats.base import describe
-from .inputs import BASELINE_SEED, BENCH_SEED
+from .seeds import BASELINE_SEED, BENCH_SEED
 from .rungs import Measurer
 from .timing import cpu_time
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import random
 
-from .inputs import mix
+from .seeds import mix
 from .problem import Case
 
 DRAWN = 2  # shapes per evaluation, each checked on the problem's first seed

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from .formats.base import dtype_name
+from .formats.base import dtype_name, itemsize, poison
 from .privilege import UID_ENV
 from .wire import Closed, Malformed
 
@@ -67,24 +67,8 @@ class RunnerLost(Exception):
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
-def itemsize(dtype: str) -> int:
-    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
-
-
 def nbytes_of(shape, dtype: str) -> int:
     return math.prod(shape) * itemsize(dtype)
-
-
-def poison(t) -> None:
-    """Fill an output's memory with a value no honest kernel leaves there: NaN, or an integer type's minimum."""
-    if t.is_floating_point():
-        t.fill_(float("nan"))
-    elif t.dtype == torch.bool:
-        t.fill_(True)  # no value of a bool is unlikely: a kernel that skips elements shows only where False is due
-    elif torch.iinfo(t.dtype).min < 0:
-        t.fill_(torch.iinfo(t.dtype).min)
-    else:
-        t.fill_(torch.iinfo(t.dtype).max)
 
 
 SLAB_BYTES = 1 << 30  # shared input memory is handed out from slabs of this size: one IPC handle each, not one per buffer

@@ -13,7 +13,7 @@ from .ahead import CompileAhead
 from .calibration import TARGET_WINDOW_MS, Calibration, fixed_ms
 from .exchange import CallSet, Fail
 from .formats.base import describe
-from .inputs import BENCH_SEED
+from .seeds import BENCH_SEED
 from .rungs import Measurer
 
 SETTLED, SETTLED_WINDOWS = 0.01, 4  # a case's windows stop once its last four per-call figures lie within 1%

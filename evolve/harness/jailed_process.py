@@ -42,7 +42,7 @@ def inputs(request: dict) -> dict:
 
 
 def foreign_facts(request: dict) -> dict:
-    """What the parent asks of a foreign problem before it evaluates one (harness/formats: foreign_facts)."""
+    """What the parent asks of a foreign problem before it evaluates one (harness/problem_facts.py)."""
     from .formats import cuda_only_inputs_here, input_bytes_here, load_problem
 
     problem = load_problem(request["problem"])

@@ -19,8 +19,9 @@ from ..lang import get as get_language
 from ..lang import missing as missing_language
 from . import compiled, device_share, generator_fault, jail
 from . import peaks as peak_cache
-from .formats import cannot_run_here, load_problem
+from .formats import load_problem
 from .lease import FIRST_CALIBRATION, Evicted
+from .problem_facts import cannot_run_here
 from .protocol import SHAPE_ROW
 from .sandbox import SPARES, Crew, runners
 from .static_check import screen, summary

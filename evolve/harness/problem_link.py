@@ -1,17 +1,15 @@
 """The measurer's handle on a foreign problem's code, which runs in a jailed process of its own
 (harness/problem_process.py): the same calls as any format's Reference, each a request and an answer over a pipe.
 
-Frames are a length and torch.save's bytes, read back with torch.load(weights_only=True): tensors, numbers, strings,
-lists and dicts only, so an answer cannot run code in the measurer. Tensors travel through the host; the inputs the
-process made last stay there, and a request names them by key instead of sending them back. KernelBench's check is
-evolve's own (no code of the file's), so it runs here."""
+Each request and answer is a frame (harness/frames.py): tensors, numbers, strings, lists and dicts only, so an
+answer cannot run code in the measurer. Tensors travel through the host; the inputs the process made last stay there,
+and a request names them by key instead of sending them back. KernelBench's check is evolve's own (no code of the
+file's), so it runs here."""
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -20,38 +18,7 @@ import torch
 
 from . import lifeline
 from .formats.base import Inputs, Reference, device_of, on_host, unflatten
-
-HEADER = struct.Struct("<Q")
-
-
-def write_frame(fd: int, value) -> None:
-    buffer = io.BytesIO()
-    torch.save(value, buffer)
-    data = memoryview(buffer.getbuffer())
-    _write_all(fd, HEADER.pack(len(data)))
-    _write_all(fd, data)
-
-
-def read_frame(fd: int):
-    (size,) = HEADER.unpack(_read_exact(fd, HEADER.size))
-    return torch.load(io.BytesIO(_read_exact(fd, size)), weights_only=True)
-
-
-def _write_all(fd: int, data) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view[: 1 << 24]):]
-
-
-def _read_exact(fd: int, size: int) -> bytes:
-    parts, left = [], size
-    while left:
-        chunk = os.read(fd, min(left, 1 << 24))
-        if not chunk:
-            raise EOFError("the pipe closed")
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
+from .frames import read_frame, write_frame
 
 
 def reference_for(problem, device) -> Reference:

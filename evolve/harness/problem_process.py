@@ -4,7 +4,7 @@ never in the measurer, which keeps the evaluation's key, its timings and the cac
 
 `python -m evolve.harness.problem_process READ_FD WRITE_FD GPU`: it jails itself before it imports anything of the
 problem (Landlock: it writes only in its own folder, its working directory; traces and signals nothing outside; opens
-no TCP connection), then answers one request per frame (problem_link.read_frame) until its pipe closes. The inputs it
+no TCP connection), then answers one request per frame (harness/frames.py) until its pipe closes. The inputs it
 made last are kept, so the measurer names them instead of sending them back."""
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class Server:
         return self.reference.profile(self._case(r))
 
     def shapes_ahead(self, r):
-        from .ahead import shapes_ahead
+        from .formats import shapes_ahead
 
         return shapes_ahead(self.problem, r["secret"], r["device"])
 
@@ -143,7 +143,7 @@ def _median_ms(function, samples) -> float:
 
 
 def serve(read_fd: int, write_fd: int, jail_status: str) -> None:
-    from .problem_link import read_frame, write_frame
+    from .frames import read_frame, write_frame
     from .wire import short_error
 
     first = read_frame(read_fd)

@@ -14,8 +14,9 @@ from . import drawn_shapes, metrics
 from .checks import Checks
 from .exchange import Caller, Fail, Pool, ProblemFault, RunnerLost
 from .formats import load_problem
-from .inputs import WARM_SEED, InputMaker
+from .inputs import InputMaker
 from .problem_link import reference_for
+from .seeds import WARM_SEED
 from .timing_lease import TimingLease
 from .wire import short_error
 

@@ -109,7 +109,7 @@ class Runner:
         return tuple(out)
 
     def _file(self, d: dict):
-        from .exchange import itemsize
+        from .formats.base import itemsize
 
         torch = self.torch
         key = (d["path"], d["dtype"])
@@ -128,7 +128,7 @@ class Runner:
             del block
 
     def _validate(self, out, expects: list, inputs: tuple, buffers=()) -> tuple:
-        from .exchange import dtype_name
+        from .formats.base import dtype_name
 
         torch = self.torch
         outs = tuple(self.pytree.tree_leaves(out)) if type(out) in (tuple, list, dict) else (out,)
@@ -234,7 +234,7 @@ class Runner:
         self.link.send({"kind": "checked", "call": message["call"]})
 
     def _export(self, outs: tuple, files, inputs=(), buffers=()) -> list:
-        from .exchange import dtype_name
+        from .formats.base import dtype_name
 
         torch = self.torch
         described = []

@@ -39,7 +39,6 @@ def detect(target) -> str:
                        f"holds task.yml instead; {fresh})")
 
 
-
 def load_problem(target) -> Problem:
     """Read and validate a problem in any of the formats (a Problem already read is returned as it is); raises
     ProblemError with what to fix."""
@@ -94,40 +93,11 @@ def export(source: str, problem: Problem, fmt: str) -> str:
 
 CUDA_ONLY = ("Torch not compiled with CUDA", "Found no NVIDIA driver", "no CUDA GPUs are available",
              "CUDA driver initialization failed", "without ATen_cuda")
-_here: dict = {}  # why a problem cannot be evaluated on this machine, by kind and path, once per process
-
-
-def cuda_only_inputs(problem: Problem) -> str | None:
-    """Why a foreign problem cannot be evaluated on a machine without a GPU, or None: its generator makes its inputs
-    on CUDA (10 of GPU MODE's 11 tasks do). Tried once per problem, in a jailed child (foreign_facts)."""
-    return foreign_facts(problem)["cuda_only"]
-
-
-def foreign_facts(problem: Problem) -> dict:
-    """{"cuda_only": cuda_only_inputs's answer, "input_bytes": input_bytes's}, found once per problem by running the
-    problem's generator, which is code from elsewhere: in a jailed child (harness/jailed.py), never in this process.
-    A child that gives no answer leaves both unknown (None, 0): the evaluation then finds out in its own processes."""
-    if problem.format == "evolve" or not problem.tests:
-        return {"cuda_only": None, "input_bytes": 0}
-    key = ("facts", str(problem.path))
-    if key not in _here:
-        import torch
-
-        from .. import jailed
-
-        answer = jailed.ask("foreign_facts", {"problem": str(problem.path)}, FACTS_LIMIT_S,
-                            card=torch.cuda.is_available(), runner_user=False)  # as an evaluation's measurer sees
-        cuda_only, size = answer.get("cuda_only"), answer.get("input_bytes")
-        _here[key] = {"cuda_only": cuda_only if isinstance(cuda_only, str) else None,
-                      "input_bytes": size if isinstance(size, int) and not isinstance(size, bool) else 0}
-    return _here[key]
-
-
-FACTS_LIMIT_S = 180.0  # a cold torch import and the generator's smallest case on the host
 
 
 def cuda_only_inputs_here(problem: Problem) -> str | None:
-    """cuda_only_inputs, found in this process (the jailed child's side)."""
+    """Whether the problem makes its inputs on CUDA, found in this process (the jailed child's side of
+    harness/problem_facts.py)."""
     case = min(problem.tests, key=lambda c: sum(v for _, v in c.params if isinstance(v, int)) or 0)
     try:
         reference_for(problem).generate(case, 0, "cpu")
@@ -138,17 +108,9 @@ def cuda_only_inputs_here(problem: Problem) -> str | None:
                 "GPU: evaluate it on a machine with one") if any(mark in said for mark in CUDA_ONLY) else None
 
 
-CHECK_MEMORY_FACTOR = 3  # the inputs, the reference's float64 copies of float32 ones, and the outputs beside them
-
-
-def input_bytes(problem: Problem) -> int:
-    """The bytes of a KernelBench file's inputs for one call, its inputs drawn on meta tensors (which cost nothing);
-    0 for other formats or code that cannot run on meta tensors. Today's KernelBench sizes draw 4-9 GB."""
-    return foreign_facts(problem)["input_bytes"] if problem.format == "kernelbench" else 0
-
-
 def input_bytes_here(problem: Problem) -> int:
-    """input_bytes, found in this process (the jailed child's side)."""
+    """The bytes of a KernelBench file's inputs for one call, found in this process (the jailed child's side of
+    harness/problem_facts.py)."""
     if problem.format != "kernelbench":
         return 0
     import torch
@@ -163,30 +125,44 @@ def input_bytes_here(problem: Problem) -> int:
         return 0
 
 
-def too_large_here(problem: Problem) -> str | None:
-    """Why a KernelBench file's inputs cannot be checked in this machine's memory (on the host, as check-problem and
-    an evaluation without a GPU check them), or None: its inputs weighed (input_bytes) against the memory available
-    now."""
-    need = input_bytes(problem) * CHECK_MEMORY_FACTOR
-    free = available_memory()
-    if not (free and need > free):
-        return None
-    return (f"{problem.name}: its inputs take {need / CHECK_MEMORY_FACTOR / 2**30:.1f} GB and checking them about "
-            f"{need / 2**30:.0f} GB (float64 copies for the reference), more than the {free / 2**30:.0f} GB this "
-            "machine has free: check it on a machine with more memory (a GPU machine evaluates on the card)")
+def shapes_ahead(problem, secret: int, device) -> dict:
+    """The inputs of the compile rung's calls ("tests") and of each benchmark case's first call ("benchmarks"),
+    described (shape, strides, dtype; other values as they are) from the problem's generator run under
+    FakeTensorMode: no memory, no data. Run where the problem's code runs: the measurer for an evolve problem, a
+    foreign problem's own process (harness/problem_process.py) for the others; harness/ahead.py hands them on."""
+    import json
+    import sys
 
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
-def available_memory() -> int:
-    """Bytes of host memory available now (MemAvailable), 0 where /proc/meminfo says nothing."""
+    from ..seeds import COMPILE_SEED, WARM_SEED, mix
+    from .base import dtype_name
+
+    parts = {"tests": [(case, COMPILE_SEED) for case in problem.tests],
+             "benchmarks": [(case, WARM_SEED) for case in problem.benchmarks]}
+    # A reference of its own, with the modules it imports put back after: a format that keeps what its generator
+    # first made (KernelBench keeps the first model) must not keep fake tensors for the real calls.
+    modules = dict(sys.modules)
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def cannot_run_here(problem: Problem) -> str | None:
-    """Why this machine, without a GPU, cannot evaluate the problem at all (said before any process starts)."""
-    return cuda_only_inputs(problem) or too_large_here(problem)
+        reference = reference_for(problem)
+    finally:
+        for name, module in modules.items():
+            if sys.modules.get(name) is not module:
+                sys.modules[name] = module
+    described: dict = {}
+    for part, wanted in parts.items():
+        sets = described[part] = []
+        for case, seed in wanted:
+            try:
+                with FakeTensorMode():
+                    inputs = reference.generate(case, mix(secret, seed, case.seed), device)
+                    # the runner's inputs are contiguous copies (shared memory), whatever the generator's strides
+                    descs = [{"shape": list(v.shape), "stride": list(torch.empty(v.shape, device="meta").stride()),
+                              "dtype": dtype_name(v)}
+                             if isinstance(v, torch.Tensor) else {"value": v} for v in inputs.leaves]
+                json.dumps(descs)
+            except Exception:  # noqa: BLE001 - a generator that needs real data: that case compiles on the card
+                continue
+            sets.append({"inputs": descs, "tree": inputs.tree})
+    return described

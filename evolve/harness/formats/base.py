@@ -125,6 +125,22 @@ def dtype_name(t) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
+def itemsize(dtype: str) -> int:
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+def poison(t) -> None:
+    """Fill an output's memory with a value no honest kernel leaves there: NaN, or an integer type's minimum."""
+    if t.is_floating_point():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)  # no value of a bool is unlikely: a kernel that skips elements shows only where False is due
+    elif torch.iinfo(t.dtype).min < 0:
+        t.fill_(torch.iinfo(t.dtype).min)
+    else:
+        t.fill_(torch.iinfo(t.dtype).max)
+
+
 def scale_check(outputs, refs) -> str | None:
     """evolve's guard beside a foreign format's own check, on every checked and timed output: each float output's
     relative L2 error against the reference within what its dtype allows (problem.foreign_tolerance), so an output of

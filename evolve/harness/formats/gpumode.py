@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from ..problem import Case, Problem, ProblemError
-from .base import Inputs, Reference, flatten, import_file, parse, scale_check, unflatten
+from .base import Inputs, Reference, flatten, import_file, parse, poison, scale_check, unflatten
 
 REQUIRED = ("ref_kernel", "generate_input", "check_implementation")
 # A submission may import the task's own type names (`from task import input_t, output_t`), nothing else of it.
@@ -151,8 +151,6 @@ class GpuModeReference(Reference):
         tensor with its extreme). A candidate may write its result into one and return it; the measurer fills them
         so before every call. "Does not depend" allows the reference's own run-to-run spread (a cumsum on a GPU sums
         in an order that varies), never a NaN or an infinity moved."""
-        from ..exchange import poison
-
         key = ("buffers", case.label)
         if key not in self._profiles:
             base = [r.clone() for r in self._run(sample)[0]]
