@@ -154,7 +154,7 @@ from typing import Callable, TypedDict
 
 import sqlite_utils
 
-from .harness.verdict import Verdict
+from .harness.parent.verdict import Verdict
 from .redact import strip_secret_keys
 
 

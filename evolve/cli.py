@@ -73,9 +73,9 @@ def _interrupted_code() -> int:
 
 
 def _say_isolation(card: bool) -> None:
-    """What keeps evaluations apart that this machine lacks, each with what it leaves open (harness/isolation.py;
-    on a card, harness/device_share.py)."""
-    from .harness import device_share, isolation
+    """What keeps evaluations apart that this machine lacks, each with what it leaves open (harness/parent/isolation.py;
+    on a card, harness/parent/device_share.py)."""
+    from .harness.parent import device_share, isolation
 
     gaps = isolation.here().gaps() + ([device_share.gap()] if card else [])
     for gap in filter(None, gaps):
@@ -228,7 +228,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     _stop_on_signals()
     _check_keys(problem)
     from .harness import EvalOptions, ProblemError, evaluate
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .render import ladder_lines, rung_line, shape_table
 
     _check_language(language)
@@ -464,7 +464,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         _fail(str(exc))
     _check_keys(problem)
     _check_language(language, loaded)
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
 
     on_cpu = device == "cpu" or (device == "auto" and not gpu_available() and not cluster)
     run_language = language or loaded.languages[0]
@@ -473,7 +473,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
               f"search has nothing to rank: run this on a machine with one (evolve eval FILE {problem} --language "
               f"{run_language} compiles a kernel here)")
     if on_cpu:
-        from .harness.problem_facts import cannot_run_here
+        from .harness.parent.problem_facts import cannot_run_here
 
         elsewhere = cannot_run_here(loaded)
         if elsewhere:
@@ -499,7 +499,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         budget_s = CPU_BUDGET_S
     from .pipeline import lanes_per_card
 
-    from .harness.problem_facts import input_bytes
+    from .harness.parent.problem_facts import input_bytes
 
     size = input_bytes(loaded)
     auto_lanes = per_gpu == "auto" and not on_cpu and not cluster
@@ -689,7 +689,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
     from .config import LLMConfig, RunConfig, SearchConfig
     from .harness import EvalOptions, ProblemError, load_problem
-    from .harness.problem_facts import input_bytes
+    from .harness.parent.problem_facts import input_bytes
     from .progress import Progress
     from .proposer import check_models
     from .search import Search
@@ -715,7 +715,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
         _check_keys(path)
         for language in languages:
             _check_language(language, problem)
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .pipeline import lanes_per_card
 
     on_card = device == "cuda" or (device == "auto" and gpu_available())
@@ -857,7 +857,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     figures) to stderr; with --export FILE the source goes to FILE and the report to stdout."""
     if export_path and not Path(export_path).resolve().parent.is_dir():  # before anything imports torch
         _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
-    from .harness.formats import export
+    from .harness.shared.formats import export
     from .harness import EvalOptions, ProblemError, evaluate, load_problem
     from .problems import strip_test_header
     from .render import ladder_lines, rung_line, shape_table
@@ -904,7 +904,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     else:
         import tempfile
 
-        from .harness.ladder import device_name
+        from .harness.parent.ladder import device_name
         from .launch_audit import NEEDS_GPU, NOT_RUN, PASSED, Audit, Auditor, allowed_names, from_record, pick
 
         where, auditor = device_name(device), None
@@ -1171,7 +1171,7 @@ def profile_command(target, db, problem_dir, case_label, timeout_s, as_root):
     profile round does: per kernel its time, DRAM and SM throughput, occupancy and top stalls, and whether the case is
     memory- or compute-bound. TARGET is an archived candidate's id, or a file with --problem. An archived candidate's
     summary is kept for `evolve show` and the prompts of its children; never part of a verdict."""
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .profiling import Profiler, render
 
     chosen = _Target(target, problem_dir, db, case_label)
@@ -1310,7 +1310,7 @@ def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
         click.echo(f"// {about.get(stem, stem)}")
         data = archive.artifact(c.id, name) or b""
         if name.endswith(".cubin"):
-            from .harness.sass import disassemble
+            from .harness.runner.sass import disassemble
 
             click.echo(disassemble(data) or "(no cuobjdump here to read the cubin with)")
         else:

@@ -28,7 +28,7 @@ from .archive import Archive, Candidate, source_hash
 from .config import RunConfig, format_duration
 from .harness import evaluate as harness_evaluate
 from .harness import jail, load_problem
-from .harness.ladder import device_name
+from .harness.parent.ladder import device_name
 from .knobs import LAUNCH_KNOBS, Tuner
 from .knowledge import ContextIndex, project_context
 from .lang import get as get_language
@@ -180,7 +180,7 @@ class Search:
     # -- evaluation -------------------------------------------------------------------------------------------------
     def make_pipeline(self):
         """Lanes: one per GPU in --gpus, or every visible one; one lane without a GPU."""
-        from .harness.ladder import gpu_available
+        from .harness.parent.ladder import gpu_available
         from .pipeline import Pipeline, ThreadLane, probe_gpu, visible_gpus
 
         c = self.config
@@ -333,7 +333,7 @@ class Search:
         return getattr(self._first_lane(), "gpu", None)
 
     def _traces(self) -> bool:
-        return self.contexts.language.name == "triton"  # section marks are Triton's (evolve/harness/sections.py)
+        return self.contexts.language.name == "triton"  # section marks are Triton's (evolve/harness/runner/sections.py)
 
     def profile_step(self) -> None:
         self.rounds.profile(self.population.ranked(), self.device, self._first_gpu())
