@@ -71,3 +71,34 @@ def test_the_runner_knows_its_candidates_language_only_through_the_interface():
     assert not {name for name in imported if name.split(".")[0] in ("triton", "cutlass", "tilelang")}, imported
     assert "lang" in imported  # `from ..lang import get`: the one way in
 
+
+# Which of the harness's folders each folder's modules may import, besides the standard library, torch, Triton,
+# evolve.lang and evolve.redact. The runner's folder runs beside candidate code, so it reads nothing of the trusted
+# processes' own code; the measurer reads nothing of the parent's; what they share imports none of the three.
+HARNESS_FOLDERS = {
+    "runner": ("runner", "shared"),
+    "measurer": ("measurer", "shared"),
+    "shared": ("shared",),
+}
+
+
+def test_each_process_imports_only_its_own_folder_and_the_shared_one():
+    """harness/runner/ (the runner, its keeper, the jailed children) imports nothing of harness/measurer/ or
+    harness/parent/; harness/measurer/ nothing of harness/parent/ or harness/runner/; harness/shared/ nothing of the
+    three. Lazy imports inside functions count as much as the ones at the top."""
+    harness = PACKAGE / "harness"
+    folders = {p.name for p in harness.iterdir() if (p / "__init__.py").exists()}
+    assert {"parent", "measurer", "runner", "shared"} <= folders, folders  # the reading itself works
+    loose = sorted(p.name for p in harness.glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"harness/ holds modules outside its folders: {loose}"
+    wrong = []
+    for folder, allowed in HARNESS_FOLDERS.items():
+        for path in sorted((harness / folder).rglob("*.py")):
+            for name in sorted(_imports(path)):
+                parts = name.split(".")
+                if parts[:2] != ["evolve", "harness"]:
+                    continue
+                if len(parts) == 2 or parts[2] not in allowed:
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not wrong, "\n".join(wrong)
+
