@@ -289,7 +289,7 @@ def test_a_task_that_makes_its_inputs_on_cuda_is_told_in_one_line_without_a_gpu(
 def test_a_kernelbench_file_too_large_for_this_machines_memory_is_told_before_it_is_drawn(tmp_path):
     """Today's KernelBench sizes draw 4-9 GB of inputs: weighed on meta tensors first, against the memory free now,
     instead of dying in the allocator."""
-    from evolve.harness.shared.formats import available_memory
+    from evolve.harness.parent.problem_facts import available_memory
     from evolve.problems import check_problem
 
     huge = tmp_path / "huge_matmul.py"
