@@ -94,7 +94,7 @@ def test_check_problem_takes_upstream_as_it_ships():
 
 
 def test_an_aliased_entry_point_is_an_entry_point_and_the_message_names_the_formats():
-    from evolve.harness.runner.static_check import screen
+    from evolve.harness.runner.static.check import screen
 
     problem = load_problem(UPSTREAM / "prefixsum_py")
     options = (problem.forbid_calls, problem.forbid_modules, True, problem.extra["allow_modules"], "triton",

@@ -5,7 +5,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from evolve.harness.runner.runner import COPY_OPS
 from evolve.lang.triton.runner_side import RunnerSide
-from evolve.harness.runner.static_check import check_source
+from evolve.harness.runner.static.check import check_source
 
 
 def defined(source: str, filename: str, namespace: dict | None = None) -> dict:

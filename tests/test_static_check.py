@@ -1,7 +1,7 @@
 """The static half of the load rung."""
 import pytest
 
-from evolve.harness.runner.static_check import Rejection, check_source
+from evolve.harness.runner.static.check import Rejection, check_source
 
 FORBID = ("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax")
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
@@ -217,7 +217,7 @@ def test_the_seed_passes_under_the_interpreter_too():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    code = ("from evolve.harness.runner.static_check import screen; import sys; "
+    code = ("from evolve.harness.runner.static.check import screen; import sys; "
             "problems = screen(sys.argv[1]); print(problems); sys.exit(1 if problems else 0)")
     for seed in sorted((root / "problems" / "softmax" / "seeds").glob("*.py")):
         result = subprocess.run([sys.executable, "-c", code, str(seed)], capture_output=True, text=True, cwd=root,

@@ -15,7 +15,7 @@ ENTRY_POINTS = "evolve.languages"  # an installed language: `name = "package.mod
 
 @dataclass(frozen=True)
 class StaticRules:
-    """The tables the static check (harness/runner/static_check.py) reads: what Python a candidate file may hold is the
+    """The tables the static check (harness/runner/static/check.py) reads: what Python a candidate file may hold is the
     same for every language hosted in Python; these say what is the language's own."""
     allowed_modules: tuple[str, ...]  # top-level modules a file may import
     host_torch_compute: tuple[str, ...]  # dotted prefixes of torch that compute on the host

@@ -10,7 +10,7 @@ CHECK_LIMIT_S = 180.0  # a cold import of a large package on a loaded machine
 
 def check_file(path, forbid_calls=(), forbid_modules=(), allow_modules=(), language: str | None = None,
                entry: str | None = None, fork: bool = True) -> list[str]:
-    """The file's violations, as static_check.screen gives them, judged in a jailed child."""
+    """The file's violations, as runner/static/check.py: screen gives them, judged in a jailed child."""
     try:
         source = open(path, encoding="utf-8").read()
     except (OSError, UnicodeDecodeError) as exc:

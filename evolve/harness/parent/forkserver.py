@@ -53,7 +53,8 @@ def _import_everything() -> None:
     from ...lang import DEFAULT, get
     from ..measurer import (ahead, calibration, checks, compare, cpu_mode, exchange, gpu_mode,  # noqa: F401
                             measurer, peaks, timing)
-    from ..runner import jailed_child, keeper, runner, static_check  # noqa: F401
+    from ..runner import jailed_child, keeper, runner  # noqa: F401
+    from ..runner.static import check  # noqa: F401
     from ..shared import compiled, cuda_ipc, metrics, wire  # noqa: F401
     from . import verdict  # noqa: F401
 

@@ -19,7 +19,7 @@ from ...lang import get as get_language
 from ...lang import missing as missing_language
 from ..measurer import peaks as peak_cache
 from ..runner import jail
-from ..runner.static_check import screen, summary
+from ..runner.static.check import screen, summary
 from ..shared import compiled
 from ..shared.formats import load_problem
 from ..shared.protocol import SHAPE_ROW

@@ -8,9 +8,9 @@ import sys
 
 
 def static_check(request: dict) -> dict:
-    """The candidate's violations (static_check.check_source), importing what resolving its names takes."""
+    """The candidate's violations (static/check.py: check_source), importing what resolving its names takes."""
     from ...lang import DEFAULT
-    from .static_check import ENTRY, Rejection, check_source
+    from .static.check import ENTRY, Rejection, check_source
 
     try:
         return {"problems": check_source(request["source"], request["filename"], request["forbid_calls"],

@@ -6,7 +6,7 @@ gain: a library call is timed at the library's speed, a wrong answer fails. Each
 and none may refuse an honest idiom; the language's rules (evolve/lang: `StaticRules`, for Triton in
 evolve/lang/triton/rules.py, with the tables this check reads) are the list. Every name is resolved through the file's
 imports and aliases, so `import torch.nn.functional as F; F.softmax(x)` is seen as `torch.nn.functional.softmax`, and
-through what the file binds (static_flow.py): `m = torch.nn; m.functional.gelu(x)` is `torch.nn.functional.gelu` too,
+through what the file binds (flow.py): `m = torch.nn; m.functional.gelu(x)` is `torch.nn.functional.gelu` too,
 however `m` was bound (unpacking, a container, a default, a function's result, an attribute). A module is followed
 through names, containers and the file's own functions only; handed anywhere else (a call, an attribute, a class body)
 it is refused, since the check could not judge what is done with it there.
@@ -17,35 +17,14 @@ import ast
 import builtins
 from pathlib import Path
 
-from ...lang import DEFAULT as DEFAULT_LANGUAGE
-from ...lang import StaticRules
-from ...lang import get as get_language
-from .static_flow import UNKNOWN, Flow
-
-# Python-level tables, the same for any candidate language hosted in Python.
-REFUSED_PATHS = {
-    "logging.config": "logging.config imports modules named in strings",
-    "operator.attrgetter": "it reads attributes named in strings",
-    "operator.methodcaller": "it calls methods named in strings",
-}
-DYNAMIC_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "open",
-                              "breakpoint", "setattr", "delattr", "__builtins__", "__loader__", "__spec__"})
-NAMED_ATTRIBUTE_BUILTINS = frozenset({"getattr", "hasattr"})
-SAFE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__init__"})
-INTROSPECTION = frozenset({
-    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "f_back",
-    "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
-})
-CONTAINER_NODES = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-UNFOLLOWED = {  # where a module may not go, as the refusal says it
-    ast.keyword: "a call", ast.Call: "a call", ast.AugAssign: "an operator", ast.BinOp: "an operator",
-    ast.UnaryOp: "an operator", ast.Compare: "an operator", ast.withitem: "a with statement", ast.Match: "a match",
-    ast.Raise: "a raise", ast.Await: "an await", ast.FormattedValue: "a format", ast.ClassDef: "a class's bases",
-    ast.AnnAssign: "an annotation", ast.arg: "an annotation", ast.FunctionDef: "an annotation",
-    ast.AsyncFunctionDef: "an annotation", ast.Assert: "an assertion's message", ast.Slice: "a slice",
-}
-TYPING_EVALUATORS = frozenset({"get_type_hints", "ForwardRef", "Protocol", "runtime_checkable", "evaluate_forward_ref",
-                               "get_annotations"})
+from ....lang import DEFAULT as DEFAULT_LANGUAGE
+from ....lang import StaticRules
+from ....lang import get as get_language
+from .flow import Flow
+from .places import Places
+from .statements import Statements
+from .tables import (DYNAMIC_BUILTINS, INTROSPECTION, NAMED_ATTRIBUTE_BUILTINS, REFUSED_PATHS, SAFE_DUNDERS,
+                     TYPING_EVALUATORS)
 
 
 class Rejection(Exception):
@@ -83,12 +62,10 @@ def _is_main_guard(node) -> bool:
             and test.comparators[0].value == "__main__" and not node.orelse)
 
 
-# A kernel's loops and conditions that the DSL unrolls or decides while tracing: every lane runs the same code.
-UNROLLED_LOOPS = frozenset({"cutlass.range_constexpr", "triton.language.static_range"})
-COMPILE_TIME_TESTS = frozenset({"cutlass.const_expr", "cutlass.constexpr"})
+class _Checker(Places, Statements, ast.NodeVisitor):
+    """The rules, visited over the file: imports and names here, where values go in places.py, statements in
+    statements.py."""
 
-
-class _Checker(ast.NodeVisitor):
     def __init__(self, forbid_calls, forbid_modules, bound: set, allow_modules=(), *, flow: Flow, library: _Library):
         self.flow, self.lib, self.rules = flow, library, library.rules
         self.kernel_word = self.rules.kernel_word  # what the messages call a kernel function (@triton.jit)
@@ -114,124 +91,6 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node, ast.expr) and isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
             self._check_module_goes(node)
         return super().visit(node)
-
-    # -- where a module may go ----------------------------------------------------------------------------------------
-    def _check_module_goes(self, node) -> None:
-        """A value that is (or holds, or returns) a module may stand only where the flow follows it."""
-        if isinstance(node, ast.Name) and node.id in self.aliases:
-            return  # an import's own name has its own rule (`uses the module torch as a value`)
-        modules = sorted(p for p in self.flow.library_paths(self.flow.value(node)) if self.lib.may_be_module(p))
-        if not modules:
-            return
-        where = self._unfollowed_position(node)
-        if where:
-            self.fail(node, f"hands the module {modules[0]} to {where}: the check follows a module only through "
-                            f"names, containers and the file's own functions, so that every use of it is judged")
-
-    def _unfollowed_position(self, node) -> str | None:
-        """Where a module-valued expression's value goes, when the flow does not follow it there; None when it does."""
-        parent, field = self.flow.parents.get(id(node), (None, None))
-        if parent is None or isinstance(parent, (ast.Attribute, ast.IfExp, ast.BoolOp, ast.Expr, ast.arguments,
-                                                 ast.NamedExpr, ast.Lambda) + CONTAINER_NODES):
-            return None  # read through, chosen between, thrown away, a default, or an item
-        if isinstance(parent, ast.Starred):
-            return self._unfollowed_position(parent)
-        if isinstance(parent, ast.Call):
-            first = field == "args" and parent.args and parent.args[0] is node
-            named = isinstance(parent.func, ast.Name) and parent.func.id in NAMED_ATTRIBUTE_BUILTINS
-            return None if field == "func" or (first and named) else "a call"
-        if isinstance(parent, (ast.If, ast.While, ast.Assert, ast.comprehension)) and field in ("test", "ifs"):
-            return None  # only its truth is read
-        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
-            return None
-        if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
-            return None
-        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and field == "value":
-            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            return next(filter(None, map(self._unfollowed_target, targets)), None)
-        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and field == "iter":
-            return self._unfollowed_target(parent.target)
-        if isinstance(parent, ast.Subscript):
-            return None if field == "value" or self._only_boxes(parent.value) else "an index"
-        if isinstance(parent, ast.AugAssign) and field == "value":  # `items += [m]` on a list extends the list
-            return None if self._unfollowed_target(parent.target) is None and self._only_boxes(parent.target) \
-                else "an operator"
-        if isinstance(parent, (ast.Return, ast.Yield, ast.YieldFrom)):
-            return self._unfollowed_exit(parent)
-        return UNFOLLOWED.get(type(parent), "a place the check does not follow")
-
-    def _unfollowed_target(self, target) -> str | None:
-        if isinstance(target, ast.Name):
-            return "a class body" if self.flow.key(target)[2].kind == "class" else None
-        if isinstance(target, (ast.Tuple, ast.List)):
-            return next(filter(None, map(self._unfollowed_target, target.elts)), None)
-        if isinstance(target, ast.Starred):
-            return self._unfollowed_target(target.value)
-        if isinstance(target, ast.Subscript) and self._only_boxes(target.value):
-            return None
-        return "an attribute" if isinstance(target, ast.Attribute) else "an item of an object the check does not follow"
-
-    def _unfollowed_exit(self, node) -> str | None:
-        function = self.flow.enclosing.get(id(node))
-        if function is None:
-            return None
-        if id(function) in self.flow.methods:
-            return "the caller of a method (Python and libraries call methods where the check cannot see)"
-        at_module = self.flow.scope_of.get(id(function)) is self.flow.module
-        if getattr(function, "name", None) == "custom_kernel" and at_module:
-            return "the runner"
-        return None
-
-    def _called(self, node) -> bool:
-        parent, field = self.flow.parents.get(id(node), (None, None))
-        return isinstance(parent, ast.Call) and field == "func"
-
-    def _only_boxes(self, node) -> bool:
-        return all(atom[0] == "box" for atom in self.flow.value(node))
-
-    # -- objects the flow follows ------------------------------------------------------------------------------------
-    def _check_object_attribute(self, node) -> None:
-        """`x.attr` where x is no import: judged as the path for every library object x may be, and a private name
-        on an object the library made (or that the check cannot trace) is the library's internals."""
-        atoms = self.flow.value(node.value)
-        paths = {f"{a[1]}.{node.attr}" for a in atoms if a[0] == "lib"}
-        for atom in atoms:
-            if atom[0] == "class":  # `M._apply` on a file's torch.nn.Module is torch.nn.Module._apply
-                paths |= {step[1] for step in self.flow.inherited(atom[1], node.attr) if step[0] == "lib"}
-        for path in sorted(paths):
-            self._check_path(node, path)
-            parts = path.split(".")
-            if parts[:2] == ["torch", "Tensor"] and len(parts) > 2 and parts[2] in self.forbid_methods:
-                self.fail(node, f"uses Tensor.{parts[2]} (as {path}), which this problem forbids")
-        if self.in_jit or not node.attr.startswith("_") or node.attr.startswith("__"):
-            return
-        for atom in sorted(a for a in atoms if a[0] == "made" or a == UNKNOWN):
-            if self._foreign_private(atom, node.attr):
-                what = f"an object {atom[1]} made" if atom[0] == "made" else "a value the check cannot trace"
-                self.fail(node, f"uses the private name {node.attr} on {what}: library internals are library calls "
-                                f"by another name")
-                return
-
-    def _foreign_private(self, atom, attr: str) -> bool:
-        """Whether a private name on this object may be the library's: always where the object's library class has
-        it; otherwise unless the file itself stores or defines an attribute of that name."""
-        if atom[0] == "made":
-            chain = self.lib.resolve(atom[1])
-            if chain and len(chain) == len(atom[1].split(".")) and isinstance(chain[-1], type):
-                import inspect
-
-                try:
-                    inspect.getattr_static(chain[-1], attr)
-                    return True
-                except AttributeError:
-                    pass
-        return attr not in self.flow.file_attrs
-
-    def _check_object_name(self, node) -> None:
-        """A name that may hold a library object is judged as that object's path wherever it is read (inside a
-        kernel, `h = torch.empty` is torch)."""
-        for atom in sorted(a for a in self.flow.value(node) if a[0] == "lib"):
-            self._check_path(node, atom[1])
 
     # -- the file ----------------------------------------------------------------------------------------------------
     def visit_Module(self, node):
@@ -451,153 +310,6 @@ class _Checker(ast.NodeVisitor):
                             f"helpers by name")
         self.generic_visit(node)
 
-    # -- writes through modules ---------------------------------------------------------------------------------
-    def _check_target(self, target):
-        if isinstance(target, (ast.Attribute, ast.Subscript)):
-            root = target
-            while isinstance(root, (ast.Attribute, ast.Subscript)):
-                root = root.value
-            if isinstance(root, ast.Name) and root.id in self.aliases:
-                self.fail(target, f"assigns into {self.aliases[root.id]}: candidates may not modify modules")
-            else:
-                owner = sorted(a[1] for a in self.flow.value(target.value) if a[0] == "lib"
-                               and not (isinstance(target, ast.Subscript) and self.lib.unsubscriptable(a[1])))
-                if owner:
-                    self.fail(target, f"assigns into {owner[0]}: candidates may not modify modules or the "
-                                      f"library's objects")
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:
-                self._check_target(element)
-        elif isinstance(target, ast.Starred):
-            self._check_target(target.value)
-
-    def visit_Assign(self, node):
-        for target in node.targets:
-            self._check_target(target)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node):
-        self._check_target(node.target)
-        self.generic_visit(node)
-
-    visit_AnnAssign = visit_AugAssign
-
-    def visit_Delete(self, node):
-        for target in node.targets:
-            self._check_target(target)
-        self.generic_visit(node)
-
-    def visit_For(self, node):
-        self._check_target(node.target)
-        unrolled = isinstance(node.iter, ast.Call) and self._dotted(node.iter.func) in UNROLLED_LOOPS
-        self._visit_branching(node, node.iter, unrolled)
-
-    def visit_If(self, node):
-        self._visit_branching(node, node.test, self._compile_time(node.test))
-
-    def visit_While(self, node):
-        self._visit_branching(node, node.test, self._compile_time(node.test))
-
-    def visit_IfExp(self, node):
-        self._visit_branching(node, node.test, self._compile_time(node.test))
-
-    def _compile_time(self, test) -> bool:
-        """A kernel's condition the DSL decides while tracing (`cutlass.const_expr(...)`), not each lane at run time."""
-        return isinstance(test, ast.Call) and self._dotted(test.func) in COMPILE_TIME_TESTS
-
-    def _visit_branching(self, node, head, decided: bool) -> None:
-        """The head (a test or an iterable) as it stands, the rest as code some lanes may reach without the others."""
-        runtime = bool(self.in_jit) and not decided
-        for field, value in ast.iter_fields(node):
-            values = value if isinstance(value, list) else [value]
-            inside = value is not head and field != "target"
-            self.branches += runtime and inside
-            try:
-                for child in values:
-                    if isinstance(child, ast.AST):
-                        self.visit(child)
-            finally:
-                self.branches -= runtime and inside
-
-    visit_AsyncFor = visit_For
-
-    def visit_withitem(self, node):
-        if node.optional_vars is not None:
-            self._check_target(node.optional_vars)
-        self.generic_visit(node)
-
-    def visit_comprehension(self, node):
-        self._check_target(node.target)
-        self.generic_visit(node)
-
-    def visit_arg(self, node):
-        self._rebinds(node, node.arg)
-        self.generic_visit(node)
-
-    def visit_ExceptHandler(self, node):
-        if node.name:
-            self._rebinds(node, node.name)
-        self.generic_visit(node)
-
-    def visit_MatchClass(self, node):
-        for name in node.kwd_attrs:
-            if name.startswith("__") and name not in SAFE_DUNDERS:
-                self.fail(node, f"reads the dunder attribute {name} in a class pattern: candidates may not reach "
-                                f"into internals")
-        self.generic_visit(node)
-
-    def visit_ClassDef(self, node):
-        self._rebinds(node, node.name)
-        self.generic_visit(node)
-
-    def visit_FormattedValue(self, node):
-        if self.in_jit and not isinstance(node.value, ast.Constant):
-            self.fail(node, f"formats a value in an f-string inside a {self.kernel_word} function: kernels may not "
-                            f"inspect what they run on")
-        self.generic_visit(node)
-
-    # -- functions ----------------------------------------------------------------------------------------------------
-    def _is_jit(self, node) -> bool:
-        for decorator in node.decorator_list:
-            target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if self._dotted(target) in self.rules.kernel_markers:
-                return True
-        return False
-
-    def visit_FunctionDef(self, node):
-        self._rebinds(node, node.name)
-        jit = self._is_jit(node)
-        if jit:
-            for decorator in node.decorator_list:
-                target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                if self._dotted(target) not in self.rules.kernel_decorators:
-                    self.fail(decorator, f"decorates the {self.kernel_word} function {node.name} with something "
-                                         f"other "
-                                         f"than {', '.join(sorted(self.rules.kernel_decorators))}")
-        # Decorators, defaults and annotations run on the host when the file is imported, whatever the decorator.
-        args = node.args
-        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
-        for a in every:
-            self._rebinds(a, a.arg)
-        host = list(node.decorator_list) + args.defaults + [d for d in args.kw_defaults if d is not None]
-        host += [a.annotation for a in every if a.annotation is not None]
-        host += [node.returns] if node.returns is not None else []
-        outer, self.in_jit = self.in_jit, 0
-        for child in host:
-            if not (isinstance(child, ast.Constant) and isinstance(child.value, str)):  # a string annotation is text
-                self.visit(child)
-        self.in_jit = outer + jit
-        outer_params = self.jit_params, self.jit_locals
-        if jit:
-            self.jit_params = {a.arg for a in every}
-            self.jit_locals = self.jit_params | {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                                                 and not isinstance(n.ctx, ast.Load)}
-        for child in node.body:
-            self.visit(child)
-        self.in_jit = outer
-        self.jit_params, self.jit_locals = outer_params
-
-    visit_AsyncFunctionDef = visit_FunctionDef
 
 
 def _plain_format(value) -> bool:
