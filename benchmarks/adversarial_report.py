@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests" / "adversarial"))
 from test_adversarial import CASES, PROBLEM, check, expected, header, options_for  # noqa: E402
 
 from evolve.harness import evaluate  # noqa: E402
-from evolve.harness.sandbox import SPARES  # noqa: E402
+from evolve.harness.parent.sandbox import SPARES  # noqa: E402
 
 
 def one(path: Path, options, key: str) -> dict:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from evolve.harness import EvalOptions, evaluate
-from evolve.harness.sandbox import SPARES
+from evolve.harness.parent.sandbox import SPARES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMER = r"""
 import importlib.util, json, sys, time, torch
 from evolve.harness import load_problem
-from evolve.harness.formats import reference_for
+from evolve.harness.shared.formats import reference_for
 
 if sys.argv[1] == "fast":
     from evolve.lang.triton.interpreter import speed_up

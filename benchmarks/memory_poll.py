@@ -1,8 +1,8 @@
-"""What one read of an evaluation's memory (harness/processes.py, every 0.25 s of every evaluation) costs the parent
-in CPU time, part by part. Prints a table. The evaluations side by side share one read of the process table a poll
-interval (with N lanes, one read serves about N polls): "poll, table shared" is a poll whose table another read. The
-parent hands each poll to a reader process (harness/memory_reader.py): the last two columns are the parent's CPU for
-such a poll (the process table read a poll interval ago at most, as in a run) and the poll's wall time.
+"""What one read of an evaluation's memory (harness/shared/processes.py, every 0.25 s of every evaluation) costs the
+parent in CPU time, part by part. Prints a table. The evaluations side by side share one read of the process table a
+poll interval (with N lanes, one read serves about N polls): "poll, table shared" is a poll whose table another read.
+The parent hands each poll to a reader process (harness/parent/memory_reader.py): the last two columns are the parent's
+CPU for such a poll (the process table read a poll interval ago at most, as in a run) and the poll's wall time.
 
     python benchmarks/memory_poll.py [--maps 0 3000] [--others 300] [--files 300] [--polls 200] [--cuda]
 
@@ -18,8 +18,9 @@ import sys
 import tempfile
 import time
 
-from evolve.harness import memory_reader, processes
+from evolve.harness.parent import memory_reader
 
+from evolve.harness.shared import processes
 CHILD = """import mmap, os, sys, tempfile, time
 import torch
 if sys.argv[2] == "cuda":

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from evolve.archive import Archive
 from evolve.compose import case_value
-from evolve.harness.exchange import nbytes_of
+from evolve.harness.measurer.exchange import nbytes_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ["softmax", "rmsnorm", "layernorm", "cross_entropy", "attention"]
@@ -180,7 +180,8 @@ def ceiling_line(problem: str, found: list, room: float | None = None) -> str:
 
 def card_peak() -> float:
     """The card's copy bandwidth (bytes a second, both directions counted) on 1 GiB buffers: at most the roofline's
-    (the faster of a copy and a read, harness/peaks.py), so a bound above the bytes' time at this rate is compute's."""
+    (the faster of a copy and a read, harness/measurer/peaks.py), so a bound above the bytes' time at this rate is
+    compute's."""
     return (1 << 30) / (copy_ms(1 << 30) * 1e-3)
 
 

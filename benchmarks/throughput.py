@@ -6,25 +6,25 @@ how busy the GPU was. Prints a table.
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
 proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed, with as many
-proposals in flight as evolve run keeps by default (--concurrency), each prompt's context built as a run builds it;
-no knob tuner and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates
+proposals in flight as evolve run keeps by default (--concurrency), each prompt's context built as a run builds it; no
+knob tuner and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates
 evaluated over the run's wall time times the cards used (with --per-gpu N, N lanes share each card). A lane's time per
 evaluation is split by rung from the verdicts: compile (load and compile), correctness (run and correctness), timing
 (benchmark), each less the time the evaluation was stopped for another's timing lease (--per-gpu), that time
 ("stopped"), and the rest (process start-up waits, inputs, teardown); "lane idle" is the share of the lanes' wall time
 with no evaluation on them; "timing lease held" the share of the cards' wall time some evaluation held the card's timing
-lease (harness/lease.py: calibrations and benchmark windows, every other evaluation stopped). The cards' busy fraction
-is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu` every 200 ms): the share of samples above 0%,
-and their mean; the host's CPU busy share is read from /proc/stat every second over all its cores (an evaluation's
-imports, compiles and host code are CPU work: where it nears 100%, cores bound the rate). A last line splits the GPU
-crew's set-up (the wait for its job, its warm-up, the measurer's connect, lease wait and calibrations), where most of
-"the rest" goes, and the parent's CPU seconds spent on each evaluation's memory reads (memory_poll_s; the reads
-themselves run in reader processes, whose CPU seconds are memory_read_s: harness/memory_reader.py). "parent CPU" is the
-cores the run's own process kept busy (its lanes' threads share one interpreter lock: near 1.0, the parent bounds the
-rate). With several lanes on a card, a last line gives the rate the card's timing lease allows (each evaluation's time
-holding it, l, and working outside it, w: at most N / (w + N l) a second with N side by side, since all stand still
-while one holds it; 1 / l with any number). The seed's fitness is reported from the first candidate (the seed itself),
-so before/after figures can be compared with the same script.
+lease (harness/parent/lease.py: calibrations and benchmark windows, every other evaluation stopped). The cards' busy
+fraction is read from the driver (`nvidia-smi --query-gpu=index,utilization.gpu` every 200 ms): the share of samples
+above 0%, and their mean; the host's CPU busy share is read from /proc/stat every second over all its cores (an
+evaluation's imports, compiles and host code are CPU work: where it nears 100%, cores bound the rate). A last line
+splits the GPU crew's set-up (the wait for its job, its warm-up, the measurer's connect, lease wait and calibrations),
+where most of "the rest" goes, and the parent's CPU seconds spent on each evaluation's memory reads (memory_poll_s; the
+reads themselves run in reader processes, whose CPU seconds are memory_read_s: harness/parent/memory_reader.py). "parent
+CPU" is the cores the run's own process kept busy (its lanes' threads share one interpreter lock: near 1.0, the parent
+bounds the rate). With several lanes on a card, a last line gives the rate the card's timing lease allows (each
+evaluation's time holding it, l, and working outside it, w: at most N / (w + N l) a second with N side by side, since
+all stand still while one holds it; 1 / l with any number). The seed's fitness is reported from the first candidate (the
+seed itself), so before/after figures can be compared with the same script.
 """
 from __future__ import annotations
 
@@ -43,15 +43,15 @@ from pathlib import Path
 from evolve.archive import Archive
 from evolve.config import LLMConfig, ProfileConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, evaluate, load_problem
-from evolve.harness.lease import all_leases
+from evolve.harness.parent.lease import all_leases
 from evolve.pipeline import lanes_per_card, parse_gpus, visible_gpus
 from evolve.proposer import Proposal
 from evolve.search import Search
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's own split (harness/rungs.py)
-# the GPU crew's set-up (harness/ladder.py's setup record and the measurer's prepare_split), in the order they happen,
-# and the parent's own work after the verdict (keeping the dumps, killing the processes)
+BENCH_PARTS = ("warm", "inputs", "windows", "checks")  # the benchmark rung's own split (harness/measurer/rungs.py)
+# the GPU crew's set-up (harness/parent/ladder.py's setup record and the measurer's prepare_split), in the order they
+# happen, and the parent's own work after the verdict (keeping the dumps, killing the processes)
 SETUP_PARTS = ("before_s", "wait_s", "warm_s", "runner_warm_s", "prepare_s", "connect", "lease", "peaks", "baselines",
                "hops", "plans", "after_s", "discard_s", "memory_poll_s", "memory_read_s")
 

@@ -83,7 +83,7 @@ def check_language(language: str | None, problem=None) -> None:
 def timeout_for(problem, timeout_s: float | None) -> tuple[float, str | None]:
     """(an evaluation's time limit, a note where a default was raised): a given limit is kept; the default is raised
     for a problem whose inputs take a gigabyte or more a call, where drawing and checking them takes minutes."""
-    from .harness.formats import input_bytes
+    from .harness.parent.problem_facts import input_bytes
 
     default = EvalOptions().timeout_s
     size = input_bytes(problem)
@@ -115,7 +115,7 @@ def plan_run(problem, *, models=(), api_base: str | None = None, db: str = DEFAU
     """A run's config as `evolve run` would make it, every default decided here: the budget without a GPU, lanes per
     card for the problem's inputs, the time limit for large inputs, the device policy. Other keyword arguments are
     RunConfig fields (target, resume, seed, search, llm, profile, artifacts, retime_top, fair_window_s, ...)."""
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .lang import get as get_language
     from .pipeline import lanes_per_card
 
@@ -128,14 +128,14 @@ def plan_run(problem, *, models=(), api_base: str | None = None, db: str = DEFAU
                          f"timed and a search has nothing to rank: run this on a machine with one (evolve eval FILE "
                          f"{problem} --language {run_language} compiles a kernel here)")
     if on_cpu:
-        from .harness.formats import cannot_run_here
+        from .harness.parent.problem_facts import cannot_run_here
 
         elsewhere = cannot_run_here(loaded)
         if elsewhere:
             raise SetupError(elsewhere)
     default_budget = on_cpu and budget_s is None and max_candidates is None and max_cost is None
     budget_s = CPU_BUDGET_S if default_budget else budget_s
-    from .harness.formats import input_bytes
+    from .harness.parent.problem_facts import input_bytes
 
     auto_lanes = per_gpu == "auto" and not on_cpu and not cluster
     size = input_bytes(loaded)

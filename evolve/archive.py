@@ -17,7 +17,7 @@ from typing import TypedDict
 from .archive_file import ArchiveFile
 from .archive_records import CompilerArtifacts, Hints, LaunchAudits, Profiles, Retimes, Traces
 from .archive_schema import ArchiveError, now
-from .harness.verdict import Verdict
+from .harness.parent.verdict import Verdict
 from .redact import strip_secret_keys
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .archive_file import ArchiveFile
 from .archive_schema import ArchiveError, now
-from .harness.verdict import Verdict
+from .harness.parent.verdict import Verdict
 
 
 class CompilerArtifacts:

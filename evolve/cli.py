@@ -73,9 +73,9 @@ def _interrupted_code() -> int:
 
 
 def _say_isolation(card: bool) -> None:
-    """What keeps evaluations apart that this machine lacks, each with what it leaves open (harness/isolation.py;
-    on a card, harness/device_share.py)."""
-    from .harness import device_share, isolation
+    """What keeps evaluations apart that this machine lacks, each with what it leaves open (harness/parent/isolation.py;
+    on a card, harness/parent/device_share.py)."""
+    from .harness.parent import device_share, isolation
 
     gaps = isolation.here().gaps() + ([device_share.gap()] if card else [])
     for gap in filter(None, gaps):
@@ -217,7 +217,7 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     _stop_on_signals()
     _check_keys(problem)
     from .harness import EvalOptions, ProblemError, evaluate
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .render import ladder_lines, rung_line, shape_table
 
     _check_language(language)
@@ -501,7 +501,7 @@ def _cards(gpus: str | None, device: str, cluster) -> tuple[str, ...] | None:
     """--gpus as card UUIDs or indexes of this machine's visible cards (exit 2 for ones that are not there)."""
     if gpus is None:
         return None
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .pipeline import parse_gpus, visible_gpus
 
     if device == "cpu" or (device == "auto" and not gpu_available() and not cluster):
@@ -632,7 +632,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     from .bench import cell_config, cells, existing, finished, parse_budget, spent_seconds
     from .config import LLMConfig, RunConfig, SearchConfig
     from .harness import EvalOptions, ProblemError
-    from .harness.formats import input_bytes
+    from .harness.parent.problem_facts import input_bytes
     from .progress import Progress
     from .proposer import check_models
     from .search import Search
@@ -658,7 +658,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
             largest = problem
         for language in languages:
             _check_language(language, problem)
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .pipeline import lanes_per_card
 
     on_card = device == "cuda" or (device == "auto" and gpu_available())
@@ -814,7 +814,7 @@ def best_command(problem, db, export_path, export_format, no_verify, device):
     if export_path and not Path(export_path).resolve().parent.is_dir():  # before anything imports torch
         _fail(f"cannot export to {export_path}: the folder {Path(export_path).resolve().parent} does not exist")
     from .api import SetupError, load
-    from .harness.formats import export
+    from .harness.shared.formats import export
     from .problems import strip_test_header
 
     try:
@@ -1072,7 +1072,7 @@ def profile_command(target, db, problem_dir, case_label, timeout_s, as_root):
     profile round does: per kernel its time, DRAM and SM throughput, occupancy and top stalls, and whether the case is
     memory- or compute-bound. TARGET is an archived candidate's id, or a file with --problem. An archived candidate's
     summary is kept for `evolve show` and the prompts of its children; never part of a verdict."""
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .profiling import Profiler, render
 
     chosen = _Target(target, problem_dir, db, case_label)
@@ -1212,7 +1212,7 @@ def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
         click.echo(f"// {about.get(stem, stem)}")
         data = archive.artifacts.read(c.id, name) or b""
         if name.endswith(".cubin"):
-            from .harness.sass import disassemble
+            from .harness.runner.sass import disassemble
 
             click.echo(disassemble(data) or "(no cuobjdump here to read the cubin with)")
         else:

@@ -45,7 +45,7 @@ class _Evaluator:
         return True
 
     def device(self, device: str) -> str:
-        from .harness.ladder import device_name
+        from .harness.parent.ladder import device_name
 
         return device_name(device)
 

@@ -168,7 +168,7 @@ def digest_files(files: dict[str, bytes], kernels=()) -> list[KernelDigest]:
     if missing:  # kept without SASS (evolve run leaves it out of the evaluation): cuobjdump side by side
         from concurrent.futures import ThreadPoolExecutor
 
-        from .harness.sass import disassemble
+        from .harness.runner.sass import disassemble
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             done = dict(zip(missing, pool.map(lambda cubin: disassemble(cubin) if cubin else None,

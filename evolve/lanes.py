@@ -12,7 +12,7 @@ QUEUE_AHEAD = 0
 def make_pipeline(config, problem, evaluate, options, emit, probe: bool):
     """(the pipeline, CPU threads per evaluation process where lanes share the host, else 0). options(job, gpu):
     a candidate's harness options on a lane; probe: check each card answers before its lane takes work."""
-    from .harness.ladder import gpu_available
+    from .harness.parent.ladder import gpu_available
     from .pipeline import Pipeline, ThreadLane, probe_gpu, visible_gpus
 
     c = config

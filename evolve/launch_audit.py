@@ -4,7 +4,7 @@ outside the candidate's Python, against the kernels it is allowed to launch.
 Before a kernel becomes a run's reported best, is exported (`evolve best`), or enters a leaderboard, it is audited
 once per device. `Auditor.audit` runs `ncu --clock-control none --cache-control none --metrics
 gpu__time_duration.sum --csv --target-processes all`, profiling from the start, around one process (the jailed
-profiler child, harness/profile.py `audit-target`) that makes every benchmark case's inputs, launches a marker
+profiler child, harness/runner/profile.py `audit-target`) that makes every benchmark case's inputs, launches a marker
 kernel, gives up root (as a user: jails itself apart from the report), imports the candidate and, per case, calls it
 once to compile and warm up, once alone, and WINDOW_CALLS times in a row on inputs of their own, queued as a timing
 window queues them (behind a wait on a word, then a write of another), with a marker after each part. ncu writes the
@@ -58,7 +58,7 @@ NCU_ARGS = ("--clock-control", "none", "--cache-control", "none", "--metrics", "
             "--target-processes", "all")
 REPORT_BYTES = 64 << 20  # a report larger than this is not read in part: the audit fails
 TRIES = 5  # candidates audited in a row for one report before it stops looking for one that passes
-from .harness.profile import WINDOW_CALLS  # noqa: E402 - per case, calls queued in a row as a window does
+from .harness.runner.profile import WINDOW_CALLS  # noqa: E402 - per case, calls queued in a row as a window does
 MERGED_RATIO, MERGED_SLACK_NS = 2.0, 2000.0  # a kernel of those calls may take this much longer than alone
 NEEDS_GPU = ("the launch audit needs a GPU: Nsight Compute watches the device, and this verdict came from the CPU "
              "interpreter")
@@ -238,7 +238,7 @@ def _calls_apart(launches: list[Launch], marks: list[int], permitted, window_cal
 def judge(launches: list[Launch], allowed, cases: int | None = None,
           window_calls: int = WINDOW_CALLS) -> tuple[str, str, tuple]:
     """(status, reason, kernels seen) for the launches of one audit against the names the candidate may launch.
-    cases: how many benchmark cases the audit called (each with three markers after it, harness/profile.py
+    cases: how many benchmark cases the audit called (each with three markers after it, harness/runner/profile.py
     `audit-target`), so each case's calls are checked apart; None: a report with a first and a last marker only."""
     bad = sorted(n for n in allowed if not IDENTIFIER.fullmatch(n.removesuffix("*")) or library(n.removesuffix("*")))
     if bad:
@@ -308,7 +308,7 @@ class Auditor:
 
     def _audit(self, work: Path, started: float, source: str, problem_dir: Path, allowed: tuple, beside,
                gpu) -> Audit:
-        from .harness.profile import ISOLATION_FAILED, JAIL_FAILED, REFUSED
+        from .harness.runner.profile import ISOLATION_FAILED, JAIL_FAILED, REFUSED
         from .profiling import _ncu_problem, _read, read_bounded, run_child
 
         os.chmod(work, 0o711)  # the target, once it is nobody, can reach its files but write only in tmp/
@@ -350,7 +350,7 @@ class Auditor:
         except AuditError as exc:
             tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
             return done(FAILED, f"{exc}" + (f"; exit code {code}: {_shown(tail, 300)}" if code else ""), (), report)
-        from .harness.formats import load_problem
+        from .harness.shared.formats import load_problem
 
         status, reason, seen = judge(launches, allowed, len(load_problem(problem_dir).benchmarks))
         if status == FAILED and code and "marker" in reason:  # the candidate (or ncu) failed on the way

@@ -2,7 +2,7 @@
 
 A lane runs one evaluation at a time on its card; a card has one lane, or several with `--per-gpu N`. Evaluations
 sharing a card run their compile, run and correctness rungs side by side, and take the card's timing lease for the
-work a verdict's figures come from (harness/lease.py): while one holds it, the others are stopped, so a benchmark
+work a verdict's figures come from (harness/parent/lease.py): while one holds it, the others are stopped, so a benchmark
 never shares its card with another candidate's work. What runs beside it: the model calls, and evaluations' processes
 starting up (imports and a CUDA context, no candidate code). An evaluation evicted for another's lease (work it had
 queued kept the card busy) goes back to the front of the queue, as a lane fault does, without the card's check.
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .harness.lease import Evicted
+from .harness.parent.lease import Evicted
 
 FAULT_PREFIXES = ("the harness could not prepare the device", "the runner failed to start")
 MAX_ATTEMPTS = 3  # lanes a candidate may fault before it is reported as not evaluated
@@ -46,7 +46,7 @@ def harness_fault(verdict) -> str | None:
     if failure is not None and failure.name == "load" and not verdict.setup \
             and (failure.reason or "").startswith(FAULT_PREFIXES):
         return failure.reason
-    if failure is not None and failure.metrics.get("evaluate_again"):  # set by the parent (harness/generator_fault.py)
+    if failure is not None and failure.metrics.get("evaluate_again"):  # set by harness/parent/generator_fault.py
         return failure.reason
     return None
 
@@ -102,7 +102,7 @@ class ThreadLane:
 
     def reset(self) -> None:
         """After a fault: processes started ahead for this card may hold a broken context."""
-        from .harness.sandbox import SPARES
+        from .harness.parent.sandbox import SPARES
 
         SPARES.drop(gpu=self.gpu)
 
@@ -314,7 +314,7 @@ AUTO_MAX_PER_GPU = 8
 CORES_PER_LANE = 2  # a lane's evaluation keeps a GPU runner and a compile runner busy
 # an idle crew holds about 1.9 GiB resident on the H200 machine; inputs and references twice that
 HOST_GIB_PER_LANE = 4.0
-CARD_GIB_PER_LANE = 13.0  # 6 lanes on an 80 GB card (each lane's window inputs get a share: harness/calibration.py)
+CARD_GIB_PER_LANE = 13.0  # 6 lanes on an 80 GB card (each lane's window inputs get a share: measurer/calibration.py)
 CARD_BYTES_PER_INPUT_BYTE = 4  # an evaluation holds its inputs, outputs and float64 references on the card at once
 
 

@@ -19,9 +19,9 @@ EXPECT = re.compile(r"#\s*expect:\s*(ok|(load|compile|run|correctness|benchmark|
 # Any line of that form heading a file: test metadata for check-problem (solutions/*/ files start with one), not part
 # of the kernel, so neither an exported file nor a prompt shows it (strip_test_header).
 HEADER = re.compile(r"#\s*expect\s*:")
-# The keys problem.toml's tables hold (docs/problems.md; the loader is evolve/harness/formats/native.py, which checks
-# the [[test]], [[benchmark]] and [[cpu_benchmark]] entries' keys itself). A key outside these is a misspelling the
-# loader would pass over: `call = [...]` under [forbid] would forbid nothing.
+# The keys problem.toml's tables hold (docs/problems.md; the loader is evolve/harness/shared/formats/native.py, which
+# checks the [[test]], [[benchmark]] and [[cpu_benchmark]] entries' keys itself). A key outside these is a misspelling
+# the loader would pass over: `call = [...]` under [forbid] would forbid nothing.
 TOML_KEYS = {
     "": ("name", "description", "dtypes", "seeds", "output_dtypes", "tolerance", "test", "benchmark",
          "cpu_benchmark", "forbid", "languages", "accepts"),
@@ -81,7 +81,7 @@ def _unknown(where: str, keys, known, noun: str = "key") -> list[str]:
 def toml_key_faults(target) -> list[str]:
     """One line per key of an evolve problem.toml that no table holds (an empty list for other formats, and for a
     file that does not parse: loading it says why)."""
-    from .harness.problem import KNOWN_DTYPES
+    from .harness.shared.problem import KNOWN_DTYPES
 
     toml_path = Path(target) / "problem.toml"
     if not toml_path.is_file():
@@ -127,9 +127,9 @@ def _todos(problem) -> list[str]:
 
 
 def _reference_faults(problem, notes: list, timeout_s: float) -> list[str]:
-    """harness/reference_faults.py's check, run in a jailed child (harness/jailed.py): the problem's functions are
-    its author's code, and a folder from elsewhere (a KernelBench file) is code from anywhere."""
-    from .harness import jailed
+    """harness/runner/reference_faults.py's check, run in a jailed child (harness/parent/jailed.py): the problem's
+    functions are its author's code, and a folder from elsewhere (a KernelBench file) is code from anywhere."""
+    from .harness.parent import jailed
 
     answer = jailed.ask("reference_faults", {"problem": str(problem.path)}, timeout_s, runner_user=False)
     if "faults" not in answer:
@@ -152,8 +152,8 @@ def check_problem(target, device: str = "auto", timeout_s: float = 300.0, progre
     if faults:
         return faults  # a misspelt key is a setting silently not made: nothing else means much until it is fixed
     faults = _todos(problem)
-    from .harness.formats import cannot_run_here, too_large_here
-    from .harness.ladder import gpu_available
+    from .harness.parent.problem_facts import cannot_run_here, too_large_here
+    from .harness.parent.ladder import gpu_available
 
     # the reference runs on the host here whatever the device: its memory is checked on any machine
     elsewhere = cannot_run_here(problem) if device == "cpu" or not gpu_available() else too_large_here(problem)

@@ -1,7 +1,7 @@
 """Nsight Compute profiles of the best candidates: one benchmark case, a compact summary for the archive and prompt.
 
 `Profiler.profile(...)` runs `ncu --clock-control none` (the clocks stay as the harness measured them) in a jailed
-child (`harness/profile.py`) around one call of a candidate that has already passed the ladder, on one benchmark
+child (`harness/runner/profile.py`) around one call of a candidate that has already passed the ladder, on one benchmark
 case, and parses the report's raw page (`--csv --page raw`) into a summary per kernel:
 
 - duration, DRAM throughput as a fraction of peak, SM throughput, L2 hit rate;
@@ -225,7 +225,7 @@ class Profiler:
                 _remove(work)
 
     def _profile(self, work, started, candidate, problem_dir, case, beside, bound_kind, case_label, gpu) -> Result:
-        from .harness.profile import ISOLATION_FAILED, JAIL_FAILED
+        from .harness.runner.profile import ISOLATION_FAILED, JAIL_FAILED
 
         target = work / "candidate.py"
         shutil.copyfile(candidate, target)
@@ -267,13 +267,13 @@ class Profiler:
 
 
 def run_child(work: Path, job: dict, timeout_s: float, gpu: str | None) -> int | None:
-    """Run the jailed profiler child (harness/profile.py `launch`) on `job` (written to work/job.json, with the
+    """Run the jailed profiler child (harness/runner/profile.py `launch`) on `job` (written to work/job.json, with the
     lifeline added), holding the card against other evolve processes while its kernels run under ncu. The
     launcher's exit code, or None when it did not finish within timeout_s (everything it started is killed)."""
-    from .harness.lease import card_lock
-    from .harness.lifeline import kill_everything
-    from .harness.forkserver import limit
-    from .harness.sandbox import RUNNER_FILE_BYTES, _env
+    from .harness.parent.lease import card_lock
+    from .harness.shared.lifeline import kill_everything
+    from .harness.parent.forkserver import limit
+    from .harness.parent.sandbox import RUNNER_FILE_BYTES, _env
 
     life_r, life_w = os.pipe()  # the launcher kills the profile when this closes (evolve is gone)
     (work / "job.json").write_text(json.dumps({**job, "lifeline": life_r}))
@@ -284,7 +284,7 @@ def run_child(work: Path, job: dict, timeout_s: float, gpu: str | None) -> int |
     try:
         try:
             with open(work / "stdout", "wb") as out, open(work / "stderr", "wb") as err:
-                proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.profile", "launch",
+                proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner.profile", "launch",
                                          str(work / "job.json")], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                         cwd=work, env=env, start_new_session=True,
                                         preexec_fn=lambda: limit(RUNNER_FILE_BYTES),

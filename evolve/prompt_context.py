@@ -155,7 +155,7 @@ class Contexts:
                         + (f"; its kernels: {', '.join(kinds)}" if kinds else ""))
             data = self.archive.artifacts.read(cand.id, wanted[0]) or b""
             if wanted[0].endswith(".cubin"):
-                from .harness.sass import disassemble
+                from .harness.runner.sass import disassemble
 
                 return disassemble(data) or "no cuobjdump here to read the cubin with"
             others = f" ({len(wanted) - 1} more specializations: name one with kernel)" if len(wanted) > 1 else ""

@@ -5,7 +5,7 @@ the shape table is printed by `evolve eval`, `best` and `show` where output is o
 progress view only (progress.py)."""
 from __future__ import annotations
 
-from .harness.verdict import RungResult, Verdict
+from .harness.parent.verdict import RungResult, Verdict
 
 
 def _time(ms: float) -> str:

@@ -12,7 +12,7 @@ class Reverifier:
     """say(line): where the report goes (stdout or stderr, as the command prints the source on the other)."""
 
     def __init__(self, archive, problem, loaded, device: str, say):
-        from .harness.ladder import device_name
+        from .harness.parent.ladder import device_name
 
         self.archive, self.problem, self.loaded, self.say = archive, problem, loaded, say
         self.device = device

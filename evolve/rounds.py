@@ -84,7 +84,7 @@ class Rounds:
     # -- traces of marked sections ------------------------------------------------------------------------------------
     def _to_trace(self, ranked: list, device: str) -> list:
         """The best few correct candidates that mark sections, not yet traced on this device."""
-        from .harness.sections import SectionError, find
+        from .harness.runner.sections import SectionError, find
 
         top = self.config.profile.top
         if top <= 0 or self.tracer is False:
@@ -105,8 +105,8 @@ class Rounds:
         return chosen
 
     def trace(self, ranked: list, device: str, gpu: str | None) -> None:
-        """The sections the best few correct candidates mark (harness/sections.py), traced on the case a profile would
-        take, where not yet traced on this device (GPU runs only; candidates without marks are left alone)."""
+        """The sections the best few correct candidates mark (harness/runner/sections.py), traced on the case a profile
+        would take, where not yet traced on this device (GPU runs only; candidates without marks are left alone)."""
         chosen = self._to_trace(ranked, device)
         if not chosen:
             return
@@ -167,7 +167,7 @@ class Rounds:
             self.emit({"kind": "audit", "candidate": self.audited.best, "audit": self.audited.audit})
 
     def _audit_one(self, cand: Candidate, gpu: str | None):
-        from .harness.ladder import gpu_available
+        from .harness.parent.ladder import gpu_available
         from .launch_audit import NEEDS_GPU, NOT_RUN, Audit, Auditor, allowed_names
 
         verdict = self.archive.verdict(cand.id)

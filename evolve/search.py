@@ -25,7 +25,7 @@ from .case_figures import CaseFigures
 from .config import RunConfig
 from .harness import evaluate as harness_evaluate
 from .harness import jail, load_problem
-from .harness.ladder import device_name
+from .harness.parent.ladder import device_name
 from .lang import get as get_language
 from .ledger import Ledger
 from .pipeline import Retiming
@@ -249,7 +249,7 @@ class Search:
         return getattr(self._first_lane(), "gpu", None)
 
     def _traces(self) -> bool:
-        return self.contexts.language.name == "triton"  # section marks are Triton's (evolve/harness/sections.py)
+        return self.contexts.language.name == "triton"  # section marks are Triton's (evolve/harness/runner/sections.py)
 
     def profile_step(self) -> None:
         self.rounds.profile(self.population.ranked(), self.device, self._first_gpu())

@@ -159,7 +159,7 @@ def tree_svg(candidates: list[dict]) -> str:
 def write_site(board: Board, out: Path, sources) -> Path:
     """Write index.html, run-*.html, kernel-*.html and static/ under `out`; returns index.html's path."""
     from .archive import Archive
-    from .harness.verdict import Verdict
+    from .harness.parent.verdict import Verdict
     from .render import ladder_lines, shape_table
 
     folder = templates_dir()

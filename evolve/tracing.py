@@ -1,8 +1,8 @@
-"""Time inside a kernel: the sections a Triton candidate marks (`# section: NAME`, harness/sections.py), each warp's
-cycles and nanoseconds per section on one benchmark case, for the archive, `evolve show` and the prompts.
+"""Time inside a kernel: the sections a Triton candidate marks (`# section: NAME`, harness/runner/sections.py), each
+warp's cycles and nanoseconds per section on one benchmark case, for the archive, `evolve show` and the prompts.
 
-`Tracer.trace(...)` runs the candidate in the profiler's jailed child (harness/profile.py, `trace-target`: its own
-namespaces, Landlock, a lifeline, the card held against other evolve processes), never inside a verdict, and reads
+`Tracer.trace(...)` runs the candidate in the profiler's jailed child (harness/runner/profile.py, `trace-target`: its
+own namespaces, Landlock, a lifeline, the card held against other evolve processes), never inside a verdict, and reads
 the stamp buffer it leaves as numbers: whatever the traced process wrote there is advice, like a profile. What a
 summary holds per section: how many warps recorded it, the median and the 10th-90th percentile of its cycles per warp
 (`%clock64`), its median in nanoseconds (`%globaltimer`) and its share of the marked time; per kernel, the CTAs
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .harness import sections
+from .harness.runner import sections
 from .profiling import Result, _number, _read_bytes, _remove, run_child
 
 NO_MARKS = ("no sections marked: put `# section: NAME` comment lines inside the @triton.jit function, one where each "
@@ -84,7 +84,7 @@ class Tracer:
 
     def __init__(self, *, timeout_s: float = 180.0):
         self.timeout_s = timeout_s
-        from .harness.ladder import gpu_available
+        from .harness.parent.ladder import gpu_available
 
         self.unavailable = None if gpu_available() else "tracing needs a GPU: sections are timed on the card"
 

@@ -7,7 +7,7 @@ import pytest
 
 from evolve import lang
 from evolve.harness import EvalOptions, evaluate, load_problem
-from evolve.harness.static_check import check_source
+from evolve.harness.runner.static.check import check_source
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "cutedsl"

@@ -1,15 +1,16 @@
-"""Each evaluation's share of the card's memory (harness/device_share.py). No driver runs here: the driver's table is
-played by a function that names the evaluation's real processes, as libnvidia-ml names them on a card; everything
-around it (the parent's polls, the kill, the failed rung, a neighbour's verdict evaluated again) is the real code.
-The last test runs it against the driver on a card."""
+"""Each evaluation's share of the card's memory (harness/parent/device_share.py). No driver runs here: the driver's
+table is played by a function that names the evaluation's real processes, as libnvidia-ml names them on a card;
+everything around it (the parent's polls, the kill, the failed rung, a neighbour's verdict evaluated again) is the real
+code. The last test runs it against the driver on a card."""
 import time
 from pathlib import Path
 
 import pytest
 
-from evolve.harness import device_share, ladder, processes
-from evolve.harness.device_share import Card, DeviceShare, Sighting
-from evolve.harness.formats import load_problem
+from evolve.harness.parent import device_share, ladder
+from evolve.harness.shared import processes
+from evolve.harness.parent.device_share import Card, DeviceShare, Sighting
+from evolve.harness.shared.formats import load_problem
 from evolve.pipeline import harness_fault
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """Shapes drawn per evaluation from what a problem declares it accepts ([accepts] in problem.toml,
-harness/drawn_shapes.py): a kernel right only on the listed shapes fails."""
+harness/measurer/drawn_shapes.py): a kernel right only on the listed shapes fails."""
 import math
 import shutil
 import textwrap
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from evolve.harness import EvalOptions, evaluate
-from evolve.harness.drawn_shapes import DRAWN, draw
-from evolve.harness.formats import load_problem
-from evolve.harness.problem import ProblemError
+from evolve.harness.measurer.drawn_shapes import DRAWN, draw
+from evolve.harness.shared.formats import load_problem
+from evolve.harness.shared.problem import ProblemError
 
 ROOT = Path(__file__).resolve().parents[1]
 ADVERSARIAL = ROOT / "tests" / "adversarial" / "problem"
@@ -36,7 +36,7 @@ def test_a_kernel_right_only_on_the_listed_widths_fails_on_a_drawn_one(tmp_path)
 
 
 def test_the_correctness_line_names_the_drawn_shapes():
-    from evolve.harness.verdict import RungResult
+    from evolve.harness.parent.verdict import RungResult
     from evolve.render import rung_line
 
     rung = RungResult("correctness", "ok", "worst: fp32 max_abs=0", 1.0,

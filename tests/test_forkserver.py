@@ -1,5 +1,5 @@
-"""An evaluation's processes forked from the fork server (harness/forkserver.py): the same processes, holding the same
-descriptors, limits and verdicts as processes started on their own, and nothing waits on a server that is gone."""
+"""An evaluation's processes forked from the fork server (harness/parent/forkserver.py): the same processes, holding the
+same descriptors, limits and verdicts as processes started on their own, and nothing waits on a server that is gone."""
 import os
 import signal
 import subprocess
@@ -10,8 +10,9 @@ from pathlib import Path
 from test_privilege import _root_only, needs_root
 from test_trust import MINI
 
-from evolve.harness import EvalOptions, evaluate, forkserver
-from evolve.harness.sandbox import Crew
+from evolve.harness import EvalOptions, evaluate
+from evolve.harness.parent import forkserver
+from evolve.harness.parent.sandbox import Crew
 
 
 def _parent(pid: int) -> int:
@@ -90,7 +91,7 @@ def test_nothing_waits_on_a_server_that_is_gone(tmp_path):
 def test_the_server_ends_with_its_parent(tmp_path):
     """The server reads its parent's end of the socket: when the parent dies (SIGKILL, no clean-up), it exits."""
     script = ("import os, sys\n"
-              "from evolve.harness import sandbox, forkserver\n"
+              "from evolve.harness.parent import sandbox, forkserver\n"
               "crew = sandbox.Crew('cpu', sys.argv[1])\n"
               "print(' '.join(str(s.proc.pid) for s in forkserver.SERVERS._servers.values()), flush=True)\n"
               "os.kill(os.getpid(), 9)\n")
@@ -118,7 +119,8 @@ def test_a_forked_runner_gives_up_root_as_a_started_one_does(tmp_path):
     secret = _root_only(tmp_path)
     script = f"""
 import ctypes, os, sys
-from evolve.harness import keeper, privilege
+from evolve.harness.runner import keeper
+from evolve.harness.shared import privilege
 os.environ[privilege.UID_ENV] = str(privilege.UNPRIVILEGED)
 
 def runner():
@@ -142,7 +144,7 @@ sys.exit(keeper.main(['keeper', 'unused'], run=runner))
 def test_a_forked_runner_gets_the_priority_and_limits_asked(tmp_path):
     """A runner forked with a priority and a file-size limit (the compile-ahead runner's) runs under both, its
     keeper too, as one started with them does."""
-    from evolve.harness.sandbox import RUNNER_FILE_BYTES, _env, _server_env
+    from evolve.harness.parent.sandbox import RUNNER_FILE_BYTES, _env, _server_env
 
     folder = tmp_path / "compile"
     (folder / "tmp").mkdir(parents=True)
@@ -171,7 +173,7 @@ def test_a_forked_runner_gets_the_priority_and_limits_asked(tmp_path):
 
 
 def _all_parents() -> dict:
-    from evolve.harness.processes import parents
+    from evolve.harness.shared.processes import parents
 
     return parents()
 

@@ -12,9 +12,9 @@ import pytest
 
 import torch
 
-from evolve.harness.formats import detect, reference_for
+from evolve.harness.shared.formats import detect, reference_for
 from evolve.harness import EvalOptions, ProblemError, evaluate, jail, load_problem
-from evolve.harness.metrics import error_metrics, judge
+from evolve.harness.shared.metrics import error_metrics, judge
 from llm_server import ScriptedLLM
 from test_run import env, evolve, fenced, rows
 
@@ -94,7 +94,7 @@ def test_check_problem_takes_upstream_as_it_ships():
 
 
 def test_an_aliased_entry_point_is_an_entry_point_and_the_message_names_the_formats():
-    from evolve.harness.static_check import screen
+    from evolve.harness.runner.static.check import screen
 
     problem = load_problem(UPSTREAM / "prefixsum_py")
     options = (problem.forbid_calls, problem.forbid_modules, True, problem.extra["allow_modules"], "triton",
@@ -240,7 +240,7 @@ def test_the_outputs_shapes_come_from_meta_tensors_where_the_reference_runs_on_t
 def test_a_leaf_the_reference_reads_is_never_taken_for_a_buffer_for_the_spread_it_allows():
     """The comparison behind a handed-out buffer: a float32 sum's varying order passes, a NaN that moved, an infinity
     of the other sign, an integer off by one or a value moved by more than the spread does not."""
-    from evolve.harness.formats.gpumode import _unchanged
+    from evolve.harness.shared.formats.gpumode import _unchanged
 
     base = torch.tensor([1000.0, -3.0, float("nan"), float("inf")])
     assert _unchanged([base], [base + torch.tensor([0.05, 0.0, 0.0, 0.0])])  # 5e-5 of the largest value
@@ -289,7 +289,7 @@ def test_a_task_that_makes_its_inputs_on_cuda_is_told_in_one_line_without_a_gpu(
 def test_a_kernelbench_file_too_large_for_this_machines_memory_is_told_before_it_is_drawn(tmp_path):
     """Today's KernelBench sizes draw 4-9 GB of inputs: weighed on meta tensors first, against the memory free now,
     instead of dying in the allocator."""
-    from evolve.harness.formats import available_memory
+    from evolve.harness.parent.problem_facts import available_memory
     from evolve.problems import check_problem
 
     huge = tmp_path / "huge_matmul.py"
@@ -306,7 +306,7 @@ def test_a_kernelbench_file_with_large_inputs_gets_a_longer_timeout_and_the_lane
     inputs), beyond evolve run's default --timeout, and a card holds only a few of them at once: the defaults follow
     the inputs' weight (on meta tensors), and values given on the command line are kept."""
     from evolve.api import LARGE_INPUT_TIMEOUT_S, plan_run, timeout_for
-    from evolve.harness.formats import input_bytes
+    from evolve.harness.parent.problem_facts import input_bytes
     from evolve.pipeline import auto_per_gpu
 
     large = tmp_path / "large_matmul.py"
@@ -499,7 +499,7 @@ def test_kernelbench_run_and_export_pass_kernelbenchs_own_check(tmp_path):
 
 
 def test_export_formats(softmax_dir):
-    from evolve.harness.formats import export
+    from evolve.harness.shared.formats import export
 
     native = load_problem(softmax_dir)
     wrapped = export("def custom_kernel(x):\n    return x\n", native, "gpumode")
@@ -514,7 +514,7 @@ def test_export_formats(softmax_dir):
 def test_kernelbenchs_own_check_a_chunk_at_a_time_judges_as_on_the_whole(monkeypatch):
     """KernelBench's allclose runs on the host a chunk at a time (today's outputs are up to 6.4 GB): an element off by
     more than its tolerance fails wherever the chunks fall, with the whole output's largest difference."""
-    from evolve.harness.formats import kernelbench
+    from evolve.harness.shared.formats import kernelbench
 
     problem = load_problem(KERNELBENCH / "19_ReLU.py")
     reference = reference_for(problem)
@@ -534,7 +534,7 @@ def test_a_foreign_problems_code_runs_jailed_never_in_the_parent(tmp_path):
     """A KernelBench file is code from anywhere. What the parent asks of it before an evaluation (does it make its
     inputs on CUDA, how large are they) and check-problem's run of its reference happen in a jailed child: the
     file's code writes nothing outside that child's folder and never runs in this process."""
-    from evolve.harness import formats
+    from evolve.harness.parent import problem_facts
     from evolve.problems import check_problem
 
     marker = tmp_path / "written_by_the_problem"
@@ -543,8 +543,8 @@ def test_a_foreign_problems_code_runs_jailed_never_in_the_parent(tmp_path):
         "def get_inputs():\n", f"def get_inputs():\n    try:\n        open({str(marker)!r}, 'a').write('here')\n"
                                "    except OSError:\n        pass\n"))
     problem = load_problem(problem_file)
-    formats.cannot_run_here(problem)
-    assert formats.input_bytes(problem) == 16 * 1031 * 4  # the child answered
+    problem_facts.cannot_run_here(problem)
+    assert problem_facts.input_bytes(problem) == 16 * 1031 * 4  # the child answered
     assert check_problem(problem_file, device="cpu") == []
     assert not marker.exists()
 
@@ -552,7 +552,7 @@ def test_a_foreign_problems_code_runs_jailed_never_in_the_parent(tmp_path):
 def test_in_an_evaluation_a_foreign_problems_code_runs_jailed_never_in_the_measurer(tmp_path, cache_dir):
     """The measurer keeps the evaluation's key, its timings and the caches later evaluations trust; a KernelBench
     file's code (at import, in its generator and in its model) runs in a jailed process of its own
-    (harness/problem_process.py), which writes nothing outside its folder. The evaluation is as before."""
+    (harness/runner/problem_process.py), which writes nothing outside its folder. The evaluation is as before."""
     marker = tmp_path / "written_by_the_problem"
     write = f"try:\n    open({str(marker)!r}, 'a').write('here')\nexcept OSError:\n    pass\n"
     source = (KERNELBENCH / "19_ReLU.py").read_text()

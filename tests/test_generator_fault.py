@@ -1,5 +1,5 @@
 """Whose fault a failure of the problem's input generator is, decided with no candidate loaded
-(harness/generator_fault.py): a problem fault stops a whole run, so a candidate must not be able to cause one."""
+(harness/parent/generator_fault.py): a problem fault stops a whole run, so a candidate must not be able to cause one."""
 import shutil
 import textwrap
 from pathlib import Path
@@ -69,7 +69,7 @@ def test_a_generator_out_of_memory_with_no_candidate_loaded_is_evaluated_again_n
 def test_the_child_that_makes_inputs_lets_a_generator_name_its_threads(tmp_path):
     """On a card the CUDA driver names its threads as it starts (/proc/self/task/*/comm); a child jailed without
     /proc/self failed there, and every generator failure judged on a card became a problem fault."""
-    from evolve.harness import jailed
+    from evolve.harness.parent import jailed
 
     problem = _problem(tmp_path, '''
         def generate_input(seed, M, N, dtype="float32", device="cpu"):

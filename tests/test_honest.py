@@ -10,7 +10,7 @@ import pytest
 
 from evolve.harness import evaluate
 from evolve.harness import load_problem
-from evolve.harness.static_check import screen
+from evolve.harness.runner.static.check import screen
 
 ROOT = Path(__file__).resolve().parents[1]
 HONEST = sorted((ROOT / "tests" / "honest").glob("*.py"))

@@ -3,9 +3,9 @@ own autotuner makes them (restore_value), and a GPU MODE task's names stand only
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from evolve.harness.runner import COPY_OPS
+from evolve.harness.runner.runner import COPY_OPS
 from evolve.lang.triton.runner_side import RunnerSide
-from evolve.harness.static_check import check_source
+from evolve.harness.runner.static.check import check_source
 
 
 def defined(source: str, filename: str, namespace: dict | None = None) -> dict:

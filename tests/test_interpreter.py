@@ -80,7 +80,7 @@ OUTPUTS = r"""
 import sys, torch
 from pathlib import Path
 from evolve.harness import load_problem
-from evolve.harness.formats import reference_for
+from evolve.harness.shared.formats import reference_for
 from evolve.lang.triton.launches import LaunchLog
 
 if sys.argv[1] == "fast":
@@ -130,7 +130,7 @@ def test_every_seed_and_correct_solution_gives_the_same_bits(tmp_path):
 
 def test_the_interpreters_runner_installs_it(tmp_path):
     code = ("import sys; from pathlib import Path; from triton.runtime import interpreter as I; "
-            "original = I._patch_builtin; from evolve.harness.runner import Runner; "
+            "original = I._patch_builtin; from evolve.harness.runner.runner import Runner; "
             "Runner(None, 'interpret', Path(sys.argv[1]), 'triton'); print(I._patch_builtin is not original, "
             "I._patch_builtin.original is original)")
     assert _python(code, str(tmp_path)).split() == ["True", "True"]

@@ -60,7 +60,7 @@ def test_a_keeper_whose_runner_is_killed_by_sigkill_ends_by_it_too():
     The keeper once tried to set SIGKILL's action and crashed (exit 1), and the verdict said `OSError: [Errno 22]`."""
     import sys
 
-    keeper = ROOT / "evolve" / "harness" / "keeper.py"
+    keeper = ROOT / "evolve" / "harness" / "runner" / "keeper.py"
     done = subprocess.run([sys.executable, "-S", str(keeper), "/bin/sh", "-c", "kill -9 $$"], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == -9 and "Errno" not in done.stderr, (done.returncode, done.stderr)
@@ -138,7 +138,7 @@ def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, 
     """Processes started ahead (evolve run's loop) are taken only by an evaluation that asks for them; any other
     starts its own, so what ran before in the process does not shape its verdict, and a failure there names the
     mode, not a device remembered from another verdict."""
-    from evolve.harness.sandbox import SPARES
+    from evolve.harness.parent.sandbox import SPARES
 
     SPARES.clear()
     no_launch = candidate(tmp_path, "\ndef custom_kernel(x):\n    return torch.empty_like(x)\n")
@@ -162,7 +162,7 @@ def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, 
 def test_evaluations_sharing_a_host_split_its_cores(tmp_path):
     """With a thread count, every process of the evaluation is started with it (the interpreter's runner keeps its
     single BLAS thread); without one, the processes inherit the parent's settings."""
-    from evolve.harness.sandbox import THREAD_VARIABLES, Crew
+    from evolve.harness.parent.sandbox import THREAD_VARIABLES, Crew
 
     def environ(pid):
         pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -187,7 +187,7 @@ def test_evaluations_sharing_a_host_split_its_cores(tmp_path):
 def test_the_compile_ahead_runner_runs_at_the_lowest_priority(tmp_path):
     """Beside a GPU runner, the compile-only runner (which the lease does not stop) starts at nice 19, so candidate
     code there cannot take the CPU from the card's timing; the other processes, and the CPU mode's runners, at 0."""
-    from evolve.harness.sandbox import COMPILE_AHEAD_NICE, Crew
+    from evolve.harness.parent.sandbox import COMPILE_AHEAD_NICE, Crew
 
     def nice(pid):
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
@@ -209,7 +209,7 @@ def test_the_compile_ahead_runner_runs_at_the_lowest_priority(tmp_path):
 def test_memory_is_read_every_poll_interval_whatever_the_measurer_says(tmp_path, options, monkeypatch):
     """The parent reads an evaluation's memory from /proc every MEMORY_POLL_S (each read walks its processes and
     folders), not once per message as well: the reads come at that pace through a whole honest evaluation."""
-    from evolve.harness import sandbox
+    from evolve.harness.parent import sandbox
 
     reads = []
     real = sandbox.Crew._over_memory

@@ -327,8 +327,8 @@ def test_a_run_on_the_cpu_says_the_audit_needs_a_gpu(tmp_path):
 RESTRICTED = """
 import os, sys
 from pathlib import Path
-from evolve.harness.privilege import drop
-from evolve.harness.profile import restrict
+from evolve.harness.shared.privilege import drop
+from evolve.harness.runner.profile import restrict
 work = sys.argv[1]
 why = restrict(work) or (drop() if os.geteuid() == 0 else None)
 assert why is None, why

@@ -28,7 +28,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_the_harness_imports_nothing_of_the_loop():
     allowed = ("evolve.harness", "evolve.lang", "evolve.redact", "evolve.defaults")
-    for path in list((PACKAGE / "harness").glob("*.py")) + list((PACKAGE / "lang").glob("*.py")):
+    for path in list((PACKAGE / "harness").rglob("*.py")) + list((PACKAGE / "lang").glob("*.py")):
         outside = {m for m in _imports(path) if not m.startswith(allowed)}
         assert not outside, f"{path.name} imports {outside}"
 
@@ -40,7 +40,7 @@ def test_no_module_imports_in_a_circle():
         graph[name] = _imports(path) - {name}
 
     assert {"evolve.population", "evolve.harness"} <= graph["evolve.search"]  # the reading itself works
-    assert "evolve.lang" in graph["evolve.harness.static_check"]
+    assert "evolve.lang" in graph["evolve.harness.runner.static.check"]
 
     def visit(node, trail):
         assert node not in trail, " -> ".join(trail[trail.index(node):] + [node])
@@ -65,7 +65,7 @@ def test_a_language_is_reached_only_through_the_interface():
 def test_the_runner_knows_its_candidates_language_only_through_the_interface():
     """The runner (the process that imports the candidate) sees launches, compiled kernels and the language's own
     copies through the runner side evolve.lang hands it (lang/triton/runner_side.py): it imports no language itself."""
-    tree = ast.parse((PACKAGE / "harness" / "runner.py").read_text())
+    tree = ast.parse((PACKAGE / "harness" / "runner" / "runner.py").read_text())
     imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {name for name in imported if name.split(".")[0] in ("triton", "cutlass", "tilelang")}, imported
@@ -79,3 +79,35 @@ def test_strategies_import_no_search():
     for path in (PACKAGE / "strategies").glob("*.py"):
         assert not _imports(path) & loop, f"strategies/{path.name} imports {_imports(path) & loop}"
     assert not _imports(PACKAGE / "ledger.py") & {"evolve.search", "evolve.cli", "evolve.api"}
+
+
+# Which of the harness's folders each folder's modules may import, besides the standard library, torch, Triton,
+# evolve.lang and evolve.redact. The runner's folder runs beside candidate code, so it reads nothing of the trusted
+# processes' own code; the measurer reads nothing of the parent's; what they share imports none of the three.
+HARNESS_FOLDERS = {
+    "runner": ("runner", "shared"),
+    "measurer": ("measurer", "shared"),
+    "shared": ("shared",),
+}
+
+
+def test_each_process_imports_only_its_own_folder_and_the_shared_one():
+    """harness/runner/ (the runner, its keeper, the jailed children) imports nothing of harness/measurer/ or
+    harness/parent/; harness/measurer/ nothing of harness/parent/ or harness/runner/; harness/shared/ nothing of the
+    three. Lazy imports inside functions count as much as the ones at the top."""
+    harness = PACKAGE / "harness"
+    folders = {p.name for p in harness.iterdir() if (p / "__init__.py").exists()}
+    assert {"parent", "measurer", "runner", "shared"} <= folders, folders  # the reading itself works
+    loose = sorted(p.name for p in harness.glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"harness/ holds modules outside its folders: {loose}"
+    wrong = []
+    for folder, allowed in HARNESS_FOLDERS.items():
+        for path in sorted((harness / folder).rglob("*.py")):
+            for name in sorted(_imports(path)):
+                parts = name.split(".")
+                if parts[:2] != ["evolve", "harness"]:
+                    continue
+                if len(parts) == 2 or parts[2] not in allowed:
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not wrong, "\n".join(wrong)
+

@@ -1,5 +1,5 @@
-"""A card's timing lease (harness/lease.py): granted in the order asked, every other evaluation on the card stopped
-while it is held (its process groups and any process that left them with its token), stopped time not counted
+"""A card's timing lease (harness/parent/lease.py): granted in the order asked, every other evaluation on the card
+stopped while it is held (its process groups and any process that left them with its token), stopped time not counted
 against an evaluation's limit, evicted evaluations killed, the warden killing stopped evaluations whose parent died,
 two evaluations on one card taking turns, processes waiting for a card served longest waiting first, and (GPU) a
 busy neighbour neither slowing a timed candidate nor holding the card for long."""
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from evolve.harness import EvalOptions, evaluate
-from evolve.harness import lease
-from evolve.harness.lease import CardLease, Party, card_lease
+from evolve.harness.parent import lease
+from evolve.harness.parent.lease import CardLease, Party, card_lease
 
 ROOT = Path(__file__).resolve().parents[1]
 SOFTMAX = ROOT / "tests" / "adversarial" / "problem"  # the softmax problem with small test shapes
@@ -151,7 +151,7 @@ def test_the_warden_kills_stopped_evaluations_when_their_parent_dies(tmp_path):
     pids = tmp_path / "pids"
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import os, subprocess, sys, time
-from evolve.harness.lease import CardLease, Party
+from evolve.harness.parent.lease import CardLease, Party
 env = {{**os.environ, "EVOLVE_EVAL_TOKEN": "tok-warden-test"}}
 procs = [subprocess.Popen([sys.executable, "-c", {LOOP!r}], env=env, start_new_session=True) for _ in range(2)]
 lease = CardLease("card")
@@ -305,7 +305,7 @@ def test_a_neighbour_busy_on_the_card_does_not_slow_a_timed_candidate(tmp_path):
 def test_a_neighbour_with_a_long_kernel_queued_is_waited_for_then_evicted(tmp_path):
     """A neighbour queued a minute of GPU work before anyone could stop it: the control waits for the card to be
     quiet, has the neighbour evicted after 10 s, and times alone."""
-    from evolve.harness.lease import Evicted
+    from evolve.harness.parent.lease import Evicted
 
     alone, beside, neighbour = _alone_and_beside(NEIGHBOURS / "long_kernel.py", str(tmp_path / "cache"))
     _close(alone, beside)
@@ -314,9 +314,9 @@ def test_a_neighbour_with_a_long_kernel_queued_is_waited_for_then_evicted(tmp_pa
     assert max(waited) >= 10.0, waited  # it waited out the 10 s before the eviction
 
 
-HOLD = ("import sys, time\nfrom evolve.harness.lease import card_lock\nlock = card_lock('gpu', sys.argv[1])\n"
+HOLD = ("import sys, time\nfrom evolve.harness.parent.lease import card_lock\nlock = card_lock('gpu', sys.argv[1])\n"
         "lock.acquire()\nprint('held', flush=True)\ntime.sleep(float(sys.argv[2]))\nlock.release()\n")
-PROBE = ("import fcntl, os, sys\nfrom evolve.harness.lease import card_lock\n"
+PROBE = ("import fcntl, os, sys\nfrom evolve.harness.parent.lease import card_lock\n"
          "fd = os.open(card_lock('gpu', sys.argv[1]).path, os.O_RDWR)\n"
          "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    print('free')\n"
          "except BlockingIOError:\n    print('held')\n")
@@ -325,7 +325,7 @@ PROBE = ("import fcntl, os, sys\nfrom evolve.harness.lease import card_lock\n"
 def test_a_card_is_held_against_another_evolve_process(caplog):
     """Another process cannot be stopped for this one's lease, so a GPU evaluation first holds its card against
     other processes: it waits while one has an evaluation there, and says which process that is."""
-    from evolve.harness.lease import card_lock
+    from evolve.harness.parent.lease import card_lock
 
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     other = subprocess.Popen([sys.executable, "-c", HOLD, card, "1.5"], stdout=subprocess.PIPE, text=True,
@@ -364,7 +364,7 @@ def test_every_evaluation_of_a_process_that_waited_for_the_card_says_how_long():
     """Evaluations of one process wait for the card together: the first in the card's flock, the others behind it for
     the lock's condition. Each reports its wait (the run's budget leaves the waits out of its estimate of the next
     evaluation), not only the first."""
-    from evolve.harness.lease import card_lock
+    from evolve.harness.parent.lease import card_lock
 
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     other = subprocess.Popen([sys.executable, "-c", HOLD, card, "1.5"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
@@ -384,7 +384,7 @@ def test_every_evaluation_of_a_process_that_waited_for_the_card_says_how_long():
     remove_card(lock)
 
 
-TURNS = ("import sys, threading, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = 0.5\n"
+TURNS = ("import sys, threading, time\nfrom evolve.harness.parent import lease\nlease.CARD_TURN_S = 0.5\n"
          "lock = lease.card_lock('gpu', sys.argv[1])\nend = time.monotonic() + float(sys.argv[2])\nwaits = []\n"
          "def lane():\n    while time.monotonic() < end:\n        waits.append(lock.acquire())\n"
          "        time.sleep(0.2)\n        lock.release()\n"
@@ -396,7 +396,7 @@ TURNS = ("import sys, threading, time\nfrom evolve.harness import lease\nlease.C
 def test_two_processes_with_work_for_one_card_take_turns():
     """A process whose lanes keep the card busy lets it go once its turn is over and another process waits for it,
     then gets it back: the second run on a card is not kept waiting for the first's whole run."""
-    from evolve.harness.lease import card_lock
+    from evolve.harness.parent.lease import card_lock
 
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     busy = subprocess.Popen([sys.executable, "-c", TURNS, card, "8"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
@@ -414,8 +414,9 @@ def test_two_processes_with_work_for_one_card_take_turns():
     remove_card(lock)
 
 
-TAKES = ("import json, sys, threading, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = float(sys.argv[3])\n"
-         "lock = lease.card_lock('gpu', sys.argv[1])\nend = float(sys.argv[2])\ntakes = set()\n"
+TAKES = ("import json, sys, threading, time\nfrom evolve.harness.parent import lease\n"
+         "lease.CARD_TURN_S = float(sys.argv[3])\nlock = lease.card_lock('gpu', sys.argv[1])\n"
+         "end = float(sys.argv[2])\ntakes = set()\n"
          "def lane():\n    while time.monotonic() < end:\n        lock.acquire()\n        takes.add(lock.held_since)\n"
          "        time.sleep(0.2)\n        lock.release()\n"
          "lock.acquire()\ntakes.add(lock.held_since)\nprint('held', flush=True)\n"
@@ -427,7 +428,7 @@ TAKES = ("import json, sys, threading, time\nfrom evolve.harness import lease\nl
 def test_processes_waiting_for_a_card_take_it_longest_waiting_first():
     """Three runs with work for one card: each turn goes to the process that has waited longest, so none is passed
     over while two others trade the card."""
-    from evolve.harness.lease import card_lock
+    from evolve.harness.parent.lease import card_lock
 
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     tickets = card_lock("gpu", card).queue.folder
@@ -451,10 +452,10 @@ def test_processes_waiting_for_a_card_take_it_longest_waiting_first():
 
 
 def test_a_process_that_died_waiting_holds_no_place_in_the_queue(tmp_path):
-    from evolve.harness.card_queue import CardQueue
+    from evolve.harness.parent.card_queue import CardQueue
 
     folder = tmp_path / "card 0.queue"
-    join = ("import sys, time\nfrom pathlib import Path\nfrom evolve.harness.card_queue import CardQueue\n"
+    join = ("import sys, time\nfrom pathlib import Path\nfrom evolve.harness.parent.card_queue import CardQueue\n"
             "assert CardQueue(Path(sys.argv[1])).join()\nprint('queued', flush=True)\ntime.sleep(60)\n")
     older = subprocess.Popen([sys.executable, "-c", join, str(folder)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -476,7 +477,7 @@ def test_a_process_that_died_waiting_holds_no_place_in_the_queue(tmp_path):
 
 
 def test_evaluations_without_a_gpu_hold_nothing():
-    from evolve.harness.lease import card_lock
+    from evolve.harness.parent.lease import card_lock
 
     lock = card_lock("cpu", None)
     assert lock.acquire() == 0.0 and not hasattr(lock, "path")
@@ -520,7 +521,7 @@ def test_a_group_jailed_off_the_card_goes_on_while_its_evaluation_is_stopped(eva
 def test_evaluations_sharing_a_card_wait_for_the_first_to_calibrate():
     """The first evaluation of a problem on a card goes ahead; the others wait until its set-up is done (or it
     ends), then go together; after RENEW_S one of them goes first again, since kept calibrations are re-checked."""
-    from evolve.harness.lease import FirstCalibration
+    from evolve.harness.parent.lease import FirstCalibration
 
     now = [0.0]
     turns = FirstCalibration(clock=lambda: now[0])
@@ -548,7 +549,7 @@ def test_evaluations_sharing_a_card_wait_for_the_first_to_calibrate():
     assert turns.turn(("cache", "0", "softmax"), 0.3) is None and time.monotonic() - started >= 0.3  # bounded
 
 
-SINGLE = ("import sys, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S = 30.0\n"
+SINGLE = ("import sys, time\nfrom evolve.harness.parent import lease\nlease.CARD_TURN_S = 30.0\n"
           "lock = lease.card_lock('gpu', sys.argv[1])\nend = time.monotonic() + float(sys.argv[2])\ntakes = set()\n"
           "lock.acquire()\nprint('held', flush=True)\nwhile time.monotonic() < end:\n"
           "    takes.add(lock.held_since)\n    lock.release()\n    time.sleep(0.3)\n    lock.acquire()\n"
@@ -558,7 +559,7 @@ SINGLE = ("import sys, time\nfrom evolve.harness import lease\nlease.CARD_TURN_S
 def test_a_one_lane_run_keeps_its_turn_between_evaluations():
     """A process with one evaluation at a time leaves the card without one between them: its turn goes on (the card
     kept for the next), rather than passing to a waiting process after every evaluation."""
-    from evolve.harness.lease import card_lock
+    from evolve.harness.parent.lease import card_lock
 
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     one = subprocess.Popen([sys.executable, "-c", SINGLE, card, "3"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
@@ -576,12 +577,13 @@ def test_a_one_lane_run_keeps_its_turn_between_evaluations():
 def test_a_card_left_free_by_the_first_in_the_queue_goes_to_the_next(tmp_path):
     """The first in the queue may be stopped (Ctrl-Z) or hung: a card it leaves free goes to the next waiter after
     HEAD_GRACE_S, not after the 15 minutes a wait may last."""
-    from evolve.harness.lease import card_lock
+    from evolve.harness.parent.lease import card_lock
 
     card = f"test-{os.getpid()}-{time.monotonic_ns()}"
     lock = card_lock("gpu", card)
-    join = ("import sys, time\nfrom evolve.harness.lease import card_lock\nlock = card_lock('gpu', sys.argv[1])\n"
-            "lock._open()\nassert lock.queue.join()\nprint('queued', flush=True)\ntime.sleep(60)\n")
+    join = ("import sys, time\nfrom evolve.harness.parent.lease import card_lock\n"
+            "lock = card_lock('gpu', sys.argv[1])\nlock._open()\nassert lock.queue.join()\n"
+            "print('queued', flush=True)\ntime.sleep(60)\n")
     stopped = subprocess.Popen([sys.executable, "-c", join, card], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert stopped.stdout.readline().strip() == "queued"

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from evolve.harness import load_problem
-from evolve.harness.problem import foreign_tolerance
-from evolve.harness.metrics import error_metrics, judge, max_rel, psnr, unravel, worst_of
+from evolve.harness.shared.problem import foreign_tolerance
+from evolve.harness.shared.metrics import error_metrics, judge, max_rel, psnr, unravel, worst_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -210,12 +210,13 @@ def test_absolute_tolerance_alone_would_be_meaningless():
 
 
 def compare_mismatches(device: str) -> list:
-    """Pairs on which the device comparison (harness/compare.py) and max_rel_tensor give different figures: output
-    dtypes, sizes around the kernel's block, elements below the floor, NaN and infinities."""
+    """Pairs on which the device comparison (harness/measurer/compare.py) and max_rel_tensor give different figures:
+    output dtypes, sizes around the kernel's block, elements below the floor, NaN and infinities."""
     import torch
 
-    from evolve.harness import compare, metrics
+    from evolve.harness.measurer import compare
 
+    from evolve.harness.shared import metrics
     torch.manual_seed(0)
     wrong = []
     for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
@@ -264,7 +265,7 @@ def test_the_device_comparison_gives_max_rel_figures_on_the_gpu():
 def test_the_whole_output_check_sums_a_chunk_at_a_time_to_the_same_verdict():
     """scale_reason walks a large output in chunks (no float64 copies of the whole of it on the card): the same verdict
     and figures whatever the chunk, for an output that passes, one at twice the scale and one of zeros."""
-    from evolve.harness.metrics import scale_reason
+    from evolve.harness.shared.metrics import scale_reason
 
     torch.manual_seed(0)
     ref = torch.randn(1000, 37)
@@ -304,7 +305,7 @@ def test_the_error_metrics_are_the_same_a_chunk_at_a_time(poison):
 def test_the_largest_relative_error_is_the_same_a_chunk_at_a_time():
     """max_rel_tensor walks the output in chunks, each chunk of the reference brought to the output's device (a
     reference computed on the host for a case the card has no room for): the same figure, NaN where out has one."""
-    from evolve.harness.metrics import max_rel_tensor
+    from evolve.harness.shared.metrics import max_rel_tensor
 
     torch.manual_seed(2)
     ref = torch.randn(97, 13, dtype=torch.float64)

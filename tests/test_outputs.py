@@ -46,9 +46,9 @@ def test_correctness_calls_take_as_many_seeds_as_fit_a_share_of_the_memory(monke
     they do not (today's KernelBench cases are 13 GB a seed, three copies of each at once on the card)."""
     import torch
 
-    from evolve.harness import checks
-    from evolve.harness.formats import load_problem, reference_for
-    from evolve.harness.inputs import InputMaker
+    from evolve.harness.measurer import checks
+    from evolve.harness.shared.formats import load_problem, reference_for
+    from evolve.harness.measurer.inputs import InputMaker
 
     problem = load_problem(Path(__file__).resolve().parents[1] / "problems" / "softmax")
     reference = reference_for(problem)

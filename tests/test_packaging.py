@@ -23,9 +23,10 @@ def test_a_wheel_carries_the_prompt_templates_and_the_license(tmp_path):
     templates = sorted(p.name for p in (ROOT / "prompts").glob("*.j2"))
     assert templates and all(f"evolve/prompts/{name}" in names for name in templates), names
     assert any(name.endswith("LICENSE") for name in names), names
-    assert "evolve/harness/runner.py" in names and "evolve/lang/triton/rules.py" in names
+    assert "evolve/harness/runner/runner.py" in names and "evolve/lang/triton/rules.py" in names
     assert "evolve/lang/cutedsl/runner_side.py" in names
-    assert "evolve/harness/formats/gpumode.py" in names and "evolve/harness/formats/kernelbench.py" in names
+    assert "evolve/harness/shared/formats/gpumode.py" in names
+    assert "evolve/harness/shared/formats/kernelbench.py" in names
     scaffold = sorted(p.name for p in (ROOT / "evolve" / "scaffold").iterdir()  # what `evolve init` writes from
                       if p.name != "__pycache__")  # left by a test that loaded the scaffold as a problem
     assert scaffold and all(f"evolve/scaffold/{name}" in names for name in scaffold), names

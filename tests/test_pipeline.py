@@ -124,7 +124,7 @@ def test_a_faulted_lane_requeues_its_candidate_and_comes_back_after_its_check(tm
 def test_an_evicted_evaluation_is_queued_again_without_checking_the_card(tmp_path):
     """Evicted for another evaluation's timing lease on the same card: first in line again, the card not checked,
     the try counted (a candidate evicted on every try comes back without a verdict)."""
-    from evolve.harness.lease import Evicted
+    from evolve.harness.parent.lease import Evicted
 
     class Evicting(FakeLane):
         def __init__(self, *args, evict=(), **kw):

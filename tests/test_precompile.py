@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from evolve.harness import ahead, compiled
-from evolve.harness.inputs import COMPILE_SEED, InputMaker
-from evolve.harness.protocol import RUNNER
-from evolve.harness.wire import Link
+from evolve.harness.measurer import ahead
+from evolve.harness.shared import compiled
+from evolve.harness.measurer.inputs import InputMaker
+from evolve.harness.shared.protocol import RUNNER
+from evolve.harness.shared.seeds import COMPILE_SEED
+from evolve.harness.shared.wire import Link
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "problems" / "softmax" / "seeds"
@@ -28,7 +30,7 @@ def _runner(work: Path, language: str = "triton"):
     env = {**os.environ, **lang.get(language).runner_env("compile", work), "TMPDIR": str(work / "tmp"),
            "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
     env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner", str(to_r), str(from_w), "compile",
+    proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner.runner", str(to_r), str(from_w), "compile",
                              str(work), str(work / "tmp"), language],
                             pass_fds=(to_r, from_w), env=env, cwd=work, start_new_session=True)
     os.close(to_r)
@@ -169,10 +171,10 @@ def test_shapes_ahead_are_described_without_memory():
     FakeTensorMode: the largest softmax shape (512 MB) in an instant, strides and dtypes as the real call's."""
     import torch
 
-    from evolve.harness.formats import load_problem, reference_for
+    from evolve.harness.shared.formats import load_problem, reference_for, shapes_ahead
 
     problem = load_problem(str(ROOT / "problems" / "softmax"))
-    parts = ahead.shapes_ahead(problem, 7, torch.device("cpu"))
+    parts = shapes_ahead(problem, 7, torch.device("cpu"))
     assert [len(parts["tests"]), len(parts["benchmarks"])] == [len(problem.tests), len(problem.benchmarks)]
     sets = parts["tests"] + parts["benchmarks"]
     shapes = [s["inputs"][0]["shape"] for s in sets]
@@ -188,12 +190,12 @@ def test_shapes_ahead_leave_the_measurers_reference_real():
     weights were fake tensors for every real call after (the float64 reference fell back, another device failed)."""
     import torch
 
-    from evolve.harness.formats import load_problem, reference_for
+    from evolve.harness.shared.formats import load_problem, reference_for, shapes_ahead
 
     problem = load_problem(str(ROOT / "tests" / "data" / "kernelbench" / "scale_shift_relu.py"))
     reference = reference_for(problem)
     maker = InputMaker(problem, reference, 7, torch.device("cpu"))
-    parts = ahead.shapes_ahead(problem, 7, torch.device("cpu"))
+    parts = shapes_ahead(problem, 7, torch.device("cpu"))
     assert parts["tests"] and parts["tests"][0]["inputs"][0]["shape"]
     case = problem.tests[0]
     inputs = maker.make(case, 1)
@@ -213,9 +215,9 @@ def test_the_measurer_takes_each_part_then_stops_the_compiler(tmp_path, monkeypa
 
     import torch
 
-    from evolve.harness.exchange import Caller
-    from evolve.harness.formats import load_problem
-    from evolve.harness.timing_lease import TimingLease
+    from evolve.harness.measurer.exchange import Caller
+    from evolve.harness.shared.formats import load_problem
+    from evolve.harness.measurer.timing_lease import TimingLease
 
     monkeypatch.chdir(tmp_path)
     proc, link = _runner(tmp_path / "compile")
@@ -259,9 +261,9 @@ def test_tilelangs_kernels_reach_the_gpu_runners_folder_four_folders_deep(tmp_pa
 
     import torch
 
-    from evolve.harness.exchange import Caller
-    from evolve.harness.formats import load_problem
-    from evolve.harness.timing_lease import TimingLease
+    from evolve.harness.measurer.exchange import Caller
+    from evolve.harness.shared.formats import load_problem
+    from evolve.harness.measurer.timing_lease import TimingLease
 
     pytest.importorskip("tilelang")
     folder = tmp_path / "mini"

@@ -1,4 +1,5 @@
-"""Runners started by root give up root before anything of theirs runs (harness/privilege.py, harness/keeper.py).
+"""Runners started by root give up root before anything of theirs runs (harness/shared/privilege.py,
+harness/runner/keeper.py).
 
 The keeper's drop is tested with the system's interpreter (which nobody may run even where the project's venv lies
 under /root); a whole evaluation as nobody runs only where this interpreter is one nobody may run too.
@@ -10,10 +11,11 @@ import sys
 
 import pytest
 
-from evolve.harness import privilege
-from evolve.harness.keeper import DROP_FAILED
+from evolve.harness.runner import keeper
+from evolve.harness.runner.keeper import DROP_FAILED
+from evolve.harness.shared import privilege
 
-KEEPER = os.path.join(os.path.dirname(privilege.__file__), "keeper.py")
+KEEPER = os.path.join(os.path.dirname(keeper.__file__), "keeper.py")
 needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root gives up root")
 
 

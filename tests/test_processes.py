@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from evolve.harness import processes
+from evolve.harness.shared import processes
 
 HOLD = "import sys\nblock = bytearray(200 * 2**20)\nprint('ready', flush=True)\nsys.stdin.read()\n"
 
@@ -34,9 +34,9 @@ def _holding_child():
 
 
 def test_a_reader_process_counts_what_the_parent_would_and_reads_in_a_process_of_its_own(tmp_path):
-    """The lanes' memory reads run in reader processes (harness/memory_reader.py), so they take none of the parent's
-    interpreter lock; a reader's count is the parent's own read's."""
-    from evolve.harness import memory_reader
+    """The lanes' memory reads run in reader processes (harness/parent/memory_reader.py), so they take none of the
+    parent's interpreter lock; a reader's count is the parent's own read's."""
+    from evolve.harness.parent import memory_reader
 
     (tmp_path / "kept").write_bytes(b"k" * 3 * 2**20)
     child = _holding_child()
@@ -62,7 +62,7 @@ def test_a_reader_that_dies_stops_or_answers_out_of_turn_leaves_the_evaluation_u
 
     import pytest
 
-    from evolve.harness import memory_reader
+    from evolve.harness.parent import memory_reader
 
     monkeypatch.setattr(memory_reader, "ANSWER_TIMEOUT_S", 1.0)
     readers = memory_reader.Readers()
@@ -93,7 +93,7 @@ def test_a_reader_that_dies_stops_or_answers_out_of_turn_leaves_the_evaluation_u
 def test_what_a_reader_cannot_count_it_says_and_where_none_starts_the_parent_reads(tmp_path, monkeypatch):
     import pytest
 
-    from evolve.harness import memory_reader
+    from evolve.harness.parent import memory_reader
 
     folder = tmp_path / "many"
     folder.mkdir()

@@ -37,7 +37,7 @@ def _isolation() -> str | None:
 
     if jail.abi_version() < 1:
         return "this kernel has no Landlock"
-    probe = ("import os, sys\nfrom evolve.harness.profile import isolate\nwhy = isolate()\n"
+    probe = ("import os, sys\nfrom evolve.harness.runner.profile import isolate\nwhy = isolate()\n"
              "if why: print(why); sys.exit(0)\npid = os.fork()\n"
              "if pid == 0:\n    import ctypes\n    libc = ctypes.CDLL(None, use_errno=True)\n"
              "    ok = libc.mount(b'none', b'/', None, (1 << 14) | (1 << 18), None) == 0 and "

@@ -366,10 +366,11 @@ def test_the_typed_prompt_context_renders_as_its_dict(tmp_path):
 
 
 def test_the_prompt_says_which_shapes_the_problem_accepts():
-    """A kernel is checked on shapes drawn from the problem's [accepts] (harness/drawn_shapes.py): the model is told."""
+    """A kernel is checked on shapes drawn from the problem's [accepts] (harness/measurer/drawn_shapes.py): the model is
+    told."""
     from dataclasses import replace
 
-    from evolve.harness.formats import load_problem
+    from evolve.harness.shared.formats import load_problem
     from evolve.prompt_context import accepted_shapes
     from evolve.proposer import ProblemView, PromptContext
 

@@ -2,7 +2,7 @@
 messages all drop or mask the same names."""
 from pathlib import Path
 
-from evolve.harness.sandbox import _env
+from evolve.harness.parent.sandbox import _env
 from evolve.redact import redact, strip_secret_keys
 
 

@@ -6,7 +6,7 @@ from evolve.archive import Archive
 from evolve.config import RunConfig
 from evolve.harness import EvalOptions, RungResult, Verdict
 from verdicts import ladder
-from evolve.harness.ladder import _roofline
+from evolve.harness.parent.ladder import _roofline
 from evolve.population import NOISE_CEILING, NOISE_FLOOR
 from evolve.scoring import noise_of
 from evolve.search import Search

@@ -1,7 +1,7 @@
 """The static half of the load rung."""
 import pytest
 
-from evolve.harness.static_check import Rejection, check_source
+from evolve.harness.runner.static.check import Rejection, check_source
 
 FORBID = ("torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax")
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
@@ -184,7 +184,7 @@ def test_a_path_through_a_module_the_process_never_loaded_is_judged_by_what_it_n
     that imports what the path names, whatever the parent loaded, and the parent imports nothing of it."""
     import sys
 
-    from evolve.harness.static_checker import check_file
+    from evolve.harness.parent.check_file import check_file
 
     path = tmp_path / "cand.py"
     path.write_text(HEADER + KERNEL + ESCAPES[how] + "def custom_kernel(x):\n    return x\n")
@@ -220,7 +220,7 @@ def test_the_seed_passes_under_the_interpreter_too():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    code = ("from evolve.harness.static_check import screen; import sys; "
+    code = ("from evolve.harness.runner.static.check import screen; import sys; "
             "problems = screen(sys.argv[1]); print(problems); sys.exit(1 if problems else 0)")
     for seed in sorted((root / "problems" / "softmax" / "seeds").glob("*.py")):
         result = subprocess.run([sys.executable, "-c", code, str(seed)], capture_output=True, text=True, cwd=root,

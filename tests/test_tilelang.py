@@ -8,7 +8,7 @@ import pytest
 
 from evolve import lang
 from evolve.harness import EvalOptions, evaluate, load_problem
-from evolve.harness.static_check import check_source
+from evolve.harness.runner.static.check import check_source
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "tilelang"
@@ -160,8 +160,8 @@ def test_the_notes_examples_match_torch_on_the_card(path):
 
 
 def test_a_second_evaluation_of_a_source_builds_its_kernels_again(problem, tmp_path):
-    """No runner's cache outlives its evaluation (harness/compiled.py): a second evaluation of the same bytes starts
-    from the state the first did, builds both kernels again, and reads the same figures from them."""
+    """No runner's cache outlives its evaluation (harness/shared/compiled.py): a second evaluation of the same bytes
+    starts from the state the first did, builds both kernels again, and reads the same figures from them."""
     options = EvalOptions(device="cpu", language="tilelang", cache_dir=str(tmp_path / "cache"))
 
     def compile_rung(verdict):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from evolve.harness.timing import GpuTimer, cpu_time, fresh_copy
+from evolve.harness.measurer.timing import GpuTimer, cpu_time, fresh_copy
 
 
 def test_fresh_copy_is_a_new_allocation_with_the_same_values():
@@ -49,7 +49,7 @@ def test_window_fixed_cost_is_never_more_than_either_observation():
     calibrated) or the window's own, whichever is less, plus the switches: a candidate that slows the measurer's parts
     of its window (so the observed parts grow) cannot make more subtracted than the calibration, and a calibration
     taken while the device was slow is corrected by the window's own events."""
-    from evolve.harness.calibration import fixed_ms as fixed
+    from evolve.harness.measurer.calibration import fixed_ms as fixed
 
     plan = {"k": 101, "one_ms": 0.5, "many_ms": 4.5, "hops_ms": 0.3}
     assert fixed(plan, 1) == pytest.approx(0.8)
@@ -62,10 +62,10 @@ def test_window_fixed_cost_is_never_more_than_either_observation():
 
 
 def test_kept_window_calibrations_are_each_the_fastest_seen():
-    """The parent keeps a card model's window calibrations (harness/ladder.py): each case's plan and the switches as
-    the fastest measured, so what later evaluations subtract from their windows never grows; a plan for another
+    """The parent keeps a card model's window calibrations (harness/parent/ladder.py): each case's plan and the switches
+    as the fastest measured, so what later evaluations subtract from their windows never grows; a plan for another
     number of calls per window replaces the old one (its sizes differ)."""
-    from evolve.harness.ladder import _fastest_plan
+    from evolve.harness.parent.ladder import _fastest_plan
 
     def plan(case, k, one, many):
         return {"kind": "plan", "key": "K", "case": case, "k": k, "one_ms": one, "many_ms": many, "hops_ms": None}
@@ -96,8 +96,8 @@ def test_kept_calibrations_are_measured_again_once_old():
     the lower fixed cost: another process's work on the card only ever makes a peak low and a cost high)."""
     import time
 
-    from evolve.harness import peaks
-    from evolve.harness.calibration import RECHECK_S, fresh
+    from evolve.harness.measurer import peaks
+    from evolve.harness.measurer.calibration import RECHECK_S, fresh
 
     now = time.time()
     assert fresh({}, {"checked": now - 60})
@@ -115,8 +115,8 @@ def test_kept_calibrations_are_measured_again_once_old():
 
 
 def test_a_case_stops_early_only_once_its_last_windows_agree():
-    from evolve.harness.gpu_mode import SETTLED_WINDOWS
-    from evolve.harness.gpu_mode import settled as _settled
+    from evolve.harness.measurer.gpu_mode import SETTLED_WINDOWS
+    from evolve.harness.measurer.gpu_mode import settled as _settled
 
     assert SETTLED_WINDOWS == 4
     assert not _settled([1.0, 1.0, 1.0])  # three windows are the minimum, four agreeing ones the early stop
@@ -153,7 +153,7 @@ def test_a_second_evaluation_keeps_the_window_calibrations_and_times_alike(tmp_p
 
 
 def test_a_calibration_that_is_no_number_is_not_kept():
-    from evolve.harness.ladder import _fastest_plan
+    from evolve.harness.parent.ladder import _fastest_plan
 
     bad = {"kind": "plan", "key": "K", "case": "fp32 8x8", "k": 4, "one_ms": float("nan"), "many_ms": 1.0,
            "hops_ms": None}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evolve import tracing
-from evolve.harness import sections
+from evolve.harness.runner import sections
 from evolve.archive import Archive
 from evolve.profiling import Result
 
@@ -264,7 +264,7 @@ def test_the_traced_child_starts_in_its_jail_without_a_gpu(tmp_path):
     does not find: exit code 1 with the CUDA error, never the launcher's refusal codes."""
     from test_profiling import ISOLATION
 
-    from evolve.harness.profile import ISOLATION_FAILED, JAIL_FAILED
+    from evolve.harness.runner.profile import ISOLATION_FAILED, JAIL_FAILED
     from evolve.profiling import run_child
 
     if ISOLATION is not None:

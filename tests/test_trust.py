@@ -13,7 +13,7 @@ import pytest
 from kernels import SOFTMAX_KERNEL
 
 from evolve.harness import evaluate, jail
-from evolve.harness import ladder
+from evolve.harness.parent import ladder
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_softmax"

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from evolve.harness.protocol import MEASURER, RUNNER
-from evolve.harness.wire import Closed, Link, Malformed, check, parse
+from evolve.harness.shared.protocol import MEASURER, RUNNER
+from evolve.harness.shared.wire import Closed, Link, Malformed, check, parse
 
 GOOD_OUTPUTS = {"kind": "outputs", "call": 3, "outputs": [[{"handle": "ab" * 64, "offset": 0, "nbytes": 28,
                                                              "shape": [1, 7], "dtype": "float32"}]]}
@@ -87,7 +87,7 @@ def test_a_link_reports_a_closed_pipe_and_an_overlong_line():
             os.write(w3, b"x" * 65536)
     except BlockingIOError:
         pass
-    import evolve.harness.wire as wire
+    import evolve.harness.shared.wire as wire
 
     limit, wire.MAX_LINE = wire.MAX_LINE, 1000
     try:

@@ -1,5 +1,5 @@
 """Every evaluation a world of its own: a user no other evaluation has, a cgroup that counts and limits all its
-runners cause, IPC and PID namespaces of its own (harness/isolation.py). Each candidate here runs with the static
+runners cause, IPC and PID namespaces of its own (harness/parent/isolation.py). Each candidate here runs with the static
 check off, as a candidate that walked around it would; where this machine lacks a mechanism, its test skips and says
 which."""
 import itertools
@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from test_isolation import candidate, failed
 
-from evolve.harness import evaluate, isolation, privilege
+from evolve.harness import evaluate
 
+from evolve.harness.parent import isolation
+from evolve.harness.shared import privilege
 ROOT = Path(__file__).resolve().parents[1]
 SOFTMAX = ROOT / "tests" / "adversarial" / "problem"
 HERE = isolation.here()
@@ -155,7 +157,7 @@ def test_each_evaluation_has_a_user_no_other_holds(tmp_path):
 
 def test_what_is_missing_is_said_with_what_it_leaves_open():
     """Where a mechanism is missing, the start of a run or an eval says which and what that leaves open."""
-    from evolve.harness.cgroup import Cgroups
+    from evolve.harness.parent.cgroup import Cgroups
 
     bare = replace(HERE, landlock=0, users=privilege.RunnerUsers(False, False, "uid 65000 cannot read /root"),
                    cgroups=Cgroups(0, {}, "not root"), namespaces=(), namespaces_missing="unshare: EPERM")
@@ -172,7 +174,7 @@ def test_the_start_of_an_eval_says_what_is_missing(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from evolve.cli import cli
-    from evolve.harness.cgroup import Cgroups
+    from evolve.harness.parent.cgroup import Cgroups
 
     kept_root = replace(HERE, users=privilege.RunnerUsers(False, False, "uid 65000 cannot read /root"),
                         cgroups=Cgroups(0, {}, "not root"))
@@ -189,7 +191,7 @@ def test_the_start_of_an_eval_says_what_is_missing(tmp_path, monkeypatch):
 def test_a_v2_cgroup_is_one_folder_for_both_controllers_and_names_never_collide(tmp_path):
     """Under cgroup v2 the memory and pids controllers share one folder per evaluation: making it twice failed every
     evaluation on a v2 host. A name left by an earlier process of the same pid is passed over."""
-    from evolve.harness.cgroup import Cgroups
+    from evolve.harness.parent.cgroup import Cgroups
 
     groups = Cgroups(2, {"memory": str(tmp_path), "pids": str(tmp_path)})
     (tmp_path / f"{os.getpid()}-{_next_number()}").mkdir()  # as if left behind
@@ -200,7 +202,7 @@ def test_a_v2_cgroup_is_one_folder_for_both_controllers_and_names_never_collide(
 
 def _next_number() -> int:
     """The number the next cgroup of this process would take (without taking it)."""
-    from evolve.harness import cgroup
+    from evolve.harness.parent import cgroup
 
     number = next(cgroup._NUMBERS)
     cgroup._NUMBERS = itertools.count(number)

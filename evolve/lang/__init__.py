@@ -15,7 +15,7 @@ ENTRY_POINTS = "evolve.languages"  # an installed language: `name = "package.mod
 
 @dataclass(frozen=True)
 class StaticRules:
-    """The tables the static check (harness/static_check.py) reads: what Python a candidate file may hold is the
+    """The tables the static check (harness/runner/static/check.py) reads: what Python a candidate file may hold is the
     same for every language hosted in Python; these say what is the language's own."""
     allowed_modules: tuple[str, ...]  # top-level modules a file may import
     host_torch_compute: tuple[str, ...]  # dotted prefixes of torch that compute on the host
@@ -47,15 +47,15 @@ class Language:
     rule_table: Callable[[], str]  # the rule table docs/languages.md carries
     without_gpu: str  # what it can do on a machine without a GPU: "interpret" (run and compile), "compile" or "none"
     artifact_kinds: tuple[str, ...]  # the compiler artifacts `evolve show --asm` can print
-    # The runner's half (harness/runner.py), made in the runner before the candidate is imported: (mode) -> an object
-    # with display, nothing_launched, warm_up(), launches, kernels, compile_figures(), copy_is_its_own(),
+    # The runner's half (harness/runner/runner.py), made in the runner before the candidate is imported: (mode) -> an
+    # object with display, nothing_launched, warm_up(), launches, kernels, compile_figures(), copy_is_its_own(),
     # is_compile_error(error), describe(work, sass), dump(info, folder, index), build_launchers()
     # (lang/triton/runner_side.py is Triton's).
     runner_side: Callable[[str], object]
     runner_env: Callable[..., dict]  # (runner name, its folder) -> what its environment adds (caches, interpreter)
-    cache_folder: str  # the compiled-kernel cache under a runner's folder, handed between runners (harness/compiled.py)
-    cache_levels: int = 1  # how many folders below that cache's root it keeps files (harness/compiled.copy_cache)
-    warm_modules: tuple[str, ...] = ()  # what the fork server imports ahead for its runners (harness/forkserver.py)
+    cache_folder: str  # the compiled-kernel cache under a runner's folder, handed between runners (harness/shared/)
+    cache_levels: int = 1  # how many folders below that cache's root it keeps files (shared/compiled.copy_cache)
+    warm_modules: tuple[str, ...] = ()  # what the fork server imports ahead for its runners (harness/parent/forkserver)
     prompt_folder: str = ""  # a folder in the prompt templates whose templates come before the shared (Triton's) ones
     context_folder: str = ""  # its folder of evolve's context notes (context/<folder>), which its models search
     context_sources: tuple[str, ...] = ()  # folders of installed packages its models search: "package/sub/folder"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..harness.sass import read_cubin
+from ..harness.runner.sass import read_cubin
 
 
 def describe_kernels(kernels: dict, artifacts, work: Path, sass: bool) -> list[dict]:

@@ -15,7 +15,7 @@ which line stops it:
     # language: <name>                             optional: the candidate's language (default the problem's first)
     # max-memory: <GB>  /  # timeout: <seconds>    optional evaluation limits
 
-The lines: "static check" refuses the file (evolve/harness/static_check.py); "runner" is the runner's own first
+The lines: "static check" refuses the file (evolve/harness/runner/static/check.py); "runner" is the runner's own first
 line (host torch ops, no launch, output types), believed only when it reports a failure; "measurer" reads the outputs'
 bytes outside the runner and compares them; "window" times the runner's calls from outside it, so hidden work is
 counted; "jail" keeps the runner from writing outside its folder or reaching other processes; "limits" are the

@@ -1,7 +1,7 @@
-"""CuTeDSL's half of the runner (harness/runner.py asks for it through evolve.lang), installed before the candidate is
-imported: every `cute.compile` is timed and its compiled function kept (its PTX and cubin, kept by the DSL because
-the runner's environment asks for them: lang/cutedsl/__init__.py), and every run of a compiled program is counted.
-In the compile-only runner (no GPU: the DSL targets sm_90a) a compiled program is counted and not run.
+"""CuTeDSL's half of the runner (harness/runner/runner.py asks for it through evolve.lang), installed before the
+candidate is imported: every `cute.compile` is timed and its compiled function kept (its PTX and cubin, kept by the DSL
+because the runner's environment asks for them: lang/cutedsl/__init__.py), and every run of a compiled program is
+counted. In the compile-only runner (no GPU: the DSL targets sm_90a) a compiled program is counted and not run.
 
 It runs in the runner, beside candidate code: what it says is a first line that gives a model early, clear reasons.
 No verdict depends on it."""

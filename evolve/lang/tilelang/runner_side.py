@@ -1,9 +1,9 @@
-"""TileLang's half of the runner (harness/runner.py asks for it through evolve.lang), installed before the candidate is
-imported: every compiled kernel (a `tilelang.JITKernel`, made by `tilelang.compile` or `@tilelang.jit`) is timed and
-kept, and every call of one is counted. In the compile-only runner (no GPU: TileLang targets sm_90a, as the runner's
-environment says) a call is counted and nothing runs. The compile rung's figures (registers, spills, shared memory,
-SASS) come from the cubin TileLang built for the kernel (read back through its own build step, which its binary cache
-answers).
+"""TileLang's half of the runner (harness/runner/runner.py asks for it through evolve.lang), installed before the
+candidate is imported: every compiled kernel (a `tilelang.JITKernel`, made by `tilelang.compile` or `@tilelang.jit`) is
+timed and kept, and every call of one is counted. In the compile-only runner (no GPU: TileLang targets sm_90a, as the
+runner's environment says) a call is counted and nothing runs. The compile rung's figures (registers, spills, shared
+memory, SASS) come from the cubin TileLang built for the kernel (read back through its own build step, which its binary
+cache answers).
 
 It runs in the runner, beside candidate code: what it says is a first line that gives a model early, clear reasons.
 No verdict depends on it."""

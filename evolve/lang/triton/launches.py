@@ -14,7 +14,7 @@ from pathlib import Path
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
-from ...harness.sass import read_cubin
+from ...harness.runner.sass import read_cubin
 
 _AUTOTUNER_RUN = Autotuner.run
 

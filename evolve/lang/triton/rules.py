@@ -2,8 +2,8 @@
 
 Everything a candidate file is told and held to lives here: what it must define (MUST), the honest idioms its host
 code may use (MAY), the rules the static check enforces (RULES, each with what it protects), and the tables the
-checker reads (modules, decorators, host calls, kernel names). The static check (harness/static_check.py) reads these
-tables; the prompt's contract (`prompt_contract`) and the rule table docs/languages.md carries (`rule_table`) are
+checker reads (modules, decorators, host calls, kernel names). The static check (harness/runner/static/check.py) reads
+these tables; the prompt's contract (`prompt_contract`) and the rule table docs/languages.md carries (`rule_table`) are
 generated from them, and a test proves the page carries the generated table. `python -m evolve.lang.triton` prints
 that table.
 The package's LANGUAGE (evolve/lang/triton/__init__.py) hands these to the rest of evolve.

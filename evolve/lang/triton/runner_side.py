@@ -1,6 +1,6 @@
-"""Triton's half of the runner (harness/runner.py asks for it through evolve.lang): installed before the candidate
-is imported, it sees every launch (launches.py), keeps each compiled kernel, describes and dumps them for the compile
-rung, builds launchers ahead, and under the CPU interpreter takes one of its costs once (interpreter.py).
+"""Triton's half of the runner (harness/runner/runner.py asks for it through evolve.lang): installed before the
+candidate is imported, it sees every launch (launches.py), keeps each compiled kernel, describes and dumps them for the
+compile rung, builds launchers ahead, and under the CPU interpreter takes one of its costs once (interpreter.py).
 
 It runs in the runner, beside candidate code: what it says is a first line that gives a model early, clear reasons.
 No verdict depends on it."""

