@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests" / "adversarial"))
 from test_adversarial import CASES, PROBLEM, check, expected, header, options_for  # noqa: E402
 
 from evolve.harness import evaluate  # noqa: E402
-from evolve.harness.parent.sandbox import SPARES  # noqa: E402
+from evolve.harness.parent.sandbox import STARTED_AHEAD  # noqa: E402
 
 
 def one(path: Path, options, key: str) -> dict:
@@ -89,7 +89,7 @@ def main():
                 print(f"{'':<28}expected: {r['expected']}", flush=True)
 
     after = one(control, options_for(control, cache), "expect")
-    SPARES.clear()
+    STARTED_AHEAD.clear()
     print(f"{sum(r['match'] for r in rows)} of {len(rows)} verdicts as expected; "
           f"slowest rejection {slowest[0]:.1f} s: {slowest[1]}")
     b, a = before["verdict"], after["verdict"]

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from evolve.harness import EvalOptions, evaluate
-from evolve.harness.parent.sandbox import SPARES
+from evolve.harness.parent.sandbox import STARTED_AHEAD
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def main():
         for label, prewarm in (("cold cache", False), ("warm cache", True), ("spare child", True)):
             verdict, wall, per = one(candidate, problem, cache, prewarm)
             rows.append((label, verdict, wall, per))
-        SPARES.clear()
+        STARTED_AHEAD.clear()
     print(f"device: {rows[0][1].device}  mode: {rows[0][1].mode}")
     print(f"{'run':<12}{'ok':>4}{'load':>7}{'compile':>9}{'run':>7}{'correct':>9}{'bench':>8}{'other':>8}{'total':>8}")
     for label, verdict, wall, per in rows:

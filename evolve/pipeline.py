@@ -102,9 +102,9 @@ class ThreadLane:
 
     def reset(self) -> None:
         """After a fault: processes started ahead for this card may hold a broken context."""
-        from .harness.parent.sandbox import SPARES
+        from .harness.parent.sandbox import STARTED_AHEAD
 
-        SPARES.drop(gpu=self.gpu)
+        STARTED_AHEAD.drop(gpu=self.gpu)
 
 
 class Pipeline:

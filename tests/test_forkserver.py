@@ -12,7 +12,7 @@ from test_trust import MINI
 
 from evolve.harness import EvalOptions, evaluate
 from evolve.harness.parent import forkserver
-from evolve.harness.parent.sandbox import Crew
+from evolve.harness.parent.sandbox import EvaluationProcesses
 
 
 def _parent(pid: int) -> int:
@@ -37,7 +37,7 @@ def _servers() -> set:
 def test_an_evaluations_processes_are_forked_with_only_what_they_are_given(tmp_path):
     """Each process is the server's child, in a session of its own, holding stdin, stdout, stderr and the descriptors
     the crew passed it (nothing of the server's)."""
-    crew = Crew("cpu", str(tmp_path / "cache"))
+    crew = EvaluationProcesses("cpu", str(tmp_path / "cache"))
     try:
         assert set(crew.procs) == {"compile", "interpret", "measurer"}
         servers = _servers()
@@ -72,7 +72,7 @@ def test_a_forked_evaluation_gives_the_verdict_a_started_one_gives(tmp_path):
 def test_nothing_waits_on_a_server_that_is_gone(tmp_path):
     """A server killed while its children run: they are still waited for and killed, and the next crew starts (from
     a new server, or on its own)."""
-    crew = Crew("cpu", str(tmp_path / "cache"))
+    crew = EvaluationProcesses("cpu", str(tmp_path / "cache"))
     for pid in _servers():
         os.kill(pid, signal.SIGKILL)
     try:
@@ -81,7 +81,7 @@ def test_nothing_waits_on_a_server_that_is_gone(tmp_path):
     finally:
         crew.discard()
     assert all(proc.wait(timeout=30) is not None for proc in crew.procs.values())
-    again = Crew("cpu", str(tmp_path / "cache"))
+    again = EvaluationProcesses("cpu", str(tmp_path / "cache"))
     try:
         assert again.alive()
     finally:
@@ -92,7 +92,7 @@ def test_the_server_ends_with_its_parent(tmp_path):
     """The server reads its parent's end of the socket: when the parent dies (SIGKILL, no clean-up), it exits."""
     script = ("import os, sys\n"
               "from evolve.harness.parent import sandbox, forkserver\n"
-              "crew = sandbox.Crew('cpu', sys.argv[1])\n"
+              "crew = sandbox.EvaluationProcesses('cpu', sys.argv[1])\n"
               "print(' '.join(str(s.proc.pid) for s in forkserver.SERVERS._servers.values()), flush=True)\n"
               "os.kill(os.getpid(), 9)\n")
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "cache")], capture_output=True, text=True,
@@ -200,7 +200,7 @@ def _memory_holds(pid: int, needle: bytes) -> bool:
 def test_the_server_never_holds_what_a_request_says(tmp_path):
     """A request's environment, folders and descriptors are read by the child alone: a later child, which inherits the
     server's memory, finds no earlier evaluation's token there (the measurer, which was given it, holds it)."""
-    crew = Crew("cpu", str(tmp_path / "cache"))
+    crew = EvaluationProcesses("cpu", str(tmp_path / "cache"))
     try:
         measurer = crew.procs["measurer"].pid
         _descriptors_once_set_up(measurer, 3 + 4 + 2 * 2)
@@ -242,7 +242,7 @@ def test_a_server_that_fails_to_start_is_tried_again_less_and_less_often(monkeyp
 
     def failing(env, cwd):
         starts.append(now[0])
-        raise forkserver.Gone("it could not start")
+        raise forkserver.ServerUnavailable("it could not start")
 
     monkeypatch.setattr(forkserver, "ForkServer", failing)
     monkeypatch.setattr(forkserver.time, "monotonic", lambda: now[0])

@@ -138,38 +138,38 @@ def test_an_evaluation_uses_processes_started_ahead_only_when_it_asks(tmp_path, 
     """Processes started ahead (evolve run's loop) are taken only by an evaluation that asks for them; any other
     starts its own, so what ran before in the process does not shape its verdict, and a failure there names the
     mode, not a device remembered from another verdict."""
-    from evolve.harness.parent.sandbox import SPARES
+    from evolve.harness.parent.sandbox import STARTED_AHEAD
 
-    SPARES.clear()
+    STARTED_AHEAD.clear()
     no_launch = candidate(tmp_path, "\ndef custom_kernel(x):\n    return torch.empty_like(x)\n")
     first = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
     assert failed(first).name == "compile"
-    spare = {key: list(crews) for key, crews in SPARES._ready.items()}
+    spare = {key: list(crews) for key, crews in STARTED_AHEAD._ready.items()}
     assert [len(crews) for crews in spare.values()] == [1]  # one started for the next evaluation
     second = evaluate(no_launch, SOFTMAX, options)
     assert failed(second).name == "compile"
-    assert SPARES._ready == spare  # not taken
+    assert STARTED_AHEAD._ready == spare  # not taken
     rejected = evaluate(SOLUTIONS / "wrong" / "method_softmax.py", SOFTMAX, options)
     assert failed(rejected).name == "load" and rejected.device in ("cpu", "cuda")
     third = evaluate(no_launch, SOFTMAX, replace(options, prewarm=True))
     assert failed(third).name == "compile"
     before = [crew for crews in spare.values() for crew in crews]
-    after = [crew for crews in SPARES._ready.values() for crew in crews]
+    after = [crew for crews in STARTED_AHEAD._ready.values() for crew in crews]
     assert len(after) == 1 and after[0] not in before  # taken, and a new one started
-    SPARES.clear()
+    STARTED_AHEAD.clear()
 
 
 def test_evaluations_sharing_a_host_split_its_cores(tmp_path):
     """With a thread count, every process of the evaluation is started with it (the interpreter's runner keeps its
     single BLAS thread); without one, the processes inherit the parent's settings."""
-    from evolve.harness.parent.sandbox import THREAD_VARIABLES, Crew
+    from evolve.harness.parent.sandbox import THREAD_VARIABLES, EvaluationProcesses
 
     def environ(pid):
         pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         return dict(p.decode(errors="replace").split("=", 1) for p in pairs if b"=" in p)
 
-    split = Crew("cpu", str(tmp_path / "cache"), threads=3)
-    plain = Crew("cpu", str(tmp_path / "cache"))
+    split = EvaluationProcesses("cpu", str(tmp_path / "cache"), threads=3)
+    plain = EvaluationProcesses("cpu", str(tmp_path / "cache"))
     try:
         for name, proc in split.procs.items():
             env = environ(proc.pid)
@@ -187,7 +187,7 @@ def test_evaluations_sharing_a_host_split_its_cores(tmp_path):
 def test_the_compile_ahead_runner_runs_at_the_lowest_priority(tmp_path):
     """Beside a GPU runner, the compile-only runner (which the lease does not stop) starts at nice 19, so candidate
     code there cannot take the CPU from the card's timing; the other processes, and the CPU mode's runners, at 0."""
-    from evolve.harness.parent.sandbox import COMPILE_AHEAD_NICE, Crew
+    from evolve.harness.parent.sandbox import COMPILE_AHEAD_NICE, EvaluationProcesses
 
     def nice(pid):
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
@@ -195,7 +195,8 @@ def test_the_compile_ahead_runner_runs_at_the_lowest_priority(tmp_path):
     own = nice(os.getpid())
     # started as interpreters: a GPU crew forked on a machine without CUDA ends before its priority can be read (the
     # fork server applies the same priority: test_forkserver.py)
-    gpu, cpu = Crew("gpu", str(tmp_path / "cache"), fork=False), Crew("cpu", str(tmp_path / "cache"))
+    gpu = EvaluationProcesses("gpu", str(tmp_path / "cache"), fork=False)
+    cpu = EvaluationProcesses("cpu", str(tmp_path / "cache"))
     try:
         assert nice(gpu.procs["compile"].pid) == min(own + COMPILE_AHEAD_NICE, 19)
         assert [nice(gpu.procs[n].pid) for n in ("gpu", "measurer")] == [own, own]
@@ -212,8 +213,8 @@ def test_memory_is_read_every_poll_interval_whatever_the_measurer_says(tmp_path,
     from evolve.harness.parent import sandbox
 
     reads = []
-    real = sandbox.Crew._over_memory
-    monkeypatch.setattr(sandbox.Crew, "_over_memory",
+    real = sandbox.EvaluationProcesses._over_memory
+    monkeypatch.setattr(sandbox.EvaluationProcesses, "_over_memory",
                         lambda self, *a: reads.append(time.monotonic()) or real(self, *a))
     began = time.monotonic()
     verdict = evaluate(HONEST, SOFTMAX, options)

@@ -111,3 +111,15 @@ def test_each_process_imports_only_its_own_folder_and_the_shared_one():
                     wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert not wrong, "\n".join(wrong)
 
+
+
+def test_no_class_over_400_lines_and_no_function_over_100():
+    """A screen per function, a few per class: the limits the code is held to, counted from the source."""
+    over = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            limit = 400 if isinstance(node, ast.ClassDef) else \
+                100 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+            if limit is not None and node.end_lineno - node.lineno + 1 > limit:
+                over.append(f"{path.relative_to(PACKAGE)}: {node.name} is {node.end_lineno - node.lineno + 1} lines")
+    assert not over, "\n".join(over)

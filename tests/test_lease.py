@@ -18,7 +18,7 @@ import pytest
 
 from evolve.harness import EvalOptions, evaluate
 from evolve.harness.parent import lease
-from evolve.harness.parent.lease import CardLease, Party, card_lease
+from evolve.harness.parent.lease import CardLease, LeaseSide, card_lease
 
 ROOT = Path(__file__).resolve().parents[1]
 SOFTMAX = ROOT / "tests" / "adversarial" / "problem"  # the softmax problem with small test shapes
@@ -57,7 +57,7 @@ class Evaluation:
         self.stray = subprocess.Popen([sys.executable, "-c", LOOP], env=env, start_new_session=True) if stray else None
         self.grant_r, grant_w = os.pipe()
         os.set_blocking(self.grant_r, False)
-        self.party = Party(name, [self.proc.pid], self.token, grant_w)
+        self.party = LeaseSide(name, [self.proc.pid], self.token, grant_w)
         self.party.kill = self.kill
 
     def granted(self) -> bool:
@@ -151,12 +151,12 @@ def test_the_warden_kills_stopped_evaluations_when_their_parent_dies(tmp_path):
     pids = tmp_path / "pids"
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import os, subprocess, sys, time
-from evolve.harness.parent.lease import CardLease, Party
+from evolve.harness.parent.lease import CardLease, LeaseSide
 env = {{**os.environ, "EVOLVE_EVAL_TOKEN": "tok-warden-test"}}
 procs = [subprocess.Popen([sys.executable, "-c", {LOOP!r}], env=env, start_new_session=True) for _ in range(2)]
 lease = CardLease("card")
-holder = Party("holder", [procs[0].pid], "tok-holder", None)
-other = Party("other", [procs[1].pid], "tok-warden-test", None)
+holder = LeaseSide("holder", [procs[0].pid], "tok-holder", None)
+other = LeaseSide("other", [procs[1].pid], "tok-warden-test", None)
 lease.join(holder); lease.join(other); lease.request(holder)
 open({str(pids)!r}, "w").write(" ".join(str(p.pid) for p in procs))
 time.sleep(60)
@@ -185,7 +185,7 @@ def options(tmp_path):
 def test_time_spent_stopped_does_not_count_against_the_limit(options):
     """An evaluation stopped for longer than its limit (another holds the card's lease) still gets its verdict."""
     lease = card_lease(("cpu", None))
-    holder = Party("holder", [], "tok-holder", None)
+    holder = LeaseSide("holder", [], "tok-holder", None)
     lease.join(holder)
     lease.request(holder)
     # stopped 32 s from its job's start with a limit of 30 s: counted, the stop alone would time it out; the limit
@@ -249,7 +249,7 @@ def test_two_evaluations_on_one_card_take_turns(options):
 
 
 def test_the_time_stopped_inside_a_span_is_what_overlaps_it():
-    party = Party("p", [], "tok-span", None)
+    party = LeaseSide("p", [], "tok-span", None)
     party.stops = [(10.0, 12.0), (15.0, 16.0)]
     assert party.stopped_between(0.0, 20.0) == 3.0
     assert party.stopped_between(11.0, 15.5) == 1.5

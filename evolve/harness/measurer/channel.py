@@ -30,7 +30,7 @@ class Channel:
         self.send({"kind": "skip", "name": name, "reason": reason})
 
 
-class Held(Channel):
+class BufferedChannel(Channel):
     """Messages kept back, to go to the parent later in order (or never)."""
 
     def __init__(self):

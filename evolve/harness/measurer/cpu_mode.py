@@ -11,7 +11,7 @@ import torch
 
 from ..shared.formats.base import describe
 from ..shared.seeds import BASELINE_SEED, BENCH_SEED
-from .channel import Held
+from .channel import BufferedChannel
 from .exchange import Pool
 from .rungs import Measurer
 from .timing import cpu_time
@@ -59,7 +59,7 @@ class CpuMeasurer(Measurer):
         beside = threading.Thread(target=lambda: decided.update(
             ok=self.step(real, "compile", lambda: self.compile("compile", real, sets))), daemon=True)
         beside.start()
-        held = Held()
+        held = BufferedChannel()
         self.ch = held
         try:
             ok = self.step(held, "run", lambda: self.load("interpret", "run") and self.run_rung()) \

@@ -37,7 +37,7 @@ READY_WAIT_S = 180.0  # a cold torch import on a loaded machine
 REPLY_WAIT_S = 60.0  # a fork: then the server is taken for gone and the parent starts processes itself
 
 
-class Gone(Exception):
+class ServerUnavailable(Exception):
     """The server is not running (or stopped answering); the caller starts the process itself."""
 
 
@@ -286,7 +286,7 @@ class ForkServer:
             hello = None
         if not isinstance(hello, dict) or "ready" not in hello:
             self.close()
-            raise Gone(f"the fork server did not start{self._said()}")
+            raise ServerUnavailable(f"the fork server did not start{self._said()}")
         self.sock.settimeout(None)
         threading.Thread(target=self._read, daemon=True, name="evolve-forkserver").start()
 
@@ -315,8 +315,8 @@ class ForkServer:
 
     def spawn(self, role: str, args: list, env: dict, cwd: str, pass_fds, stdout, stderr, file_bytes: int | None,
               nice: int = 0) -> Forked:
-        """Fork a measurer, a keeper with its runner, or a jailed child (harness/parent/jailed.py); Gone if it
-        cannot."""
+        """Fork a measurer, a keeper with its runner, or a jailed child (harness/parent/jailed.py);
+        ServerUnavailable if it cannot."""
         request = {"role": role, "args": [str(a) for a in args], "env": env, "cwd": str(cwd), "fds": list(pass_fds),
                    "file_bytes": file_bytes, "nice": nice}
         said = os.memfd_create("evolve-request")  # read by the child alone
@@ -326,20 +326,20 @@ class ForkServer:
             os.lseek(said, 0, os.SEEK_SET)
             with self._lock:
                 if self.gone:
-                    raise Gone("the fork server has ended")
+                    raise ServerUnavailable("the fork server has ended")
                 self._count += 1
                 ident = self._count
                 try:
                     socket.send_fds(self.sock, [json.dumps({"id": ident}).encode()],
                                     [said, stdout.fileno(), stderr.fileno(), *pass_fds])
                 except OSError as exc:
-                    raise Gone(f"the fork server could not be asked ({exc})") from None
+                    raise ServerUnavailable(f"the fork server could not be asked ({exc})") from None
                 pid = self._reply(ident)
         finally:
             os.close(said)
         if pid is None:
             self.close()
-            raise Gone("the fork server did not answer")
+            raise ServerUnavailable("the fork server did not answer")
         return Forked(self, pid)
 
     def _reply(self, ident: int) -> int | None:
@@ -407,7 +407,7 @@ class Servers:
                 return None
             try:
                 self._servers[key] = server = ForkServer(server_env(), os.path.dirname(os.path.dirname(_PACKAGE)))
-            except (Gone, OSError):
+            except (ServerUnavailable, OSError):
                 self._failed[key] = (time.monotonic(), failures + 1)
                 return None
             self._failed.pop(key, None)

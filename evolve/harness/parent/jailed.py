@@ -58,7 +58,7 @@ def ask(work: str, request: dict, limit_s: float, card: bool = False, gpu: str |
         if server is not None:
             try:
                 proc = server.spawn("jailed", [said], env, folder, (said,), out, err, ANSWER_FILE_BYTES)
-            except forkserver.Gone:
+            except forkserver.ServerUnavailable:
                 proc = None
         if proc is None:
             proc = subprocess.Popen([sys.executable, "-m", "evolve.harness.runner.jailed_child", str(said)],

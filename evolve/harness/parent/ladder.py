@@ -29,7 +29,7 @@ from . import device_share, generator_fault
 from .check_file import check_file
 from .lease import FIRST_CALIBRATION, Evicted
 from .problem_facts import cannot_run_here
-from .sandbox import SPARES, Crew, runners
+from .sandbox import STARTED_AHEAD, EvaluationProcesses, runners
 from .verdict import RUNGS, BenchmarkRow, RungResult, Verdict
 
 GONE_WAIT_S = 60.0  # an evaluation's processes ending (a CUDA context takes seconds to let go)
@@ -106,7 +106,7 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
 
 
 @dataclass
-class _Said:
+class _MeasurerReport:
     """What the measurer said of itself, for the verdict."""
     device: str | None = None
     versions: dict = field(default_factory=dict)
@@ -129,8 +129,8 @@ class _Evaluation:
         self.cache = Path(options.cache_dir)
         self.trusted = jail.abi_version() > 0  # caches persist only where no runner can write them
         self.rungs: dict[str, RungResult] = {}  # decided so far, by name
-        self.said = _Said()
-        self.crew: Crew | None = None
+        self.said = _MeasurerReport()
+        self.crew: EvaluationProcesses | None = None
         self.share: device_share.DeviceShare | None = None  # its runners' share of the card's memory, where counted
         self.work: tuple = ()  # the crew's folder, kept for a look (EvalOptions.keep_work)
         self.first = None  # the card's first calibration turn, where this evaluation waits for or takes it
@@ -253,10 +253,8 @@ class _Evaluation:
             return
         # Processes started ahead are used only by evaluations that ask for them (evolve run's loop): any other
         # evaluation starts its own, so its verdict does not depend on what ran before it in this process.
-        crew = self.crew = (SPARES.take(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server,
-                                        self.language) if options.prewarm else
-                            Crew(self.mode, str(self.cache), options.gpu, options.threads, options.fork_server,
-                                 self.language))
+        made = (self.mode, str(self.cache), options.gpu, options.threads, options.fork_server, self.language)
+        crew = self.crew = STARTED_AHEAD.take(*made) if options.prewarm else EvaluationProcesses(*made)
         try:
             result = self._run_crew(crew)
         finally:
@@ -330,7 +328,7 @@ class _Evaluation:
                "plans": _load(cache, trusted, "plans.json")}
         self.spawned = time.time()
         if options.prewarm:  # the next evaluation's processes start up while this one runs
-            SPARES.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server,
+            STARTED_AHEAD.prepare(mode, str(cache), options.gpu, options.per_gpu, options.threads, options.fork_server,
                            self.language)
         if self.share is None and mode == "gpu" and device_share.SNAPSHOTS.available() is None:
             self.share = device_share.DeviceShare(crew.work.name, options.per_gpu)

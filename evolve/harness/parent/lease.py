@@ -71,7 +71,7 @@ def find_strays(parties) -> dict:
     return found
 
 
-class Party:
+class LeaseSide:
     """One evaluation's side of the lease: its processes (to stop and continue), its grant pipe, the time it spent
     stopped. A crew makes one when its job starts."""
 
@@ -152,15 +152,15 @@ class CardLease:
     def __init__(self, key):
         self.key = key
         self._lock = threading.Lock()
-        self._parties: list[Party] = []
-        self._holder: Party | None = None
-        self._waiting: deque[Party] = deque()
+        self._parties: list[LeaseSide] = []
+        self._holder: LeaseSide | None = None
+        self._waiting: deque[LeaseSide] = deque()
         self.grants = 0  # for the record: how many times it was granted, and for how long in all
         self.held_s = 0.0
         self._since = 0.0
         self.log: list[tuple[str, str]] = []  # (event, party name), the last 1000, for tests and diagnosis
 
-    def _note(self, event: str, party: Party) -> None:
+    def _note(self, event: str, party: LeaseSide) -> None:
         self.log.append((event, party.name))
         del self.log[:-1000]
 
@@ -169,7 +169,7 @@ class CardLease:
         with self._lock:
             return self._holder.name if self._holder else None
 
-    def join(self, party: Party) -> None:
+    def join(self, party: LeaseSide) -> None:
         """An evaluation's job starts on this card; it is stopped at once if another holds the lease."""
         with self._lock:
             self._parties.append(party)
@@ -177,7 +177,7 @@ class CardLease:
                 party.stop()
                 self._note("stop", party)
 
-    def leave(self, party: Party) -> None:
+    def leave(self, party: LeaseSide) -> None:
         """An evaluation ends (however): whatever it held or waited for goes to the next."""
         with self._lock:
             if party in self._parties:
@@ -193,7 +193,7 @@ class CardLease:
             if self._holder is party:
                 self._release()
 
-    def offcard(self, party: Party, pgid: int) -> None:
+    def offcard(self, party: LeaseSide, pgid: int) -> None:
         """One of the party's process groups cannot reach any GPU (its measurer saw it jailed without the device files
         before it ran candidate code): it goes on working while the party is stopped."""
         with self._lock:
@@ -208,7 +208,7 @@ class CardLease:
                     pass
             self._note("offcard", party)
 
-    def request(self, party: Party) -> None:
+    def request(self, party: LeaseSide) -> None:
         with self._lock:
             if party not in self._parties or party is self._holder or party in self._waiting:
                 return
@@ -217,12 +217,12 @@ class CardLease:
             else:
                 self._waiting.append(party)
 
-    def release(self, party: Party) -> None:
+    def release(self, party: LeaseSide) -> None:
         with self._lock:
             if self._holder is party:
                 self._release()
 
-    def evict(self, party: Party) -> int:
+    def evict(self, party: LeaseSide) -> int:
         """The holder found the card busy with work the stopped evaluations had queued: kill them (their candidates
         are evaluated again). Returns how many were evicted."""
         with self._lock:
@@ -236,7 +236,7 @@ class CardLease:
             self._note("evict", victim)
         return len(victims)
 
-    def _grant(self, party: Party) -> None:
+    def _grant(self, party: LeaseSide) -> None:
         self._holder = party
         self.grants += 1
         self._since = time.monotonic()

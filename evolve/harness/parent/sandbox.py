@@ -63,7 +63,7 @@ MEMORY_POLL_S = 0.25  # how often an evaluation's memory is read from /proc (eac
 
 
 @dataclass
-class CrewResult:
+class ProcessesResult:
     messages: list = field(default_factory=list)
     timed_out: bool = False
     memory_killed: bool = False
@@ -153,7 +153,7 @@ def _shm_folder() -> str:
     return tempfile.mkdtemp(prefix="evolve-shm-", dir=base)
 
 
-class Crew:
+class EvaluationProcesses:
     """One evaluation's processes, started ahead of the job: imports, CUDA contexts and the runner's jail are paid
     while the evaluation before runs. The wall-clock limit counts from the moment the job is sent."""
 
@@ -239,7 +239,7 @@ class Crew:
         if server is not None:
             try:
                 return server.spawn(role, args, env, cwd, pass_fds, out, err, file_bytes, nice)
-            except forkserver.Gone:
+            except forkserver.ServerUnavailable:
                 pass
         argv = ([sys.executable, "-S", KEEPER, sys.executable, "-m", "evolve.harness.runner.runner"] if role == "runner"
                 else [sys.executable, "-m", "evolve.harness.measurer.measurer"])
@@ -265,7 +265,7 @@ class Crew:
         except OSError:
             return ""
 
-    def _watch_memory(self, runners: list, max_rss_gb: float, result: CrewResult) -> bool:
+    def _watch_memory(self, runners: list, max_rss_gb: float, result: ProcessesResult) -> bool:
         """Whether the evaluation is over its memory limit now (then marked killed); the time spent reading it noted."""
         polled = time.thread_time()
         over = self._over_memory(runners, max_rss_gb, result)
@@ -273,7 +273,7 @@ class Crew:
         result.memory_killed = result.memory_killed or over
         return over
 
-    def _over_memory(self, runners: list, max_rss_gb: float, result: CrewResult) -> bool:
+    def _over_memory(self, runners: list, max_rss_gb: float, result: ProcessesResult) -> bool:
         """Whether the runners' trees hold more than the limit: resident memory, nameless open files, and the bytes
         in their folders and the shared buffers' folder (RAM where it is /dev/shm)."""
         folders = [self.work / name for name in self.runners] + [Path(self.shm)]
@@ -285,7 +285,7 @@ class Crew:
             result.uninspectable = str(exc)
             return True
 
-    def _over_device_share(self, share, runners: list, result: CrewResult) -> bool:
+    def _over_device_share(self, share, runners: list, result: ProcessesResult) -> bool:
         """Whether the runners hold more than their share of the card now (then the reason is kept)."""
         polled = time.thread_time()
         counted = set(self.cgroup.pids() if self.cgroup is not None else ()) or \
@@ -361,13 +361,14 @@ class Crew:
             except subprocess.TimeoutExpired:
                 return
 
-    def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None, device_share=None) -> CrewResult:
+    def run(self, job: dict, timeout_s: float, max_rss_gb: float, on_message=None,
+            device_share=None) -> ProcessesResult:
         """Send the job; collect checked messages until 'done', death, the time limit or a memory limit (the host's,
         max_rss_gb; the card's, device_share: harness/parent/device_share.py)."""
         from .lease import card_lock
 
         job = {**job, "key": self.key.hex(), "shm": self.shm}
-        result = CrewResult()
+        result = ProcessesResult()
         if self.cgroup is not None and max_rss_gb:
             self.cgroup.limit_memory(int(max_rss_gb * 2**30))
         hold = card_lock(self.mode, self.gpu)
@@ -377,13 +378,13 @@ class Crew:
         finally:
             hold.release()
 
-    def _run(self, job: dict, result: CrewResult, timeout_s: float, max_rss_gb: float, on_message,
-             device_share) -> CrewResult:
-        from .lease import Party, card_lease
+    def _run(self, job: dict, result: ProcessesResult, timeout_s: float, max_rss_gb: float, on_message,
+             device_share) -> ProcessesResult:
+        from .lease import LeaseSide, card_lease
 
         started = time.monotonic()
         lease = card_lease((self.mode, self.gpu))
-        party = self.party = Party(self.work.name, [p.pid for p in self.procs.values()], self.token, self._grant_w)
+        party = self.party = LeaseSide(self.work.name, [p.pid for p in self.procs.values()], self.token, self._grant_w)
         party.kill = self.kill
         lease.join(party)
         job_w, msg_r, self._job_w, self._msg_r = self._job_w, self._msg_r, None, None
@@ -457,7 +458,7 @@ class Crew:
         return result
 
 
-class Spares:
+class StartedAhead:
     """Crews started ahead of need, up to a number per (mode, trusted cache folder, GPU, language); all killed at
     interpreter exit. Lanes on several GPUs, and evaluations sharing a card, take and prepare their own from threads of
     their own."""
@@ -468,7 +469,7 @@ class Spares:
         atexit.register(self.clear)
 
     def take(self, mode: str, trusted_cache: str, gpu: str | None = None, threads: int = 0,
-             fork: bool = True, language: str = DEFAULT_LANGUAGE) -> Crew:
+             fork: bool = True, language: str = DEFAULT_LANGUAGE) -> EvaluationProcesses:
         key = (mode, trusted_cache, gpu, threads, fork, language)
         with self._lock:
             ready = self._ready.get(key, [])
@@ -479,7 +480,7 @@ class Spares:
             return crew
         if crew is not None:
             crew.discard()
-        return Crew(mode, trusted_cache, gpu, threads, fork, language)
+        return EvaluationProcesses(mode, trusted_cache, gpu, threads, fork, language)
 
     def prepare(self, mode: str, trusted_cache: str, gpu: str | None = None, count: int = 1,
                 threads: int = 0, fork: bool = True, language: str = DEFAULT_LANGUAGE) -> None:
@@ -491,7 +492,7 @@ class Spares:
                 if len(ready) >= count:
                     return
                 ready.append(None)  # claimed: start it outside the lock
-            crew = Crew(mode, trusted_cache, gpu, threads, fork, language)
+            crew = EvaluationProcesses(mode, trusted_cache, gpu, threads, fork, language)
             with self._lock:
                 ready = self._ready.setdefault(key, [])
                 if None in ready:
@@ -517,7 +518,7 @@ class Spares:
             crew.discard()
 
 
-SPARES = Spares()
+STARTED_AHEAD = StartedAhead()
 
 
 def _verify(line: bytes, key: bytes):
