@@ -276,6 +276,29 @@ def resume(db: str = DEFAULT_DB, run: int | None = None) -> str:
     return _checked("resume", "--db", db, *(["--run", str(int(run))] if run is not None else []))
 
 
+# What each parameter of a tool is, as the client's schema shows it (every tool's parameter of that name means the same)
+PARAMETERS = {
+    "problem": "a problem: its folder's name under the server's problem roots (list_problems names them), or a path "
+               "inside one of those roots",
+    "candidate": "a path to the candidate's .py file (give this or source, not both)",
+    "source": "the candidate's Python source as text (give this or candidate, not both)",
+    "language": "the candidate's language: triton, cutedsl or tilelang (default: the problem's first)",
+    "device": "auto (the GPU where there is one), cuda, or cpu (compiled for sm_90a and run under the Triton "
+              "interpreter; nothing is timed against the roofline)",
+    "db": f"the archive (an SQLite file), relative to the server's working folder (default {DEFAULT_DB})",
+    "candidate_id": "an archived candidate's number, as show and the run's progress name it",
+    "kind": "what the compiler produced: sass, ptx, ttgir, ttir or llir",
+    "kernel": "part of a kernel's name, to pick one specialization (default: the first)",
+    "case": "a benchmark case by its label, e.g. 'fp32 4096x4096' (default: the one nearest the overall figure)",
+    "query": "words to look for, e.g. 'online softmax running max rescale'",
+    "limit": "how many passages to return (1 to 10)",
+    "path": "a file's path exactly as search_context printed it",
+    "start": "the first line to read (1-based)",
+    "end": "the last line to read (at most 200 lines a call)",
+    "text": "the hint, in words the run's next prompts will carry",
+    "run": "the run's number (default: the one going on now, else the newest)",
+}
+
 TOOLS = (evaluate, compile_only, list_problems, read_problem, show, asm, trace, profile, search_context, read_context,
          best, leaderboard, hint, pause, resume)
 
@@ -299,8 +322,23 @@ def server():
             except Exception as exc:  # noqa: BLE001 - said to the client, whatever it was; the server goes on
                 raise ToolError(f"{_tool.__name__} failed: {type(exc).__name__}: {exc}"[:2000]) from None
 
+        wrapped.__signature__ = _described(tool)
         app.add_tool(wrapped, name=tool.__name__, description=tool.__doc__)
     return app
+
+
+def _described(tool):
+    """The tool's signature with every parameter's description (PARAMETERS) attached, for the client's schema."""
+    import inspect
+    import typing
+
+    from pydantic import Field
+
+    hints = typing.get_type_hints(tool)
+    signature = inspect.signature(tool)
+    return signature.replace(parameters=[
+        p.replace(annotation=typing.Annotated[hints[p.name], Field(description=PARAMETERS[p.name])])
+        for p in signature.parameters.values()], return_annotation=hints.get("return", signature.return_annotation))
 
 
 def main(roots=()) -> None:

@@ -155,3 +155,12 @@ def test_evolve_mcp_without_the_sdk_says_how_to_install_it(tmp_path):
                           env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
     assert done.returncode == 2 and "pip install 'evolve[mcp]'" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+def test_every_parameter_of_every_tool_says_what_it_is(tmp_path):
+    """The schema a client reads names each tool's parameters with a description, never a bare name and type."""
+    (listed,) = session_calls([(None, None)], tmp_path)
+    bare = [f"{tool.name}.{name}" for tool in listed.tools
+            for name, schema in (tool.input_schema.get("properties") or {}).items() if not schema.get("description")]
+    assert not bare, bare
+    assert all(tool.description and len(tool.description) > 40 for tool in listed.tools)
