@@ -39,8 +39,8 @@ class RunRow(TypedDict, total=False):
     candidates: int  # runs() only, from here on
     evaluated: int
     correct: int
-    best_score: float | None
-    best_fitness: float | None
+    best_score: float | None  # of the kernel it reported (best_id), else the highest correct one
+    best_fitness: float | None  # the same kernel's fraction of the roofline
     cost: float
     tokens: int
     pending: int
@@ -111,6 +111,7 @@ def _instant(text: str):
 _COLUMNS = [f for f in Candidate.__dataclass_fields__]
 _SELECT = "SELECT " + ", ".join(f"c.{c}" for c in _COLUMNS) + " FROM candidates c JOIN runs r ON r.id = c.run_id"
 _NOT_FAILED = "c.id NOT IN (SELECT candidate_id FROM launch_audits WHERE status = 'failed')"
+_REPORTED_OK = _NOT_FAILED.replace("c.id", "b.id")  # the run's reported best (standing.py), where it still stands
 
 
 def _candidate(row: sqlite3.Row) -> Candidate:
@@ -195,8 +196,10 @@ class Archive(ArchiveFile):
         return [self._run_dict(r) for r in self.dicts(f"""
             SELECT r.*, count(c.id) AS candidates,
                    coalesce(sum(c.status = 'evaluated'), 0) AS evaluated, coalesce(sum(c.ok = 1), 0) AS correct,
-                   max(CASE WHEN c.ok = 1 AND {_NOT_FAILED} THEN c.score END) AS best_score,
-                   max(CASE WHEN c.ok = 1 AND {_NOT_FAILED} THEN c.fitness END) AS best_fitness,
+                   coalesce((SELECT b.score FROM candidates b WHERE b.id = r.best_id AND b.ok = 1 AND {_REPORTED_OK}),
+                            max(CASE WHEN c.ok = 1 AND {_NOT_FAILED} THEN c.score END)) AS best_score,
+                   coalesce((SELECT b.fitness FROM candidates b WHERE b.id = r.best_id AND b.ok = 1 AND {_REPORTED_OK}),
+                            max(CASE WHEN c.ok = 1 AND {_NOT_FAILED} THEN c.fitness END)) AS best_fitness,
                    coalesce(sum(c.cost), 0.0) AS cost, coalesce(sum(c.tokens_in + c.tokens_out), 0) AS tokens,
                    coalesce(sum(c.status = 'pending'), 0) AS pending
             FROM runs r LEFT JOIN candidates c ON c.run_id = r.id GROUP BY r.id ORDER BY r.id""")]

@@ -41,6 +41,9 @@ def test_a_near_tie_is_the_same_kernel_for_the_summary_evolve_best_and_the_leade
     shutil.rmtree(search.work, ignore_errors=True)
     (row,) = leaderboard.board([db]).rows
     assert row.best_candidate["id"] == first
+    reopened = Archive(db)
+    assert reopened.runs()[0]["best_score"] == reopened.get(first).score  # `evolve status` shows the same kernel
+    reopened.close()
 
 
 def test_a_kept_verdict_lands_through_the_same_intake_as_a_fresh_one(tmp_path):
