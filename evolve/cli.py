@@ -130,7 +130,7 @@ RUN_SECTIONS = (
     ("When to stop", ("max_cost", "target", "stagnation")),
     ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials")),
     ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
-                                 "context_dirs")),
+                                 "context_dirs", "agent", "agent_rounds")),
     ("Evaluation", ("timeout_s", "cache_dir", "artifacts", "fair_window")),
     ("GPUs and clusters", ("gpus", "per_gpu", "cluster", "cluster_lanes")),
     ("Profiling and re-timing (GPU only)", ("profile_top", "profile_every", "profile_as_root", "retime_top",
@@ -382,6 +382,12 @@ def _open_archive(db, must_exist=True, read_only=False):
 @click.option("--tools", type=click.Choice(["auto", "on", "off"]), default=D.TOOLS, show_default=True,
               help="Context tools for the model (search_context, read_context, read_parent): auto gives them to "
                    "models litellm says call functions; the others get the best passages in the prompt.")
+@click.option("--agent", is_flag=True,
+              help="With a model: each proposal is a tool session in which the model compiles and checks versions "
+                   "through the sealed harness, reads the notes, and submits one program, which is then evaluated "
+                   "as any candidate (docs/search.md, Agent sessions).")
+@click.option("--agent-rounds", type=click.IntRange(min=1), default=D.AGENT_ROUNDS, show_default=True,
+              help="With --agent: model calls that may ask for tools in one session.")
 @click.option("--tool-rounds", type=click.IntRange(min=0), default=D.TOOL_ROUNDS, show_default=True,
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
 @click.option("--retime", "retime_top", type=click.IntRange(min=0), default=D.RETIME_TOP, show_default=True,
@@ -415,7 +421,8 @@ def _open_archive(db, must_exist=True, read_only=False):
                    "problem accepts].")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries,
-                device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, tool_rounds,
+                device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, agent,
+                agent_rounds, tool_rounds,
                 retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes,
                 language):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
@@ -460,7 +467,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
             target=target, resume=resume, seed=seed, artifacts=artifacts, retime_top=retime_top,
             retime_rounds=retime_rounds, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s,
             search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
-                                compose_share=compose_share, tuner_trials=tune_trials),
+                                compose_share=compose_share, tuner_trials=tune_trials, agent=agent,
+                                agent_rounds=agent_rounds),
             profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
             context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
             llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,

@@ -49,6 +49,9 @@ class SearchConfig:
     repairs: int = D.REPAIRS  # load/compile failures sent back to the model before a candidate counts as dead
     tuner_trials: int | None = None  # knob settings tried per structure; None: 6 with a model, 64 without one
     stagnation: int = D.STAGNATION  # stop after this many evaluated candidates without an improvement
+    agent: bool = False  # with a model: each proposal is a bounded tool session (strategies/agent.py)
+    agent_rounds: int = D.AGENT_ROUNDS  # model calls that may ask for tools in one session
+    agent_seconds: float = D.AGENT_SECONDS  # wall time the tools of one session may take in all
     unusable: int = 20  # stop after this many proposals in a row gave nothing to evaluate (invalid or duplicates)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from .problems import strip_test_header
 from .redact import redact
 
-TEMPLATES = ("full_rewrite", "diff_edit", "repair")
+TEMPLATES = ("full_rewrite", "diff_edit", "repair", "agent")
 _MAX_BACKOFF_S = 60.0
 
 
@@ -396,7 +396,8 @@ class LLMProposer:
         model = self.pick_model().name
         if parent_source is not None:  # a diff applies to the program as the prompt showed it
             parent_source = strip_test_header(parent_source)
-        tools = toolbox is not None and self.uses_tools(model)
+        # an agent session (a toolbox with rounds of its own) has its tools whatever --tools says: they are its work
+        tools = toolbox is not None and (bool(getattr(toolbox, "rounds", None)) or self.uses_tools(model))
         messages = self.render(template, context, tools=tools)
         prompt = "\n\n".join(f"### {m['role']}\n{m['content']}" for m in messages)
         litellm = _litellm()
@@ -435,8 +436,9 @@ class LLMProposer:
             if not calls:
                 break
             rounds += 1
-            if rounds > self.tool_rounds:
-                return done(None, f"the model still called tools after {self.tool_rounds} rounds", reply)
+            limit = getattr(toolbox, "rounds", None) or self.tool_rounds  # an agent session's own bound
+            if rounds > limit:
+                return done(None, f"the model still called tools after {limit} rounds", reply)
             messages = messages + [{"role": "assistant", "content": reply or None, "tool_calls": [
                 {"id": c.id, "type": "function",
                  "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}} for c in calls]}]
@@ -449,8 +451,11 @@ class LLMProposer:
                             "arguments": str(call.function.arguments or "")[:1000], "result": result[:4000],
                             "result_chars": len(result), "tokens_in": round_in if first else 0,
                             "tokens_out": round_out if first else 0, "cost": round_cost if first else 0.0})
-            if rounds == self.tool_rounds:
-                messages.append({"role": "user", "content": f"That was the last of {self.tool_rounds} tool rounds: "
+            submitted = getattr(toolbox, "submitted", None)
+            if submitted is not None:  # an agent session ends with its submission
+                return done(submitted, None, reply)
+            if rounds == limit:
+                messages.append({"role": "user", "content": f"That was the last of {limit} tool rounds: "
                                                             "reply now with the complete program."})
         if not reply:
             return done(None, f"the model returned no text (finish_reason={finish})", reply)

@@ -103,7 +103,7 @@ class Search:
         self.strategies = strategies.build(strategies.Services(
             config=config, problem=self.problem, archive=archive, figures=self.figures, emit=self.emit, rng=self.rng,
             language=self.contexts.language.name, proposer=proposer, contexts=self.contexts,
-            keep_verdicts=known_material))
+            keep_verdicts=known_material, evaluate=evaluate))
         duels = Duels(self.population, archive, self.emit, clock, config.fair_window_s, self._retime_beside)
         self.ledger = Ledger(archive, self.population, duels, self.emit, self.strategies, self.view)
 

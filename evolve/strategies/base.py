@@ -50,6 +50,7 @@ class Services:
     proposer: Any = None  # proposer.Proposer: None in the embedded search (no model)
     contexts: Any = None  # prompt_context.Contexts: what prompts are told
     keep_verdicts: bool = False  # recall and keep the problem's own kernels' verdicts (evolve/known.py)
+    evaluate: Any = None  # the run's evaluator (the harness's evaluate): what an agent session's tools call
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .agent import AgentSessions
 from .base import Services, Strategy
 from .composing import Composing
 from .material import Material
@@ -34,7 +35,11 @@ REGISTERED: list[Entry] = [
     Entry("composer", lambda s: Composing(s.problem, s.figures, s.emit), share=lambda search: search.compose_share),
     Entry("tuner", lambda s: Tuning(s.config.seed, _tuner_trials(s)), share=lambda search: search.tune_share),
     Entry("model", lambda s: ModelProposals(s.proposer, s.contexts, s.rng, s.config.search.diff_share,
-                                            s.config.search.repairs) if s.proposer is not None else None),
+                                            s.config.search.repairs)
+          if s.proposer is not None and not s.config.search.agent else None),
+    Entry("agent", lambda s: AgentSessions(s.proposer, s.contexts, s.evaluate, s.config.search.agent_rounds,
+                                           s.config.search.agent_seconds)
+          if s.proposer is not None and s.config.search.agent else None),
 ]
 
 
