@@ -41,7 +41,6 @@ class AgentToolbox(Toolbox):
         self.problem, self.options, self.evaluate = problem, options, evaluate
         self.rounds = rounds  # model calls that may ask for tools (proposer.propose reads it)
         self.deadline = time.monotonic() + seconds
-        self.submitted: str | None = None
 
     @property
     def schemas(self) -> list[dict]:

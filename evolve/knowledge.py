@@ -208,6 +208,8 @@ class Toolbox:
     def __init__(self, index: ContextIndex | None, parent=None):
         self.index = index
         self.parent = parent
+        self.rounds: int | None = None  # an agent session's own bound on tool rounds (None: the proposer's)
+        self.submitted: str | None = None  # an agent session's submission: the proposal ends with it
 
     @property
     def schemas(self) -> list[dict]:

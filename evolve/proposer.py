@@ -397,7 +397,7 @@ class LLMProposer:
         if parent_source is not None:  # a diff applies to the program as the prompt showed it
             parent_source = strip_test_header(parent_source)
         # an agent session (a toolbox with rounds of its own) has its tools whatever --tools says: they are its work
-        tools = toolbox is not None and (bool(getattr(toolbox, "rounds", None)) or self.uses_tools(model))
+        tools = toolbox is not None and (toolbox.rounds is not None or self.uses_tools(model))
         messages = self.render(template, context, tools=tools)
         prompt = "\n\n".join(f"### {m['role']}\n{m['content']}" for m in messages)
         litellm = _litellm()
@@ -436,7 +436,7 @@ class LLMProposer:
             if not calls:
                 break
             rounds += 1
-            limit = getattr(toolbox, "rounds", None) or self.tool_rounds  # an agent session's own bound
+            limit = toolbox.rounds or self.tool_rounds
             if rounds > limit:
                 return done(None, f"the model still called tools after {limit} rounds", reply)
             messages = messages + [{"role": "assistant", "content": reply or None, "tool_calls": [
@@ -451,9 +451,8 @@ class LLMProposer:
                             "arguments": str(call.function.arguments or "")[:1000], "result": result[:4000],
                             "result_chars": len(result), "tokens_in": round_in if first else 0,
                             "tokens_out": round_out if first else 0, "cost": round_cost if first else 0.0})
-            submitted = getattr(toolbox, "submitted", None)
-            if submitted is not None:  # an agent session ends with its submission
-                return done(submitted, None, reply)
+            if toolbox.submitted is not None:  # an agent session ends with its submission
+                return done(toolbox.submitted, None, reply)
             if rounds == limit:
                 messages.append({"role": "user", "content": f"That was the last of {limit} tool rounds: "
                                                             "reply now with the complete program."})
