@@ -1,13 +1,15 @@
 """The one intake of a run's verdicts: a fresh one from a lane, a kept one of the problem's own kernels, a duel's
-re-timing and the archive's members at the start all land here. Landing writes the archive, applies the timing
-noise and fair promotion (promotion.py), admits to the population, emits the run's events and shows the landing to
-every strategy (strategies/), which is how the tuner hears its trials, repairs are queued and digests begin."""
+re-timing, the end-of-run re-timing and the archive's members at the start all land here. Landing writes the
+archive, applies the timing noise and fair promotion (promotion.py), admits to the population, emits the run's events
+and shows the landing to every strategy (strategies/), which is how the tuner hears its trials, repairs are queued
+and digests begin."""
 from __future__ import annotations
 
 from .archive import Archive, Candidate
 from .population import Population
 from .promotion import Duels
 from .scoring import compiled_anew, noise_of, score_of
+from .standing import promote_retimed
 from .strategies import Landing, Proposal
 
 
@@ -55,6 +57,11 @@ class Ledger:
         self.admit(cand, noise, contend=holds)
         self.emit({"kind": "duel_result", "candidate": cand, "incumbent": incumbent, "figure": figure,
                    "holds": holds, "best": self.population.best})
+
+    def retimed(self, ranked: list, results: list) -> None:
+        """The end-of-run re-timing is in (its figures archived by retime.py): one that beat the held best in every
+        round is the run's best (standing.py)."""
+        promote_retimed(self.population, ranked, results)
 
     def refused(self, cand: Candidate | None, proposal: Proposal) -> None:
         """A proposal with nothing to evaluate: a duplicate of an archived kernel (None) or no usable source."""

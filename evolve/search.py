@@ -271,7 +271,7 @@ class Search:
         ranked = self.population.ranked()
         ranked = [held] + [c for c in ranked if c.id != held.id] if held is not None else ranked
         results = self.rounds.retime(ranked, self.run_id, evaluate, options, score_of)
-        standing.promote_retimed(self.population, ranked, results)
+        self.ledger.retimed(ranked, results)
         return results
 
     def audit_step(self) -> None:
