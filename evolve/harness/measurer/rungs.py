@@ -22,6 +22,9 @@ from .problem_link import reference_for
 from .timing_lease import TimingLease
 
 
+RUNGS = ("load", "compile", "run", "correctness", "benchmark")  # the rungs measured here, in order
+
+
 class Measurer(abc.ABC):
     mode = ""  # "gpu" or "cpu", as the parent asked
     runner = ""  # the runner whose calls are checked and timed
@@ -198,6 +201,7 @@ class Measurer(abc.ABC):
         self.bench_split = {"warm": 0.0, "inputs": 0.0, "windows": 0.0, "checks": 0.0, "exchange": 0.0, "spin": 0.0}
         cases = self.benchmark_cases()
         try:
+            cases = self._asked_cases(cases)
             # Every case's untimed first call, outside the lease (specializations compile, autotuners tune), then all
             # of the cases' windows under one lease: one stop of the card's other evaluations, one wait for quiet.
             for case in cases:
@@ -218,6 +222,23 @@ class Measurer(abc.ABC):
                      **self.benchmark_extra())
         return True
 
+    def _asked_cases(self, cases: list) -> list:
+        """The cases the job asks for by label (every one where it names none)."""
+        asked = [str(label) for label in self.job.get("bench_cases") or ()]
+        unknown = [label for label in asked if label not in {case.label for case in cases}]
+        if unknown:
+            raise Fail(f"no benchmark case {unknown[0]!r}; the cases are: {', '.join(c.label for c in cases)}")
+        return [case for case in cases if case.label in asked] if asked else cases
+
+    def _past_last(self, ch, name: str) -> bool:
+        """Whether the job stops before this rung (EvalOptions.last_rung); if so, it and every later one skipped."""
+        last = self.job.get("last_rung") or RUNGS[-1]
+        if name not in RUNGS or last not in RUNGS or RUNGS.index(name) <= RUNGS.index(last):
+            return False
+        for later in RUNGS[RUNGS.index(name):]:
+            ch.skip(later, f"not asked for: the evaluation stopped after the {last} rung")
+        return True
+
     def _memory_note(self) -> str:
         """The card's memory, for an out-of-memory reason: a case's inputs and outputs live in the measurer, in the
         shared buffers and in the runner at once, so a case needs several times its own size."""
@@ -229,6 +250,8 @@ class Measurer(abc.ABC):
 
     def step(self, ch, name: str, step) -> bool:
         """One rung: whether it passed; its failure (a lost runner, a refusal, a crash) said on ch."""
+        if self._past_last(ch, name):
+            return False
         try:
             if self.device.type == "cuda":  # the rung before's cached blocks: the runner and the shared slabs need them
                 torch.cuda.empty_cache()

@@ -67,6 +67,8 @@ class EvalOptions:
     threads: int = 0  # CPU threads for each of an evaluation's processes (0: torch's default, every core)
     fork_server: bool = True  # fork the processes from one with torch imported (parent/forkserver.py), not start them
     language: str | None = None  # the candidate language (evolve/lang), one the problem accepts; None: its first
+    last_rung: str = "benchmark"  # the last rung climbed ("compile", "correctness"): the rest skipped (agent tools)
+    bench_cases: tuple[str, ...] = ()  # the benchmark cases timed, by label (none: all); fewer give no fitness
 
 
 def gpu_available() -> bool:
@@ -99,6 +101,8 @@ def evaluate(candidate, problem_dir, options: EvalOptions = EvalOptions(), on_ru
 
     on_rung(RungResult) is called as each rung is decided (for live progress).
     """
+    if options.last_rung not in RUNGS[:-1]:
+        raise ValueError(f"last_rung {options.last_rung!r}: one of {', '.join(RUNGS[:-1])}")
     evaluation = _Evaluation(Path(candidate).resolve(), load_problem(problem_dir), options, on_rung)
     if evaluation.screen() and evaluation.inputs_here():
         evaluation.run()
@@ -323,6 +327,7 @@ class _Evaluation:
                "candidate": str(crew.candidate_path()),
                "secret": self.secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                "dump": (True if options.sass else "files") if options.dump_dir else False,
+               "last_rung": options.last_rung, "bench_cases": list(options.bench_cases),
                "peaks": _load(cache, trusted, "peaks.json"),
                "baselines": _load(cache, trusted, "baselines.json"),
                "plans": _load(cache, trusted, "plans.json")}
@@ -354,6 +359,10 @@ class _Evaluation:
         shapes, fitness = (), None
         if all(r.ok for r in rungs.values()) and "benchmark" in rungs:
             roofline, shapes, fitness = _roofline(rungs["benchmark"], said.peaks, mode)
+            if self.options.bench_cases:  # a figure over some cases is advice: it never ranks a kernel
+                fitness = None
+                roofline = RungResult("roofline", "skipped", "only the cases asked for were timed: advice, not a "
+                                      "verdict", 0.0, roofline.metrics)
             self.decide(roofline)
         failed, ladder = False, []
         for name in RUNGS:
