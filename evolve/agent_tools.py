@@ -1,82 +1,143 @@
-"""The tools of an agent session (strategies/agent.py): compile and check a version through the sealed harness,
-read the notes, submit. Every call evaluates a file this process wrote from the model's text, with `evaluate`, as
-`evolve eval` does: nothing the model sends runs anywhere else. The session is bounded in rounds and wall time."""
+"""The tools of an agent session (strategies/agent.py), as tool_registry.py names and describes them: compile, check,
+time, asm and profile a version through the sealed harness, read the notes and the parent, submit. Every call
+evaluates a file this process wrote from the model's text, with the run's `evaluate`, as `evolve eval` does: nothing
+the model sends runs anywhere else. The session is bounded in rounds, tokens, dollars and wall time."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .knowledge import TOOLS as CONTEXT_TOOLS
-from .knowledge import Toolbox
+from .knowledge import RESULT_CHARS, Toolbox
+from .tool_answers import asm_answer, default_cases, ladder_answer
+from .tool_registry import PROPOSAL, SESSION, SESSION_FIXED, functions
 
-_SOURCE = {"type": "string", "description": "the complete program: the whole .py file, custom_kernel included"}
-AGENT_TOOLS = [
-    {"type": "function", "function": {
-        "name": "compile",
-        "description": "Load and compile a version: whether it passes the static check and compiles, with each "
-                       "kernel's registers and spills, or the error that stopped it. Nothing is timed.",
-        "parameters": {"type": "object", "properties": {"source": _SOURCE}, "required": ["source"]}}},
-    {"type": "function", "function": {
-        "name": "check",
-        "description": "Run a version on the problem's test shapes and check its outputs against the reference, "
-                       "through the sealed harness: each rung's result up to correctness. Advice, never a verdict: "
-                       "only a submitted program is judged.",
-        "parameters": {"type": "object", "properties": {"source": _SOURCE}, "required": ["source"]}}},
-    {"type": "function", "function": {
-        "name": "submit",
-        "description": "Submit the complete program to be evaluated as a candidate; the session ends.",
-        "parameters": {"type": "object", "properties": {"source": _SOURCE}, "required": ["source"]}}},
-]
-SHOWN_RUNGS = {"compile": ("load", "compile"), "check": ("load", "compile", "run", "correctness")}
+HARNESS_TOOLS = ("compile", "check", "time", "asm")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one session may spend: model calls that ask for tools, tokens, dollars, wall seconds."""
+    rounds: int
+    tokens: int
+    dollars: float
+    seconds: float
 
 
 class AgentToolbox(Toolbox):
-    """The context tools, plus compile, check and submit. evaluate(path, problem, options): the harness's."""
+    """The session's tools. problem: the loaded problem; evaluate(path, problem dir, options): the run's harness;
+    profiler: a profiling.Profiler, or None where the run cannot profile."""
 
-    def __init__(self, index, parent, problem, options, evaluate, rounds: int, seconds: float):
+    def __init__(self, index, parent, problem, options, evaluate, bounds: Bounds, profiler=None):
         super().__init__(index, parent)
-        self.problem, self.options, self.evaluate = problem, options, evaluate
-        self.rounds = rounds  # model calls that may ask for tools (proposer.propose reads it)
-        self.deadline = time.monotonic() + seconds
+        self.problem, self.options, self.evaluate, self.bounds = problem, options, evaluate, bounds
+        self.profiler = profiler
+        self.rounds = bounds.rounds  # model calls that may ask for tools (proposer.propose reads it)
+        self.started = time.monotonic()
 
     @property
     def schemas(self) -> list[dict]:
-        return CONTEXT_TOOLS + AGENT_TOOLS
+        return functions(SESSION, SESSION_FIXED)
+
+    def over(self, tokens: int, dollars: float) -> str | None:
+        """Why the session must end now (a bound reached), or None."""
+        b = self.bounds
+        if tokens > b.tokens:
+            return f"the session used {tokens} tokens, over its bound of {b.tokens}"
+        if dollars > b.dollars:
+            return f"the session cost ${dollars:.2f}, over its bound of ${b.dollars:.2f}"
+        if time.monotonic() - self.started > b.seconds:
+            return f"the session ran past its {b.seconds:.0f} s"
+        return None
 
     def run(self, name: str, arguments) -> str:
-        if name not in SHOWN_RUNGS and name != "submit":
+        if name in PROPOSAL:
             return super().run(name, arguments)
+        if name not in SESSION:
+            return f"error: no tool {name!r}; the tools are {', '.join(SESSION)}"
         try:
             args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
-            source = args.get("source") if isinstance(args, dict) else None
+            if not isinstance(args, dict):
+                raise ValueError("arguments are not a JSON object")
         except (ValueError, TypeError) as exc:
             return f"error: the arguments are not JSON ({exc})"
+        source = args.get("source")
         if not isinstance(source, str) or not source.strip():
             return "error: give the complete program as `source`"
         if name == "submit":
             self.submitted = source
             return "submitted: it will be evaluated as a candidate; the session ends here"
-        left = self.deadline - time.monotonic()
+        left = self.bounds.seconds - (time.monotonic() - self.started)
         if left <= 0:
             return "error: the session's time is up; submit the program now"
-        return self._ladder(name, source, left)
+        try:
+            text = self.profile(source, args.get("case"), left) if name == "profile" else \
+                self._harness(name, source, args, left)
+        except ValueError as exc:
+            return f"error: {exc}"
+        return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS].rstrip() + "\n[...]"
 
-    def _ladder(self, name: str, source: str, left: float) -> str:
-        """The harness's verdict on the source, said up to the tool's last rung: a one-line summary, then JSON."""
-        options = replace(self.options, timeout_s=min(self.options.timeout_s, left), dump_dir=None)
+    def _harness(self, name: str, source: str, args: dict, left: float) -> str:
+        """compile, check, time or asm: the harness's verdict on the source, answered as the MCP server answers."""
+        on_gpu = self._on_gpu()
+        options = replace(self.options, timeout_s=min(self.options.timeout_s, left), dump_dir=None, prewarm=False,
+                          last_rung={"compile": "compile", "asm": "compile", "check": "correctness"}.get(name,
+                                                                                                    "benchmark"))
+        if name in ("compile", "asm") and self._compiles_off_card():
+            options, on_gpu = replace(options, device="cpu"), False
+        if name == "time":
+            cases = args.get("cases") or default_cases(self.problem, on_gpu)
+            if not isinstance(cases, list) or not 1 <= len(cases) <= 2 or not all(isinstance(c, str) for c in cases):
+                raise ValueError("cases is a list of one or two benchmark case labels")
+            options = replace(options, bench_cases=tuple(cases))
         with tempfile.TemporaryDirectory(prefix="evolve-agent-") as folder:
             path = Path(folder) / "candidate.py"
             path.write_text(source)
-            verdict = self.evaluate(path, self.problem, options)
-        shown = [r for r in verdict.rungs if r.name in SHOWN_RUNGS[name]]
-        failed = next((r for r in shown if r.status == "failed"), None)
-        summary = f"failed at {failed.name}: {(failed.reason or '')[:300]}" if failed else \
-            ("compiles" if name == "compile" else "runs and is correct on the test shapes")
-        rungs = [{"name": r.name, "status": r.status, "reason": r.reason} for r in shown]
-        kernels = list({json.dumps({k: kernel.get(k) for k in ("name", "regs", "spills", "smem")}): None
-                        for kernel in verdict.kernels if isinstance(kernel, dict)})[:8]  # each distinct once
-        kernels = [json.loads(k) for k in kernels]
-        return summary + "\n" + json.dumps({"rungs": rungs, "kernels": kernels})
+            dump = Path(folder) / "compiled"
+            if name == "asm":
+                options = replace(options, dump_dir=str(dump), sass=True)
+            verdict = self.evaluate(path, self.problem.path, options).to_json()
+            names = sorted(os.listdir(dump)) if name == "asm" and dump.is_dir() else []
+            if name != "asm" or not names:
+                return ladder_answer("compile" if name == "asm" else name, verdict)
+            kind = str(args.get("kind") or "sass")
+            return asm_answer(names, lambda n: (dump / n).read_bytes(), kind, args.get("kernel"), "this program")
+
+    def profile(self, source: str, case, left: float) -> str:
+        """Nsight Compute on one benchmark case (the first unless named), holding the card as a run's profile does."""
+        if self.profiler is None or not self._on_gpu():
+            return "error: profiling needs a GPU with Nsight Compute; this run has none (compile and check work)"
+        labels = [c.label for c in self.problem.benchmarks]
+        label = str(case) if case else labels[0]
+        if label not in labels:
+            raise ValueError(f"no benchmark case {label!r}; the cases are: {', '.join(labels)}")
+        from .profiling import render
+
+        with tempfile.TemporaryDirectory(prefix="evolve-agent-") as folder:
+            path = Path(folder) / "candidate.py"
+            path.write_text(source)
+            result = self._profiler_within(left).profile(path, self.problem.path, labels.index(label),
+                                      beside=self.problem.beside_files(), case_label=label, gpu=self.options.gpu)
+        return f"profiled {label}\n{render(result.summary)}" if result.ok else f"not profiled: {result.message}"
+
+    def _profiler_within(self, seconds: float):
+        """The run's profiler with its child's limit cut to what the session has left."""
+        import copy
+
+        bounded = copy.copy(self.profiler)
+        bounded.timeout_s = min(self.profiler.timeout_s, seconds)
+        return bounded
+
+    def _on_gpu(self) -> bool:
+        from .harness.parent.ladder import gpu_available
+
+        return self.options.device == "cuda" or (self.options.device == "auto" and gpu_available())
+
+    def _compiles_off_card(self) -> bool:
+        from .lang import get
+
+        return get(self.options.language or self.problem.languages[0]).without_gpu != "none"
+

@@ -130,7 +130,8 @@ RUN_SECTIONS = (
     ("When to stop", ("max_cost", "target", "stagnation")),
     ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials")),
     ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
-                                 "context_dirs", "agent", "agent_rounds")),
+                                 "context_dirs", "agent", "agent_rounds", "agent_tokens", "agent_dollars",
+                                 "agent_seconds")),
     ("Evaluation", ("timeout_s", "cache_dir", "artifacts", "fair_window")),
     ("GPUs and clusters", ("gpus", "per_gpu", "cluster", "cluster_lanes")),
     ("Profiling and re-timing (GPU only)", ("profile_top", "profile_every", "profile_as_root", "retime_top",
@@ -207,7 +208,14 @@ def _check_language(language: str | None, problem=None) -> None:
 @click.option("--language", default=None, metavar="NAME",
               help="The candidate's language (triton, cutedsl, tilelang) [default: the one of the problem's whose "
                    "package the file imports, else the problem's first].")
-def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir, language):
+@click.option("--stop-after", "last_rung", type=click.Choice(["compile", "correctness", "benchmark"]),
+              default="benchmark", show_default=True,
+              help="The last rung to climb; the rest are skipped, and the exit code is 1 (a check, not a verdict).")
+@click.option("--case", "cases", multiple=True, metavar="LABEL",
+              help="Time only this benchmark case (repeatable), e.g. 'fp32 4096x4096': its figures are advice, "
+                   "and no fitness is given.")
+def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_rss_gb, cache_dir, language,
+                 last_rung, cases):
     """Run CANDIDATE (a .py file defining custom_kernel) up the rung ladder of PROBLEM (an evolve problem folder, a
     GPU MODE task folder or a KernelBench .py file).
 
@@ -224,7 +232,8 @@ def eval_command(candidate, problem, as_json, dump_dir, device, timeout_s, max_r
     language = language or _language_of_file(candidate, problem)
     timeout_s = _timeout_for(problem, timeout_s)
     options = EvalOptions(device=device, timeout_s=timeout_s, max_rss_gb=max_rss_gb, dump_dir=dump_dir,
-                          language=language, **({"cache_dir": cache_dir} if cache_dir else {}))
+                          language=language, last_rung=last_rung, bench_cases=tuple(cases),
+                          **({"cache_dir": cache_dir} if cache_dir else {}))
     printed = []
     _say_isolation(device != "cpu" and gpu_available())
 
@@ -388,6 +397,12 @@ def _open_archive(db, must_exist=True, read_only=False):
                    "as any candidate (docs/search.md, Agent sessions).")
 @click.option("--agent-rounds", type=click.IntRange(min=1), default=D.AGENT_ROUNDS, show_default=True,
               help="With --agent: model calls that may ask for tools in one session.")
+@click.option("--agent-tokens", type=click.IntRange(min=1), default=D.AGENT_TOKENS, show_default=True,
+              help="With --agent: tokens one session may use (prompt and reply, every round).")
+@click.option("--agent-dollars", type=click.FloatRange(min=0, min_open=True), default=D.AGENT_DOLLARS,
+              show_default=True, help="With --agent: dollars one session may cost.")
+@click.option("--agent-time", "agent_seconds", type=_Duration(), default=f"{D.AGENT_SECONDS:g}s", show_default=True,
+              help="With --agent: wall time one session may take, model calls and tools together ('20m').")
 @click.option("--tool-rounds", type=click.IntRange(min=0), default=D.TOOL_ROUNDS, show_default=True,
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
 @click.option("--retime", "retime_top", type=click.IntRange(min=0), default=D.RETIME_TOP, show_default=True,
@@ -422,7 +437,7 @@ def _open_archive(db, must_exist=True, read_only=False):
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries,
                 device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, agent,
-                agent_rounds, tool_rounds,
+                agent_rounds, agent_tokens, agent_dollars, agent_seconds, tool_rounds,
                 retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes,
                 language):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
@@ -468,7 +483,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
             retime_rounds=retime_rounds, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s,
             search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                                 compose_share=compose_share, tuner_trials=tune_trials, agent=agent,
-                                agent_rounds=agent_rounds),
+                                agent_rounds=agent_rounds, agent_tokens=agent_tokens, agent_dollars=agent_dollars,
+                                agent_seconds=agent_seconds),
             profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
             context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
             llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,

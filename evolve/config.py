@@ -51,7 +51,9 @@ class SearchConfig:
     stagnation: int = D.STAGNATION  # stop after this many evaluated candidates without an improvement
     agent: bool = False  # with a model: each proposal is a bounded tool session (strategies/agent.py)
     agent_rounds: int = D.AGENT_ROUNDS  # model calls that may ask for tools in one session
-    agent_seconds: float = D.AGENT_SECONDS  # wall time the tools of one session may take in all
+    agent_seconds: float = D.AGENT_SECONDS  # wall time one session may take in all (model calls and tools)
+    agent_tokens: int = D.AGENT_TOKENS  # tokens one session may use (prompt and reply, every round)
+    agent_dollars: float = D.AGENT_DOLLARS  # dollars one session may cost
     unusable: int = 20  # stop after this many proposals in a row gave nothing to evaluate (invalid or duplicates)
 
 

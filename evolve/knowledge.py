@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .tool_registry import PROPOSAL, SESSION_FIXED, functions
+
 SUFFIXES = {".md", ".rst", ".txt", ".py", ".cu", ".cuh", ".h", ".c", ".cpp", ".ptx", ".toml", ".yml", ".yaml"}
 MAX_FILE_BYTES = 512 << 10
 MAX_FILES = 5000
@@ -172,34 +174,7 @@ def _bounded(text: str, limit: int) -> str:
 
 
 # -- tools ----------------------------------------------------------------------------------------------------------
-TOOLS = [
-    {"type": "function", "function": {
-        "name": "search_context",
-        "description": "Full-text search of the reference notes and examples (Triton on Hopper, PTX and SASS, this "
-                       "problem's notes, the user's folders). Returns the best-matching chunks with their path and "
-                       "line range; read more with read_context.",
-        "parameters": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "words to look for, e.g. 'online softmax rescale running max'"},
-            "limit": {"type": "integer", "description": "how many chunks (1-10, default 4)"}},
-            "required": ["query"]}}},
-    {"type": "function", "function": {
-        "name": "read_context",
-        "description": f"Lines of one file from search_context's results (at most {READ_LINES} lines per call).",
-        "parameters": {"type": "object", "properties": {
-            "path": {"type": "string", "description": "the path exactly as search_context printed it"},
-            "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
-            "required": ["path", "start_line", "end_line"]}}},
-    {"type": "function", "function": {
-        "name": "read_parent",
-        "description": "What the compiler and the profiler made of the current program: 'digest' (its SASS digest "
-                       "per kernel specialization), 'sass', 'ptx' or 'ttgir' (one specialization, bounded), or "
-                       "'profile' (its Nsight Compute summary, when it was profiled).",
-        "parameters": {"type": "object", "properties": {
-            "what": {"type": "string", "enum": ["digest", "sass", "ptx", "ttgir", "profile"]},
-            "kernel": {"type": "string", "description": "for sass/ptx/ttgir: part of the kernel's name (default: "
-                                                        "the first specialization)"}},
-            "required": ["what"]}}},
-]
+TOOLS = functions(PROPOSAL, SESSION_FIXED)  # the run fixes the language (tool_registry.py)
 
 
 class Toolbox:
@@ -214,6 +189,10 @@ class Toolbox:
     @property
     def schemas(self) -> list[dict]:
         return TOOLS
+
+    def over(self, tokens: int, dollars: float) -> str | None:
+        """Why the proposal must end now (an agent session's bounds); a plain one is bounded by its rounds alone."""
+        return None
 
     def run(self, name: str, arguments: str | dict) -> str:
         """The tool's answer as text (an error as text too: the model reads it and can try again)."""

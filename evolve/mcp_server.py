@@ -18,7 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .tool_answers import asm_answer, default_cases, ladder_answer
+from .tool_registry import PARAMETERS
+from .tool_registry import TOOLS as REGISTRY
+
 DEFAULT_DB = "runs/evolve.db"
+ASM_CHARS = 200_000  # most characters of one asm answer
 CALL_TIMEOUT_S = 3600  # one evaluation's own limits are the harness's; this bounds a call that never returns
 ROOTS: list[Path] = []  # the problem roots the server was started with (main)
 _SOURCES: list[Path] = []  # the server's own folder for the sources calls send (main)
@@ -88,73 +93,64 @@ def _source_folder():
 
 def evaluate(problem: str, candidate: str | None = None, source: str | None = None, language: str | None = None,
              device: str = "auto") -> str:
-    """The whole rung ladder (load, compile, run, correctness, benchmark, roofline) for a candidate file or source
-    against a problem (its name, or a path under the server's problem roots): a one-line summary, then the verdict's
-    JSON as `evolve eval --json` gives it, with identical kernel specializations listed once each and counted."""
-    verdict = _verdict(problem, candidate, source, language, device)
-    return f"{_summary(verdict)}\n{json.dumps(_compact(verdict), indent=1)}"
+    """`evolve eval --json` on a candidate; its answer (tool_answers.py)."""
+    return ladder_answer("evaluate", _verdict(problem, candidate, source, language, device))
 
 
-def _summary(verdict: dict) -> str:
-    """One line: passed (and its figure) or the rung it failed at and why; the kernels compiled."""
-    rungs = verdict.get("rungs", [])
-    failed = next((r for r in rungs if r.get("status") == "failed"), None)
-    if failed is not None:
-        head = f"failed at {failed.get('name')}: {str(failed.get('reason') or '')[:200]}"
-    elif verdict.get("fitness") is not None:
-        head = f"passed: fitness {verdict['fitness']:.3f} of the roofline over {len(verdict.get('shapes', []))} cases"
-    else:
-        head = f"passed on the {verdict.get('mode')} path ({len(verdict.get('shapes', []))} cases timed, no roofline)"
-    kernels = _compact(verdict).get("kernels_compiled", [])
-    return head + ("; kernels: " + ", ".join(f"{k['name']} x{k['specializations']} ({k.get('regs')} registers, "
-                                               f"{k.get('spills')} spills)" for k in kernels) if kernels else "")
+def compile_version(problem: str, candidate: str | None = None, source: str | None = None,
+                    language: str | None = None) -> str:
+    """The load and compile rungs (the `compile` tool)."""
+    return ladder_answer("compile", _verdict(problem, candidate, source, language, _compile_device(problem, language),
+                                             last_rung="compile"))
 
 
-def _compact(verdict: dict) -> dict:
-    """The verdict with the compile rung's kernels listed once per distinct specialization, with a count."""
-    out = dict(verdict)
-    rungs = []
-    for rung in verdict.get("rungs", []):
-        kernels = (rung.get("metrics") or {}).get("kernels") if rung.get("name") == "compile" else None
-        if kernels:
-            distinct: dict = {}
-            for kernel in kernels:
-                key = json.dumps(kernel, sort_keys=True)
-                distinct.setdefault(key, dict(kernel, specializations=0))["specializations"] += 1
-            out["kernels_compiled"] = list(distinct.values())
-            rung = dict(rung, metrics={k: v for k, v in rung["metrics"].items() if k != "kernels"})
-        rungs.append(rung)
-    out["rungs"] = rungs
-    return out
+def check(problem: str, candidate: str | None = None, source: str | None = None, language: str | None = None) -> str:
+    """The rungs up to correctness, untimed."""
+    return ladder_answer("check", _verdict(problem, candidate, source, language, "auto", last_rung="correctness"))
 
 
-def _verdict(problem: str, candidate: str | None, source: str | None, language: str | None, device: str) -> dict:
+def time_cases(problem: str, candidate: str | None = None, source: str | None = None, language: str | None = None,
+         cases: list[str] | None = None) -> str:
+    """One or two benchmark cases timed: advice."""
+    from .harness.parent.ladder import gpu_available
+
+    labels = list(cases or ()) or default_cases(_loaded(problem), gpu_available())
+    if len(labels) > 2:
+        raise CommandFailed("time takes at most two cases: evaluate times every one")
+    return ladder_answer("time", _verdict(problem, candidate, source, language, "auto", cases=labels))
+
+
+def _loaded(problem: str):
+    from .harness import load_problem
+
+    return load_problem(_problem(problem))
+
+
+def _compile_device(problem: str, language: str | None) -> str:
+    """cpu (sm_90a, off the card) where the language compiles without a GPU; else the card."""
+    from .lang import UnknownLanguage, get
+
+    try:
+        lang = get(language or _loaded(problem).languages[0])
+    except UnknownLanguage as exc:
+        raise CommandFailed(str(exc)) from None
+    return "auto" if lang.without_gpu == "none" else "cpu"
+
+
+def _verdict(problem: str, candidate: str | None, source: str | None, language: str | None, device: str,
+             last_rung: str = "benchmark", cases=(), dump: Path | None = None) -> dict:
     """`evolve eval --json` in a child process, its verdict as written."""
     problem = _problem(problem)
     with _source_folder() as folder:
         path = _candidate_file(candidate, source, folder)
-        args = ["eval", "--json", "--device", device, *(["--language", language] if language else []), "--", path,
-                problem]
+        args = ["eval", "--json", "--device", device, "--stop-after", last_rung,
+                *(["--language", language] if language else []), *(f"--case={c}" for c in cases),
+                *([f"--dump={dump}"] if dump else []), "--", path, problem]
         out = _checked(*args, ok=(0, 1))
     try:  # the verdict's JSON, and after it what the command said on stderr
         return json.JSONDecoder().raw_decode(out[out.index("{"):])[0]
     except ValueError:
         raise CommandFailed(out[-2000:]) from None
-
-
-def compile_only(problem: str, candidate: str | None = None, source: str | None = None,
-                 language: str | None = None) -> str:
-    """The load and compile rungs as a machine without a GPU runs them: the kernels built for sm_90a, with their
-    registers, spills and shared memory; nothing is timed. (A Triton candidate's kernels also run under the CPU
-    interpreter meanwhile, which takes longer; only those two rungs come back.)"""
-    verdict = _compact(_verdict(problem, candidate, source, language, device="cpu"))
-    rungs = [r for r in verdict.get("rungs", []) if r.get("name") in ("load", "compile")]
-    ok = all(r.get("status") == "ok" for r in rungs) and len(rungs) == 2
-    failed = next((r for r in rungs if r.get("status") != "ok"), None)
-    head = "compiled" if ok else f"failed at {failed.get('name') if failed else 'load'}: " \
-        f"{str((failed or {}).get('reason') or '')[:200]}"
-    return f"{head}\n" + json.dumps({"ok": ok, "rungs": rungs, "kernels": verdict.get("kernels_compiled", [])},
-                                      indent=1)
 
 
 def list_problems() -> list[dict]:
@@ -187,10 +183,26 @@ def show(candidate_id: int, db: str = DEFAULT_DB) -> str:
     return _checked("show", "--db", db, "--no-prompt", "--", str(int(candidate_id)))
 
 
-def asm(candidate_id: int, kind: str = "sass", kernel: str | None = None, db: str = DEFAULT_DB) -> str:
-    """What the compiler produced for an archived candidate (sass, ptx, ...), per kernel specialization."""
-    return _checked("show", "--db", db, "--asm", kind, *(["--kernel", kernel] if kernel else []), "--",
-                    str(int(candidate_id)))
+def asm(candidate_id: int | None = None, problem: str | None = None, candidate: str | None = None,
+        source: str | None = None, language: str | None = None, kind: str = "sass", kernel: str | None = None,
+        db: str = DEFAULT_DB) -> str:
+    """An archived candidate's (`evolve show --asm`), or a program's compiled now into the server's own folder."""
+    if candidate_id is not None:
+        if candidate or source:
+            raise CommandFailed("give candidate_id, or a candidate file or source with problem, not both")
+        return _checked("show", "--db", db, "--asm", kind, *(["--kernel", kernel] if kernel else []), "--",
+                        str(int(candidate_id)))
+    if not problem:
+        raise CommandFailed("give candidate_id, or a candidate file or source together with problem")
+    with _source_folder() as folder:
+        dump = Path(folder) / "compiled"
+        verdict = _verdict(problem, candidate, source, language, _compile_device(problem, language),
+                           last_rung="compile", dump=dump)
+        names = sorted(os.listdir(dump)) if dump.is_dir() else []
+        if not names:
+            return ladder_answer("compile", verdict)  # it did not compile: why
+        text = asm_answer(names, lambda name: (dump / name).read_bytes(), kind, kernel, "this program")
+    return text[:ASM_CHARS] + ("\n[... cut]" if len(text) > ASM_CHARS else "")
 
 
 def _looked_at(command: str, candidate_id: int | None, candidate: str | None, source: str | None,
@@ -210,28 +222,25 @@ def _looked_at(command: str, candidate_id: int | None, candidate: str | None, so
 
 def trace(candidate_id: int | None = None, candidate: str | None = None, source: str | None = None,
           problem: str | None = None, case: str | None = None, db: str = DEFAULT_DB) -> str:
-    """Time the sections a Triton kernel marks (`# section: NAME` comment lines in its @triton.jit function) on one
-    benchmark case, on the GPU, in a jailed child: cycles and nanoseconds per section per warp. An archived candidate
-    (candidate_id), or a file or source with the problem folder it solves."""
+    """`evolve trace` on an archived candidate (candidate_id), or on a file or source with its problem."""
     return _looked_at("trace", candidate_id, candidate, source, problem, case, db)
 
 
 def profile(candidate_id: int | None = None, candidate: str | None = None, source: str | None = None,
             problem: str | None = None, case: str | None = None, db: str = DEFAULT_DB) -> str:
-    """Nsight Compute on one benchmark case, in a jailed child: per kernel time, DRAM and SM throughput, occupancy,
-    top stalls. An archived candidate (candidate_id), or a file or source with the problem folder it solves."""
+    """`evolve profile` on an archived candidate (candidate_id), or on a file or source with its problem."""
     return _looked_at("profile", candidate_id, candidate, source, problem, case, db)
 
 
-def search_context(query: str, language: str = "triton", limit: int = 5) -> list[dict]:
+def search_context(query: str, language: str = "triton", limit: int = 4) -> list[dict]:
     """Passages of evolve's notes for a language and the language's installed sources that match the words."""
     return [{"path": h.path, "lines": f"{h.start}-{h.end}", "title": h.title, "text": h.text}
             for h in _index(language).search(query, limit)]
 
 
-def read_context(path: str, start: int = 1, end: int = 80, language: str = "triton") -> str:
-    """Lines start..end of a file search_context found (its path as search_context gives it)."""
-    return _index(language).read(path, start, end)
+def read_context(path: str, start_line: int = 1, end_line: int = 80, language: str = "triton") -> str:
+    """Lines of a file search_context found (its path as search_context gives it)."""
+    return _index(language).read(path, start_line, end_line)
 
 
 _INDEXES: dict = {}
@@ -276,31 +285,11 @@ def resume(db: str = DEFAULT_DB, run: int | None = None) -> str:
     return _checked("resume", "--db", db, *(["--run", str(int(run))] if run is not None else []))
 
 
-# What each parameter of a tool is, as the client's schema shows it (every tool's parameter of that name means the same)
-PARAMETERS = {
-    "problem": "a problem: its folder's name under the server's problem roots (list_problems names them), or a path "
-               "inside one of those roots",
-    "candidate": "a path to the candidate's .py file (give this or source, not both)",
-    "source": "the candidate's Python source as text (give this or candidate, not both)",
-    "language": "the candidate's language: triton, cutedsl or tilelang (default: the problem's first)",
-    "device": "auto (the GPU where there is one), cuda, or cpu (compiled for sm_90a and run under the Triton "
-              "interpreter; nothing is timed against the roofline)",
-    "db": f"the archive (an SQLite file), relative to the server's working folder (default {DEFAULT_DB})",
-    "candidate_id": "an archived candidate's number, as show and the run's progress name it",
-    "kind": "what the compiler produced: sass, ptx, ttgir, ttir or llir",
-    "kernel": "part of a kernel's name, to pick one specialization (default: the first)",
-    "case": "a benchmark case by its label, e.g. 'fp32 4096x4096' (default: the one nearest the overall figure)",
-    "query": "words to look for, e.g. 'online softmax running max rescale'",
-    "limit": "how many passages to return (1 to 10)",
-    "path": "a file's path exactly as search_context printed it",
-    "start": "the first line to read (1-based)",
-    "end": "the last line to read (at most 200 lines a call)",
-    "text": "the hint, in words the run's next prompts will carry",
-    "run": "the run's number (default: the one going on now, else the newest)",
-}
-
-TOOLS = (evaluate, compile_only, list_problems, read_problem, show, asm, trace, profile, search_context, read_context,
-         best, leaderboard, hint, pause, resume)
+# the registry's tools (tool_registry.py) as this server implements them
+TOOLS = {"evaluate": evaluate, "compile": compile_version, "check": check, "time": time_cases, "asm": asm,
+         "profile": profile, "trace": trace, "search_context": search_context, "read_context": read_context,
+         "list_problems": list_problems, "read_problem": read_problem, "show": show, "best": best,
+         "leaderboard": leaderboard, "hint": hint, "pause": pause, "resume": resume}
 
 
 def server():
@@ -312,18 +301,18 @@ def server():
 
     app = MCPServer("evolve", instructions="Evaluate GPU kernels against evolve problems through its sealed rung "
                                            "ladder, read problems and context notes, and inspect or steer runs.")
-    for tool in TOOLS:
+    for name, tool in TOOLS.items():
         @functools.wraps(tool)
-        def wrapped(*args, _tool=tool, **kwargs):
+        def wrapped(*args, _tool=tool, _name=name, **kwargs):
             try:
                 return _tool(*args, **kwargs)
             except CommandFailed as exc:
                 raise ToolError(str(exc)) from None
             except Exception as exc:  # noqa: BLE001 - said to the client, whatever it was; the server goes on
-                raise ToolError(f"{_tool.__name__} failed: {type(exc).__name__}: {exc}"[:2000]) from None
+                raise ToolError(f"{_name} failed: {type(exc).__name__}: {exc}"[:2000]) from None
 
         wrapped.__signature__ = _described(tool)
-        app.add_tool(wrapped, name=tool.__name__, description=tool.__doc__)
+        app.add_tool(wrapped, name=name, description=REGISTRY[name].description)
     return app
 
 
@@ -337,7 +326,7 @@ def _described(tool):
     hints = typing.get_type_hints(tool)
     signature = inspect.signature(tool)
     return signature.replace(parameters=[
-        p.replace(annotation=typing.Annotated[hints[p.name], Field(description=PARAMETERS[p.name])])
+        p.replace(annotation=typing.Annotated[hints[p.name], Field(description=PARAMETERS[p.name].description)])
         for p in signature.parameters.values()], return_annotation=hints.get("return", signature.return_annotation))
 
 

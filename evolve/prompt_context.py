@@ -20,6 +20,7 @@ from .knowledge import references as knowledge_references
 from .lang import source_folders
 from .proposer import ProblemView, ProgramView, PromptContext
 from .render import ladder_lines
+from .tool_answers import asm_answer
 
 
 def accepted_shapes(problem) -> str:
@@ -146,20 +147,8 @@ class Contexts:
             if what not in ("sass", "ptx", "ttgir"):
                 raise ValueError(f"what is one of digest, sass, ptx, ttgir, profile; not {what!r}")
             stored = [a["name"] for a in self.archive.artifacts.listing(cand.id)]
-            wanted = [n for n in stored if n.endswith(f".{what}") and (not kernel or str(kernel) in n)]
-            if what == "sass" and not wanted:
-                wanted = [n for n in stored if n.endswith(".cubin") and (not kernel or str(kernel) in n)]
-            if not wanted:
-                kinds = sorted({n.split("_", 1)[-1].rsplit(".", 1)[0] for n in stored if "_" in n})
-                return (f"no {what} kept for the current program" + (f" matching {kernel!r}" if kernel else "")
-                        + (f"; its kernels: {', '.join(kinds)}" if kinds else ""))
-            data = self.archive.artifacts.read(cand.id, wanted[0]) or b""
-            if wanted[0].endswith(".cubin"):
-                from .harness.runner.sass import disassemble
-
-                return disassemble(data) or "no cuobjdump here to read the cubin with"
-            others = f" ({len(wanted) - 1} more specializations: name one with kernel)" if len(wanted) > 1 else ""
-            return f"// {wanted[0]}{others}\n" + data.decode(errors="replace")
+            return asm_answer(stored, lambda name: self.archive.artifacts.read(cand.id, name), what, kernel,
+                              "the current program")
         return read
 
     def profile_text(self, cand: Candidate) -> str:

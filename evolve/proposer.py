@@ -443,6 +443,7 @@ class LLMProposer:
                 {"id": c.id, "type": "function",
                  "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}} for c in calls]}]
             for n, call in enumerate(calls):
+                began = time.monotonic()
                 result = toolbox.run(call.function.name, call.function.arguments or "{}")
                 messages.append({"role": "tool", "tool_call_id": call.id, "name": call.function.name,
                                  "content": result})
@@ -450,9 +451,13 @@ class LLMProposer:
                 log.append({"round": rounds, "name": call.function.name,
                             "arguments": str(call.function.arguments or "")[:1000], "result": result[:4000],
                             "result_chars": len(result), "tokens_in": round_in if first else 0,
-                            "tokens_out": round_out if first else 0, "cost": round_cost if first else 0.0})
+                            "tokens_out": round_out if first else 0, "cost": round_cost if first else 0.0,
+                            "seconds": round(time.monotonic() - began, 3)})
             if toolbox.submitted is not None:  # an agent session ends with its submission
                 return done(toolbox.submitted, None, reply)
+            bound = toolbox.over(tokens_in + tokens_out, cost)
+            if bound is not None:
+                return done(None, f"the session stopped without submitting: {bound}", reply)
             if rounds == limit:
                 messages.append({"role": "user", "content": f"That was the last of {limit} tool rounds: "
                                                             "reply now with the complete program."})

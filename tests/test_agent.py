@@ -30,13 +30,13 @@ def judged(path, problem, options):
     return ladder(failed="compile" if broken else None, fitness=0.5, mode="cpu")
 
 
-def run_agent(tmp_path, script, evaluate, max_candidates=2, **search):
+def run_agent(tmp_path, script, evaluate, max_candidates=2, model="openai/scripted", **search):
     config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu"),
                        max_candidates=max_candidates, retime_top=0, artifacts=False, llm=LLMConfig(concurrency=1),
                        search=SearchConfig(agent=True, tune_share=0, compose_share=0, **search))
     with ScriptedLLM() as llm:
         llm.enqueue(*script)
-        proposer = LLMProposer([ModelSpec("openai/scripted")], PROMPTS, api_base=llm.url, timeout_s=10,
+        proposer = LLMProposer([ModelSpec(model)], PROMPTS, api_base=llm.url, timeout_s=10,
                                rng=random.Random(0), concurrency=1)
         archive = Archive(tmp_path / "a.db")
         summary = Search(config, archive, proposer, evaluate=evaluate, known_material=False).run()
@@ -57,7 +57,7 @@ def test_a_session_compiles_reads_the_error_fixes_checks_and_submits(tmp_path):
         assert made.template == "agent" and made.source.strip() == FIXED.strip() and made.ok
         calls = archive.tool_calls(made.id)
         assert [c["name"] for c in calls] == ["compile", "compile", "check", "submit"]
-        assert calls[0]["result"].startswith("failed at compile:") and calls[1]["result"].startswith("compiles")
+        assert calls[0]["result"].startswith("failed at compile:") and calls[1]["result"].startswith("compiled")
         assert calls[2]["result"].startswith("runs and is correct")
         assert made.tokens_in >= sum(c["tokens_in"] for c in calls) > 0  # the session's tokens are the candidate's
         sent = json.dumps(requests[1]["messages"])
@@ -97,6 +97,53 @@ def test_garbage_tool_arguments_come_back_as_errors(tmp_path):
         archive.close()
 
 
+def test_each_tool_asks_the_harness_for_no_more_than_it_needs(tmp_path):
+    """compile stops after the compile rung (off the card where the language compiles without one), check after
+    correctness, time times one or two named cases (the problem's first by default); a third case, or profiling
+    without a GPU, is an error the model reads."""
+    asked = []
+
+    def recording(path, problem, options):
+        if "evolve-agent-" in str(path):  # the session's, not the lane's
+            asked.append(options)
+        return judged(path, problem, options)
+
+    archive, summary, _ = run_agent(tmp_path, [
+        ToolCalls((("compile", {"source": FIXED}), ("check", {"source": FIXED}), ("time", {"source": FIXED}))),
+        ToolCalls((("time", {"source": FIXED, "cases": ["a", "b", "c"]}), ("profile", {"source": FIXED}))),
+        ToolCalls((("submit", {"source": FIXED}),)),
+    ], recording, max_candidates=2)
+    try:
+        made = next(c for c in archive.candidates(summary.run_id) if c.proposer == "llm")
+        results = {c["name"]: c["result"] for c in archive.tool_calls(made.id)}
+        compiled, checked, timed = asked[:3]
+        assert (compiled.last_rung, compiled.device) == ("compile", "cpu")
+        assert (checked.last_rung, checked.bench_cases) == ("correctness", ())
+        assert (timed.last_rung, timed.bench_cases) == ("benchmark", ("fp32 4x256",))  # the CPU case, by default
+        assert len(asked) == 3  # the three cases and the profile reached no harness
+        assert results["time"].startswith("error: cases is a list of one or two")
+        assert results["profile"].startswith("error: profiling needs a GPU")
+        assert made.ok
+    finally:
+        archive.close()
+
+
+@pytest.mark.parametrize("bound, said", [({"agent_tokens": 5}, "tokens, over its bound of 5"),
+                                         ({"agent_dollars": 1e-9}, "over its bound of $0.00")])
+def test_a_session_past_its_tokens_or_dollars_ends_and_the_run_goes_on(tmp_path, bound, said):
+    archive, summary, requests = run_agent(tmp_path, [ToolCalls((("compile", {"source": FIXED}),)),
+                                                      ToolCalls((("submit", {"source": FIXED}),))],
+                                           judged, max_candidates=2, model="openai/gpt-4o", **bound)
+    try:
+        stopped, submitted = [c for c in archive.candidates(summary.run_id) if c.proposer == "llm"]
+        assert stopped.status == "invalid" and said in (stopped.error or ""), stopped.error
+        assert stopped.tokens_in > 0 and len(archive.tool_calls(stopped.id)) == 1  # one round, counted, no more
+        assert submitted.ok and len(requests) == 2  # the next session submitted in its first round
+        assert summary.stop_reason.startswith("--max-candidates")
+    finally:
+        archive.close()
+
+
 @pytest.mark.slow
 def test_a_session_through_the_real_harness(tmp_path):
     """The same session with every compile and check through the sealed harness under the CPU interpreter."""
@@ -105,6 +152,7 @@ def test_a_session_through_the_real_harness(tmp_path):
     archive, summary, _ = run_agent(tmp_path, [
         ToolCalls((("compile", {"source": BROKEN}),)),
         ToolCalls((("check", {"source": FIXED}),)),
+        ToolCalls((("time", {"source": FIXED}), ("asm", {"source": FIXED, "kind": "ptx"}))),
         ToolCalls((("submit", {"source": FIXED}),)),
     ], evaluate)
     try:
@@ -113,6 +161,9 @@ def test_a_session_through_the_real_harness(tmp_path):
         assert calls[0]["result"].startswith("failed at "), calls[0]["result"]
         assert "maxx" in calls[0]["result"]
         assert calls[1]["result"].startswith("runs and is correct"), calls[1]["result"]
+        assert calls[2]["result"].startswith("timed (advice, not a verdict"), calls[2]["result"]
+        assert "fp32 4x256" in calls[2]["result"]
+        assert ".target sm_90" in calls[3]["result"], calls[3]["result"][:500]  # the PTX the compiler made
         assert made.ok
     finally:
         archive.close()

@@ -16,6 +16,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from evolve.archive import Archive  # noqa: E402
+from evolve.tool_registry import MCP, PARAMETERS, TOOLS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_softmax"
@@ -72,8 +73,7 @@ def test_an_agent_drives_evolve_over_mcp(tmp_path):
         (None, None),
     ], tmp_path)
     names = {t.name for t in tools.tools}
-    assert {"evaluate", "compile_only", "list_problems", "read_problem", "show", "asm", "trace", "profile",
-            "search_context", "read_context", "best", "leaderboard", "hint", "pause", "resume"} <= names
+    assert names == set(MCP)
     listed = json.loads(text(problems)) if not problems.structured_content else problems.structured_content
     assert "softmax" in json.dumps(listed) and "cutedsl" in json.dumps(listed)
     assert not verdict.is_error, text(verdict)
@@ -164,3 +164,26 @@ def test_every_parameter_of_every_tool_says_what_it_is(tmp_path):
             for name, schema in (tool.input_schema.get("properties") or {}).items() if not schema.get("description")]
     assert not bare, bare
     assert all(tool.description and len(tool.description) > 40 for tool in listed.tools)
+    for tool in listed.tools:  # as the registry writes them, which an agent session is offered too
+        assert tool.description == TOOLS[tool.name].description
+        properties = tool.input_schema["properties"]
+        assert set(properties) == set(TOOLS[tool.name].parameters), tool.name
+        assert all(properties[p]["description"] == PARAMETERS[p].description for p in properties)
+
+
+def test_compile_check_time_and_asm_answer_a_line_then_json(tmp_path):
+    """The tools an agent session has, over MCP: each a one-line summary, then JSON (asm: the compiler's text)."""
+    seed = (MINI / "seeds" / "softmax_rows.py").read_text()
+    broken, checked, timed, ptx = session_calls([
+        ("compile", {"problem": "mini_softmax", "source": seed.replace("tl.max(", "tl.maxx(")}),
+        ("check", {"problem": "mini_softmax", "source": seed}),
+        ("time", {"problem": "mini_softmax", "source": seed}),
+        ("asm", {"problem": "mini_softmax", "source": seed, "kind": "ptx"}),
+    ], tmp_path)
+    said, body = summary_and_json(broken)
+    assert said.startswith("failed at ") and "maxx" in said and not body["ok"]
+    said, body = summary_and_json(checked)
+    assert said.startswith("runs and is correct") and [r["name"] for r in body["rungs"]][-1] == "correctness"
+    said, body = summary_and_json(timed)
+    assert said.startswith("timed (advice, not a verdict") and [c["case"] for c in body["cases"]] == ["fp32 4x256"]
+    assert ".target sm_90" in text(ptx) and "<source>" not in text(ptx)

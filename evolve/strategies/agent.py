@@ -1,30 +1,44 @@
-"""Agent sessions (`evolve run --agent`): each proposal is a bounded tool session in which the model compiles and
-checks versions through the sealed harness (agent_tools.py), reads the notes, and submits one program, which is then
-evaluated as any candidate. Every call and result is archived with the candidate (its tool log)."""
+"""Agent sessions (`evolve run --agent`): each proposal is a bounded tool session in which the model compiles, checks,
+times, reads and profiles versions through the sealed harness (agent_tools.py) and submits one program, which is then
+evaluated as any candidate. Sessions run in the background, up to --concurrency at once, while the lanes evaluate;
+every call and result is archived with the candidate (its tool log)."""
 from __future__ import annotations
 
-from ..agent_tools import AgentToolbox
-from .base import Proposal, Strategy, View
-from .model import fields_of
+from ..agent_tools import AgentToolbox, Bounds
+from ..proposer import Proposal as Answer
+from .base import View
+from .model import Asked, ModelProposals
 
 
-class AgentSessions(Strategy):
+class AgentSessions(ModelProposals):
     name = "agent"
 
-    def __init__(self, proposer, contexts, evaluate, rounds: int, seconds: float):
-        self.proposer, self.contexts, self.evaluate = proposer, contexts, evaluate
-        self.rounds, self.seconds = rounds, seconds
+    def __init__(self, proposer, contexts, rng, evaluate, config):
+        super().__init__(proposer, contexts, rng, diff_share=0.0, repairs=config.search.repairs)
+        search = config.search
+        self.evaluate, self.config = evaluate, config
+        self.bounds = Bounds(rounds=search.agent_rounds, tokens=search.agent_tokens, dollars=search.agent_dollars,
+                             seconds=search.agent_seconds)
+        self.profiler = None  # made on the first session that may profile (a GPU run)
 
-    def propose(self, island: int, view: View) -> Proposal:
-        """One session on a parent the population picks; its submission (or, without one, what it answered last)."""
+    def ask(self, island: int, view: View) -> None:
+        """Start one session in the background on a parent the population picks."""
         population = view.population
         parent = population.pick_parent(island)
-        context = self.contexts.context(parent, population.inspirations(parent) if parent else (), view.best,
-                                        view.run_id)
-        options = view.config.eval
+        context = self.contexts.context_now(parent, population.inspirations(parent) if parent else (), view.best,
+                                            view.run_id)
         toolbox = AgentToolbox(self.contexts.index, self.contexts.parent_reader(parent) if parent else None,
-                               view.problem.path, options, self.evaluate, self.rounds, self.seconds)
-        answer = self.proposer.propose("agent", context, parent.source if parent else None, toolbox)
-        hint_ids = tuple(h["id"] for h in context.hints)
-        return Proposal(fields_of(answer, (parent.id,) if parent else (), island, parent, hint_ids), self.name,
-                        note={"repairs": 0})
+                               view.problem, view.config.eval, self.evaluate, self.bounds, self._profiler(view))
+
+        def answer() -> Answer:  # in the session's thread
+            return self.proposer.propose("agent", self.contexts.with_digest(context, parent),
+                                         parent.source if parent else None, toolbox)
+        self.asked.append(Asked(island, parent, self.pool.submit(answer), tuple(h["id"] for h in context.hints)))
+
+    def _profiler(self, view: View):
+        if self.profiler is None and view.device and not view.device.startswith("cpu"):
+            from ..profiling import Profiler
+
+            profile = self.config.profile
+            self.profiler = Profiler(allow_root=profile.as_root, timeout_s=profile.timeout_s)
+        return self.profiler

@@ -37,8 +37,7 @@ REGISTERED: list[Entry] = [
     Entry("model", lambda s: ModelProposals(s.proposer, s.contexts, s.rng, s.config.search.diff_share,
                                             s.config.search.repairs)
           if s.proposer is not None and not s.config.search.agent else None),
-    Entry("agent", lambda s: AgentSessions(s.proposer, s.contexts, s.evaluate, s.config.search.agent_rounds,
-                                           s.config.search.agent_seconds)
+    Entry("agent", lambda s: AgentSessions(s.proposer, s.contexts, s.rng, s.evaluate, s.config)
           if s.proposer is not None and s.config.search.agent else None),
 ]
 

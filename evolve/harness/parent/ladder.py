@@ -359,7 +359,7 @@ class _Evaluation:
         shapes, fitness = (), None
         if all(r.ok for r in rungs.values()) and "benchmark" in rungs:
             roofline, shapes, fitness = _roofline(rungs["benchmark"], said.peaks, mode)
-            if self.options.bench_cases:  # a figure over some cases is advice: it never ranks a kernel
+            if self.options.bench_cases and not roofline.failed:  # a figure over some cases never ranks a kernel
                 fitness = None
                 roofline = RungResult("roofline", "skipped", "only the cases asked for were timed: advice, not a "
                                       "verdict", 0.0, roofline.metrics)
