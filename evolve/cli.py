@@ -920,8 +920,9 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo(f"tool calls ({len(calls)}, over {max(t['round'] for t in calls)} round"
                    f"{'s' if max(t['round'] for t in calls) > 1 else ''}; tokens and cost are in the totals above):")
         for t in calls:
+            took = f", {t['seconds']:.1f} s" if t["seconds"] else ""  # a compile or check: an evaluation
             click.echo(f"  round {t['round']}: {t['name']}({' '.join(t['arguments'].split())[:120]}) -> "
-                       f"{t['result_chars']} characters")
+                       f"{t['result_chars']} characters{took}")
     if c.proposer == "composer":
         drawn = [archive.get(p) for p in c.parent_ids]
         click.echo("composite (not written by a model): dispatches per shape regime between "
