@@ -12,7 +12,7 @@ A request that cannot run as asked raises SetupError, whose message says what to
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .archive import Candidate
@@ -107,14 +107,16 @@ def evaluate(kernel, problem, *, device: str = "auto", timeout_s: float | None =
     return harness_evaluate(Path(kernel), problem, opts, on_rung=on_rung)
 
 
-def plan_run(problem, *, models=(), api_base: str | None = None, db: str = DEFAULT_DB, device: str = "auto",
-             max_candidates: int | None = None, budget_s: float | None = None, max_cost: float | None = None,
-             timeout_s: float | None = None, per_gpu="auto", gpus: tuple[str, ...] | None = None,
-             cluster: str | None = None, language: str | None = None, cache_dir: str | None = None,
-             **fields) -> Plan:
+def plan_run(problem, *, models=(), agent_models=(), api_base: str | None = None, db: str = DEFAULT_DB,
+             device: str = "auto", max_candidates: int | None = None, budget_s: float | None = None,
+             max_cost: float | None = None, timeout_s: float | None = None, per_gpu="auto",
+             gpus: tuple[str, ...] | None = None, cluster: str | None = None, language: str | None = None,
+             cache_dir: str | None = None, **fields) -> Plan:
     """A run's config as `evolve run` would make it, every default decided here: the budget without a GPU, lanes per
-    card for the problem's inputs, the time limit for large inputs, the device policy. Other keyword arguments are
-    RunConfig fields (target, resume, seed, search, llm, profile, artifacts, retime_top, fair_window_s, ...)."""
+    card for the problem's inputs, the time limit for large inputs, the device policy. `models` are ModelSpecs (an
+    agent's marked `agent=True`); `agent_models` are made agents (`evolve run --agent-model`); search=SearchConfig(
+    agent=True) makes every model one (`--agent`). Other keyword arguments are RunConfig fields (target, resume, seed,
+    search, llm, profile, artifacts, retime_top, fair_window_s, ...)."""
     from .harness.parent.ladder import gpu_available
     from .lang import get as get_language
     from .pipeline import lanes_per_card
@@ -145,7 +147,8 @@ def plan_run(problem, *, models=(), api_base: str | None = None, db: str = DEFAU
     if auto_lanes and size >= LARGE_INPUT_BYTES:
         notes += (f"{loaded.name}: {lanes} evaluation{'s' if lanes > 1 else ''} per card at most, as its memory "
                   f"holds them with these inputs (--per-gpu changes it)",)
-    config = RunConfig(problem_dir=str(problem), db=str(db), models=tuple(models), api_base=api_base,
+    models = tuple(models) + tuple(replace(m, agent=True) for m in agent_models)
+    config = RunConfig(problem_dir=str(problem), db=str(db), models=models, api_base=api_base,
                        max_candidates=max_candidates, budget_s=budget_s, max_cost=max_cost, gpus=gpus,
                        cluster=cluster, default_budget=default_budget,
                        eval=EvalOptions(device=device, timeout_s=limit, prewarm=True, per_gpu=lanes,

@@ -234,10 +234,11 @@ class Archive(ArchiveFile):
             new = c.execute(f"INSERT INTO candidates ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",
                             list(fields.values())).lastrowid
             c.executemany("INSERT INTO tool_calls (candidate_id, round, name, arguments, result, result_chars, "
-                          "tokens_in, tokens_out, cost) VALUES (?,?,?,?,?,?,?,?,?)",
+                          "tokens_in, tokens_out, cost, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
                           [[new, int(t["round"]), str(t["name"])[:100], str(t["arguments"])[:1000],
                             str(t["result"])[:4000], int(t["result_chars"]), int(t["tokens_in"]),
-                            int(t["tokens_out"]), float(t["cost"])] for t in tool_log])
+                            int(t["tokens_out"]), float(t["cost"]), float(t.get("seconds", 0.0))]
+                           for t in tool_log])
             return new
 
         def insert(c: sqlite3.Connection) -> int | None:
@@ -350,7 +351,8 @@ class Archive(ArchiveFile):
         return {"cost": float(cost), "tokens_in": int(tin), "tokens_out": int(tout), "calls": int(calls)}
 
     def tool_calls(self, candidate_id: int) -> list[dict]:
-        """The context tools a model called while writing the proposal (stored with it by add_candidate)."""
+        """The tools a model called while writing the proposal (stored with it by add_candidate), each with its
+        round, arguments, result, the asking call's tokens and cost, and the seconds it took."""
         return self.dicts("SELECT * FROM tool_calls WHERE candidate_id = ? ORDER BY id", [candidate_id])
 
     # a run's pause switch (`evolve pause`), its timeline, the sources already proposed ----------------------------
@@ -365,13 +367,15 @@ class Archive(ArchiveFile):
 
     def timeline(self, run_id: int) -> list[dict]:
         """A run's candidates in the order they were proposed, without sources or prompts: what a leaderboard and its
-        curves read (lineage, proposer, model, verdict summary, tokens, cost, when proposed, evaluation seconds, and
-        its launch audit's status: "failed" if any failed, else the latest, None when there is none)."""
+        curves read (lineage, proposer, model, verdict summary, tokens, cost, when proposed, evaluation seconds, the
+        seconds its tool calls took in all (an agent session's compiles and checks), and its launch audit's status:
+        "failed" if any failed, else the latest, None when there is none)."""
         rows = self.dicts(
             "SELECT c.id, c.parent_ids, c.island, c.generation, c.proposer, c.model, c.template, c.tokens_in, "
             "c.tokens_out, c.cost, c.latency_s, c.status, c.ok, c.fitness, c.score, c.failed_rung, c.reason, "
-            "c.created, e.seconds AS eval_seconds, (SELECT a.status FROM launch_audits a WHERE a.candidate_id = c.id "
-            "ORDER BY a.status = 'failed' DESC, a.id DESC LIMIT 1) AS audit "
+            "c.created, e.seconds AS eval_seconds, (SELECT coalesce(sum(t.seconds), 0.0) FROM tool_calls t "
+            "WHERE t.candidate_id = c.id) AS tool_seconds, (SELECT a.status FROM launch_audits a "
+            "WHERE a.candidate_id = c.id ORDER BY a.status = 'failed' DESC, a.id DESC LIMIT 1) AS audit "
             "FROM candidates c LEFT JOIN evaluations e ON e.candidate_id = c.id WHERE c.run_id = ? ORDER BY c.id",
             [run_id])
         for row in rows:

@@ -73,14 +73,16 @@ specialization each number is: architecture, warps, stages, argument types and c
     size          its size in bytes, uncompressed
     data          its bytes, zlib-compressed
 
-``tool_calls``: the context tools (``evolve/knowledge.py``) a model called while writing a proposal.
+``tool_calls``: the tools a model called while writing a proposal: the context tools (``evolve/knowledge.py``), and
+in an agent session its compile, check and submit (``evolve/agent_tools.py``).
     candidate_id  the proposal (references ``candidates.id``; a model's duplicate is its invalid record row)
     round         1, 2, ...: the model call that asked for it
-    name          ``search_context``, ``read_context`` or ``read_parent``
+    name          ``search_context``, ``read_context``, ``read_parent``; ``compile``, ``check``, ``submit``
     arguments     the JSON arguments as the model wrote them (first 1000 characters)
     result        what the tool answered (first 4000 characters); result_chars its full length
     tokens_in, tokens_out, cost   of the model call that asked (on the round's first call; 0 on the others); the
                   candidate's own tokens and cost are the totals over every call
+    seconds       wall seconds the tool took to answer (a compile or check: its evaluation); 0 where not recorded
 
 ``retimes``: the top candidates of a run re-timed against each other, interleaved, at its end (``evolve/retime.py``,
 ``evolve retime``), and, as round 0, a best timed again beside a challenger during the run (fair promotion,
@@ -279,6 +281,12 @@ def m013_run_best(db: sqlite_utils.Database) -> None:
     """The kernel a run reported as its best when it stopped, which `evolve best` names over a near tie; runs from
     before have none."""
     db["runs"].add_column("best_id", int)
+
+
+@migration
+def m014_tool_call_seconds(db: sqlite_utils.Database) -> None:
+    """How long each tool call took (an agent's compile and check are evaluations); calls from before read 0."""
+    db["tool_calls"].add_column("seconds", "REAL", not_null_default=0)
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:

@@ -1,11 +1,12 @@
 """`evolve bench`: one search per (model, problem) with equal budgets, the same seed and settings, on one device, into
-one archive.
+one archive; a model named as an agent (--agent-model, or every one with --agent) is an entry of its own.
 
 Cells run one after another, problem by problem and, within a problem, model by model, so the models of one problem
 are measured close together in time and no two cells ever share the device. Each cell is an isolated run (its
 population, material and duplicates are its own: no model starts from another's kernels) whose options record
-`bench = {"name", "problem", "model", "budget"}`. Running the same command again skips finished cells and resumes an
-unfinished one with what is left of its budget, so a crash or Ctrl-C loses at most the evaluation in flight.
+`bench = {"name", "problem", "model", "budget"}` (with `"agent": true` for an agent's cell). Running the same command
+again skips finished cells and resumes an unfinished one with what is left of its budget, so a crash or Ctrl-C loses
+at most the evaluation in flight.
 The material is the same for every cell: a seconds budget leaves out the time until its last verdict, and a
 problem's material is evaluated once per machine (evolve/known.py), later cells taking the verdicts and compiler
 output kept.
@@ -56,7 +57,10 @@ class Cell:
     language: str | None = None  # --language, or None: the problem's first
 
     def tag(self, name: str, budget: Budget) -> dict:
+        """The cell as its run's options record it; "agent" and "language" only where set, so that cells from
+        before either existed are found again."""
         tag = {"name": name, "problem": self.problem_name, "model": self.model.name, "budget": budget.text}
+        tag = {**tag, "agent": True} if self.model.agent else tag
         return tag if self.language is None else {**tag, "language": self.language}
 
 

@@ -130,8 +130,8 @@ RUN_SECTIONS = (
     ("When to stop", ("max_cost", "target", "stagnation")),
     ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials")),
     ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
-                                 "context_dirs", "agent", "agent_rounds", "agent_tokens", "agent_dollars",
-                                 "agent_seconds")),
+                                 "context_dirs", "agent", "agent_models", "agent_rounds", "agent_tokens",
+                                 "agent_dollars", "agent_seconds")),
     ("Evaluation", ("timeout_s", "cache_dir", "artifacts", "fair_window")),
     ("GPUs and clusters", ("gpus", "per_gpu", "cluster", "cluster_lanes")),
     ("Profiling and re-timing (GPU only)", ("profile_top", "profile_every", "profile_as_root", "retime_top",
@@ -296,8 +296,11 @@ class _PerGpu(click.ParamType):
 
 
 class _Model(click.ParamType):
-    """--model: 'provider/name' or 'provider/name=weight' -> ModelSpec."""
+    """--model (and --agent-model, agent=True): 'provider/name' or 'provider/name=weight' -> ModelSpec."""
     name = "NAME[=WEIGHT]"
+
+    def __init__(self, agent: bool = False):
+        self.agent = agent
 
     def convert(self, value, param, ctx):
         from .proposer import ModelSpec, parse_models
@@ -305,9 +308,16 @@ class _Model(click.ParamType):
         if isinstance(value, ModelSpec):
             return value
         try:
-            return parse_models([value])[0]
+            return parse_models([value], agent=self.agent)[0]
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+def _all_models(models, agent_models, agent: bool) -> tuple:
+    """--model's specs (every one an agent with --agent) and then --agent-model's."""
+    from dataclasses import replace
+
+    return tuple(replace(m, agent=True) if agent else m for m in models) + tuple(agent_models)
 
 
 def _db_option(f):
@@ -392,17 +402,22 @@ def _open_archive(db, must_exist=True, read_only=False):
               help="Context tools for the model (search_context, read_context, read_parent): auto gives them to "
                    "models litellm says call functions; the others get the best passages in the prompt.")
 @click.option("--agent", is_flag=True,
-              help="With a model: each proposal is a tool session in which the model compiles and checks versions "
-                   "through the sealed harness, reads the notes, and submits one program, which is then evaluated "
-                   "as any candidate (docs/search.md, Agent sessions).")
+              help="Every model is an agent: each of its proposals is a tool session in which the model compiles and "
+                   "checks versions through the sealed harness, reads the notes, and submits one program, which is "
+                   "then evaluated as any candidate (docs/search.md, Agent sessions).")
+@click.option("--agent-model", "agent_models", multiple=True, type=_Model(agent=True),
+              help="A model whose proposals are agent sessions, beside the --model ones, which stay one answer each; "
+                   "repeatable, with optional weights (name=0.3) in the same ensemble: a turn asks a one-shot or an "
+                   "agent model by the weight of each. The same model may be named both ways (two entries).")
 @click.option("--agent-rounds", type=click.IntRange(min=1), default=D.AGENT_ROUNDS, show_default=True,
-              help="With --agent: model calls that may ask for tools in one session.")
+              help="With --agent or --agent-model: model calls that may ask for tools in one session.")
 @click.option("--agent-tokens", type=click.IntRange(min=1), default=D.AGENT_TOKENS, show_default=True,
-              help="With --agent: tokens one session may use (prompt and reply, every round).")
+              help="With --agent or --agent-model: tokens one session may use (prompt and reply, every round).")
 @click.option("--agent-dollars", type=click.FloatRange(min=0, min_open=True), default=D.AGENT_DOLLARS,
-              show_default=True, help="With --agent: dollars one session may cost.")
+              show_default=True, help="With --agent or --agent-model: dollars one session may cost.")
 @click.option("--agent-time", "agent_seconds", type=_Duration(), default=f"{D.AGENT_SECONDS:g}s", show_default=True,
-              help="With --agent: wall time one session may take, model calls and tools together ('20m').")
+              help="With --agent or --agent-model: wall time one session may take, model calls and tools together "
+                   "('20m').")
 @click.option("--tool-rounds", type=click.IntRange(min=0), default=D.TOOL_ROUNDS, show_default=True,
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
 @click.option("--retime", "retime_top", type=click.IntRange(min=0), default=D.RETIME_TOP, show_default=True,
@@ -437,7 +452,7 @@ def _open_archive(db, must_exist=True, read_only=False):
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries,
                 device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, agent,
-                agent_rounds, agent_tokens, agent_dollars, agent_seconds, tool_rounds,
+                agent_models, agent_rounds, agent_tokens, agent_dollars, agent_seconds, tool_rounds,
                 retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes,
                 language):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
@@ -460,6 +475,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
         fair_window_s = 0.0 if fair_window.strip() in ("0", "0s", "off") else parse_duration(fair_window)
     except ValueError as exc:
         _fail(f"--fair-window: {exc}")
+    models = _all_models(models, agent_models, agent)
     if models and not any(m.weight > 0 for m in models):
         _fail("every model has weight 0; give at least one a positive weight")
     # the models' keys before torch and litellm are imported (seconds each): a missing key is said at once
@@ -609,8 +625,13 @@ def _found(summary, archive) -> str:
 
 
 @cli.command("bench")
-@click.option("--model", "models", multiple=True, required=True, type=_Model(),
+@click.option("--model", "models", multiple=True, type=_Model(),
               help="A litellm model string; repeat to compare several (each gets its own cells).")
+@click.option("--agent-model", "agent_models", multiple=True, type=_Model(agent=True),
+              help="A model whose proposals are agent sessions (docs/search.md, Agent sessions); repeatable. Each "
+                   "gets cells of its own, beside the --model ones: name a model both ways to compare it as an agent "
+                   "and as one answer per proposal.")
+@click.option("--agent", is_flag=True, help="Every model of the comparison (--model too) is an agent.")
 @click.option("--problem", "problems", multiple=True, required=True, type=click.Path(exists=True),
               help="A problem folder (or GPU MODE folder, KernelBench file); repeat for several.")
 @click.option("--budget-per-cell", "budget", required=True,
@@ -642,10 +663,11 @@ def _found(summary, archive) -> str:
 @click.option("--language", "languages", multiple=True,
               help="A candidate language (triton, cutedsl, tilelang); repeat to compare a model's kernels in "
                    "several (each gets its own cells). Default: each problem's first.")
-def bench_command(models, problems, budget, name, db, api_base, seed, concurrency, tune_share, compose_share,
-                  llm_timeout, llm_retries, device, timeout_s, per_gpu, languages):
+def bench_command(models, agent_models, agent, problems, budget, name, db, api_base, seed, concurrency, tune_share,
+                  compose_share, llm_timeout, llm_retries, device, timeout_s, per_gpu, languages):
     """Compare models fairly: one search per (model, problem), each with the same budget, search seed and settings,
-    on the same device, into one archive; then the leaderboard of the comparison.
+    on the same device, into one archive; then the leaderboard of the comparison. A model as an agent (--agent-model,
+    or every one with --agent) is an entry of its own, with its own cells and leaderboard rows.
 
     Cells run one at a time (problem by problem, the models of a problem one after another), each isolated from the
     archive's other runs, so every model starts from the same seeds. Ctrl-C stops; the same command resumes.
@@ -665,9 +687,12 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
         per_cell = parse_budget(budget)
     except ValueError as exc:
         _fail(str(exc))
-    names = [m.name for m in models]
-    if len(set(names)) != len(names):
-        _fail("a model is named twice; give each --model once")
+    models = _all_models(models, agent_models, agent)
+    if not models:
+        _fail("give a model to compare: --model NAME or --agent-model NAME (repeatable)")
+    entries = [m.label for m in models]
+    if len(set(entries)) != len(entries):
+        _fail("a model is named twice; give each --model (and each --agent-model) once")
     issues = check_models(list(models), api_base)  # before any problem is loaded (torch takes seconds to import)
     if issues:
         _fail("\n".join(issues))
@@ -702,7 +727,7 @@ def bench_command(models, problems, budget, name, db, api_base, seed, concurrenc
     for i, cell in enumerate(todo, 1):
         tag = cell.tag(name, per_cell)
         run = existing(archive, cell, tag)
-        label = f"cell {i}/{len(todo)}: {cell.problem_name} with {cell.model.name}" + \
+        label = f"cell {i}/{len(todo)}: {cell.problem_name} with {cell.model.label}" + \
             (f" in {cell.language}" if cell.language else "")
         if run is not None and finished(run):
             click.echo(f"{label}: done (run {run['id']}: {run['stop_reason']})", err=True)
@@ -936,8 +961,9 @@ def show_command(candidate_id, db, prompt, asm, kernel):
         click.echo(f"tool calls ({len(calls)}, over {max(t['round'] for t in calls)} round"
                    f"{'s' if max(t['round'] for t in calls) > 1 else ''}; tokens and cost are in the totals above):")
         for t in calls:
+            took = f", {t['seconds']:.1f} s" if t["seconds"] else ""  # a compile or check: an evaluation
             click.echo(f"  round {t['round']}: {t['name']}({' '.join(t['arguments'].split())[:120]}) -> "
-                       f"{t['result_chars']} characters")
+                       f"{t['result_chars']} characters{took}")
     if c.proposer == "composer":
         drawn = [archive.get(p) for p in c.parent_ids]
         click.echo("composite (not written by a model): dispatches per shape regime between "

@@ -49,7 +49,7 @@ class SearchConfig:
     repairs: int = D.REPAIRS  # load/compile failures sent back to the model before a candidate counts as dead
     tuner_trials: int | None = None  # knob settings tried per structure; None: 6 with a model, 64 without one
     stagnation: int = D.STAGNATION  # stop after this many evaluated candidates without an improvement
-    agent: bool = False  # with a model: each proposal is a bounded tool session (strategies/agent.py)
+    agent: bool = False  # every model is an agent (--agent): each proposal a bounded tool session (strategies/agent.py)
     agent_rounds: int = D.AGENT_ROUNDS  # model calls that may ask for tools in one session
     agent_seconds: float = D.AGENT_SECONDS  # wall time one session may take in all (model calls and tools)
     agent_tokens: int = D.AGENT_TOKENS  # tokens one session may use (prompt and reply, every round)
@@ -110,7 +110,9 @@ class RunConfig:
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
         return {
-            "models": [{"name": m.name, "weight": m.weight} for m in self.models], "api_base": self.api_base,
+            "models": [{"name": m.name, "weight": m.weight, "agent": m.agent or self.search.agent}
+                       for m in self.models],
+            "api_base": self.api_base,
             "max_candidates": self.max_candidates, "budget_s": self.budget_s, "default_budget": self.default_budget,
             "max_cost": self.max_cost,
             "target": self.target, "seed": self.seed, "search": self.search.__dict__, "llm": self.llm.__dict__,

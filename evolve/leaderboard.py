@@ -2,8 +2,9 @@
 
 Everything here is read from archives (`Archive.runs`, `Archive.timeline`, the best kernels' verdicts); nothing is
 measured again. The rows group runs by (problem, model, language, device), where a run's model is its one `--model`
-(as `evolve bench` runs it), the models of an ensemble joined with "+", or "embedded default", and its language the
-candidate language it ran in. Figures from different
+(as `evolve bench` runs it), the models of an ensemble joined with "+", or "embedded default", an agent's name
+followed by " (agent)" (`--agent-model`, or every model with `--agent`), so a model's agent and one-shot runs are rows
+of their own; and its language the candidate language it ran in. Figures from different
 devices are never combined: every mean and every fast_p is taken within one device.
 
 Definitions (docs/compare.md says the same):
@@ -25,6 +26,10 @@ Definitions (docs/compare.md says the same):
   embedded default); until the best kernel (both within the run that holds the best).
 - dollars per correct kernel: dollars / correct proposals; per point of roofline: dollars / (100 * (best - the best
   seed's fraction in the same run)), where there was a gain.
+- per submitted kernel (per proposal): dollars / proposals; evaluation seconds / proposals, where a proposal's
+  seconds are its evaluation's (the rungs' wall time, `evaluations.seconds`: on the GPU, or on the host under the CPU
+  interpreter) plus its agent session's tool calls' (`tool_calls.seconds`: the compiles and checks it ran before it
+  submitted).
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ from pathlib import Path
 
 from .archive import Archive
 from .config import format_duration
+from .proposer import ModelSpec
 from .standing import run_leader
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
@@ -42,8 +48,14 @@ EMBEDDED = "embedded default"
 
 
 def model_label(options: dict) -> str:
-    names = [m.get("name") for m in (options or {}).get("models") or [] if m.get("name")]
-    return "+".join(names) if names else EMBEDDED
+    """A run's models as its rows name them: each one's name, an agent's followed by " (agent)" (every model of a
+    run with --agent, whose options say so under "search"; a run from before agents is one-shot), joined with "+";
+    "embedded default" without a model."""
+    options = options or {}
+    every_one = bool((options.get("search") or {}).get("agent"))
+    labels = [ModelSpec(m["name"], agent=bool(m.get("agent")) or every_one).label
+              for m in options.get("models") or [] if m.get("name")]
+    return "+".join(labels) if labels else EMBEDDED
 
 
 def geomean(values) -> float | None:
@@ -199,6 +211,8 @@ class Row:
     to_best: Spend | None = None
     dollars_per_correct: float | None = None
     dollars_per_point: float | None = None
+    dollars_per_proposal: float | None = None  # per submitted kernel
+    eval_seconds_per_proposal: float | None = None  # its evaluation and its agent session's compiles and checks
     versions: dict = field(default_factory=dict)
     date: str = ""
 
@@ -223,12 +237,14 @@ def _value(c: dict) -> float | None:
 def build_row(problem: str, model: str, language: str, device: str, runs: list[Run], verdict_of) -> Row:
     row = Row(problem=problem, model=model, device=device, runs=[r.key for r in runs], language=language)
     best_run, best_cand, best_value = None, None, None
+    eval_seconds = 0.0  # of the row's proposals: their evaluations and their agent sessions' tool calls
     for run in runs:
         for c in run.candidates:
             if _own(run, c) and (c["status"] == "evaluated" or (c["proposer"] == "llm" and c["status"] == "invalid")):
                 row.proposals += 1
                 row.correct += bool(c["ok"])
                 row.compile_failures += c["failed_rung"] in ("load", "compile")
+                eval_seconds += float(c["eval_seconds"] or 0.0) + float(c["tool_seconds"] or 0.0)
             row.total.tokens += int(c["tokens_in"] or 0) + int(c["tokens_out"] or 0)
             row.total.dollars += float(c["cost"] or 0.0)
         leader = run_leader(run.candidates, run.best_id, _value)  # the kernel the run reported (standing.py)
@@ -239,6 +255,8 @@ def build_row(problem: str, model: str, language: str, device: str, runs: list[R
     if row.proposals:
         row.correct_rate = row.correct / row.proposals
         row.compile_failure_rate = row.compile_failures / row.proposals
+        row.dollars_per_proposal = row.total.dollars / row.proposals
+        row.eval_seconds_per_proposal = eval_seconds / row.proposals
     if row.correct:
         row.dollars_per_correct = row.total.dollars / row.correct
     newest = max(runs, key=lambda r: r.started or "")
@@ -367,8 +385,8 @@ TEXT_WIDTH = 100  # the terminal tables' widest line
 
 
 def text_lines(b: Board) -> list[str]:
-    """Per device: each problem's results, what each cost, and each model's summary and fast_p, every line at most
-    TEXT_WIDTH characters (--json and the site hold the same figures)."""
+    """Per device: each problem's results, what each cost in all and per proposal, and each model's summary and
+    fast_p, every line at most TEXT_WIDTH characters (--json and the site hold the same figures)."""
     out = []
     for device in sorted({r.device for r in b.rows}):
         rows = [r for r in b.rows if r.device == device]
@@ -377,7 +395,7 @@ def text_lines(b: Board) -> list[str]:
         language = "" if who.languages else f"; language {rows[0].language}"
         out.append(f"{device}  (torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}; "
                    f"newest run {max(r.date for r in rows)}{language})")
-        out += _results(rows, who) + [""] + _spend(rows, who) + [""]
+        out += _results(rows, who) + [""] + _spend(rows, who) + [""] + _per_proposal(rows, who) + [""]
         summaries = [s for s in b.summaries if s.device == device]
         out += _summaries(summaries, who) + [""] + _fast_p(summaries, who) + [""]
     return out or ["no runs"]
@@ -424,6 +442,16 @@ def _spend(rows, who) -> list[str]:
                    f"{_f(r.dollars_per_point, '{:.4f}'):>8}")
     out.append("  $→1st, $→best: spent until the first correct kernel and until the best; $/ok: per correct kernel;")
     out.append("    $/pt: per point of fitness")
+    return out
+
+
+def _per_proposal(rows, who) -> list[str]:
+    out = [f"{who('problem', 'model', 'language')}{'proposals':>10}{'$/proposal':>12}{'eval s/proposal':>17}"]
+    for r in rows:
+        out.append(f"{who(r.problem, r.model, r.language)}{r.proposals:>10}{_f(r.dollars_per_proposal, '{:.4f}'):>12}"
+                   f"{_f(r.eval_seconds_per_proposal, '{:.1f}'):>17}")
+    out.append("  $/proposal: dollars per kernel submitted; eval s/proposal: seconds of its evaluation (on the GPU,")
+    out.append("    or on the host under the CPU interpreter) and of its agent session's compiles and checks")
     return out
 
 

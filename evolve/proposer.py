@@ -7,6 +7,7 @@ that `import evolve.proposer` stays cheap.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import importlib.util
 import json
@@ -30,10 +31,17 @@ _MAX_BACKOFF_S = 60.0
 class ModelSpec:
     name: str  # any litellm model string, e.g. "anthropic/claude-sonnet-4-5", "openai/my-model"
     weight: float = 1.0
+    agent: bool = False  # its proposals are tool sessions (strategies/agent.py), not one answer each
+
+    @property
+    def label(self) -> str:
+        """How a leaderboard and a bench name it: an agent's name says it is one."""
+        return f"{self.name} (agent)" if self.agent else self.name
 
 
-def parse_models(values: list[str]) -> list[ModelSpec]:
-    """Parse "name" or "name=weight" strings (weights are relative, >= 0, at least one positive)."""
+def parse_models(values: list[str], agent: bool = False) -> list[ModelSpec]:
+    """Parse "name" or "name=weight" strings (weights are relative, >= 0, at least one positive); `agent`: the
+    models' proposals are tool sessions."""
     specs = []
     for value in values:
         name, sep, weight_text = value.strip().rpartition("=") if "=" in value else (value.strip(), "", "")
@@ -49,7 +57,7 @@ def parse_models(values: list[str]) -> list[ModelSpec]:
                                  f"write e.g. {name}=0.5") from None
             if not math.isfinite(weight) or weight < 0:
                 raise ValueError(f"model {value!r}: weight must be a finite number >= 0, got {weight_text.strip()}")
-        specs.append(ModelSpec(name, weight))
+        specs.append(ModelSpec(name, weight, agent))
     if specs and not any(s.weight > 0 for s in specs):
         raise ValueError("every model has weight 0; give at least one a positive weight")
     return specs
@@ -326,6 +334,21 @@ class LLMProposer:
             undefined=jinja2.StrictUndefined,  # a typo in a user's template fails loudly, once, at the first render
             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False, autoescape=False,
         )
+
+    def only(self, agent: bool) -> LLMProposer | None:
+        """This proposer over its agent models (agent=True) or its one-shot ones, sharing everything else (the seeded
+        model choice, the calls in flight, the templates); None where it has no such model with a positive weight."""
+        models = [m for m in self.models if m.agent == agent]
+        if not any(m.weight > 0 for m in models):
+            return None
+        narrowed = copy.copy(self)  # shallow: the random generator, its lock and the call slots stay shared
+        narrowed.models = models
+        return narrowed
+
+    @property
+    def weight(self) -> float:
+        """Its models' weight in all."""
+        return sum(m.weight for m in self.models)
 
     def pick_model(self) -> ModelSpec:
         with self._rng_lock:

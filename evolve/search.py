@@ -100,10 +100,11 @@ class Search:
         self.figures = CaseFigures(archive.verdict)
         self.rounds = Rounds(config, archive, self.problem, self.work, self.emit, auditor)  # profiles, re-timing, audit
         self.profiled_at = 0  # evaluations when profiling last ran
-        self.strategies = strategies.build(strategies.Services(
+        self.services = strategies.Services(
             config=config, problem=self.problem, archive=archive, figures=self.figures, emit=self.emit, rng=self.rng,
             language=self.contexts.language.name, proposer=proposer, contexts=self.contexts,
-            keep_verdicts=known_material, evaluate=evaluate))
+            keep_verdicts=known_material, evaluate=evaluate)
+        self.strategies = strategies.build(self.services)
         duels = Duels(self.population, archive, self.emit, clock, config.fair_window_s, self._retime_beside)
         self.ledger = Ledger(archive, self.population, duels, self.emit, self.strategies, self.view)
 
@@ -427,13 +428,14 @@ class Search:
 
     def _take_step(self, island: int) -> bool:
         """One step: each strategy in the registry's order (strategies/registry.py), the ones with a share asked by
-        chance where a model runs; without a model the embedded search tries every island's untried settings last.
-        False when the embedded search has nothing left to try."""
+        chance where a model runs (where one-shot and agent models both run, the one-shot ones by their part of the
+        models' weight); without a model the embedded search tries every island's untried settings last. False when
+        the embedded search has nothing left to try."""
         for entry in strategies.REGISTERED:
             if entry.follow_up or entry.name not in self.strategies:
                 continue
-            if entry.share is not None and self.proposer is not None \
-                    and self.rng.random() >= entry.share(self.config.search):
+            share = entry.share(self.services) if entry.share is not None and self.proposer is not None else None
+            if share is not None and self.rng.random() >= share:
                 continue
             if self.step(entry.name, island):
                 return True

@@ -101,6 +101,24 @@ def test_migrate_from_previous(db_path):
     assert [r["name"] for r in db["_evolve_migrations"].rows] == [fn.__name__ for fn in archive_schema.MIGRATIONS]
 
 
+def test_tool_calls_archived_before_their_seconds_were_recorded_read_zero(db_path):
+    db = _older_archive(db_path, len(archive_schema.MIGRATIONS) - 1, status="invalid")
+    assert archive_schema.MIGRATIONS[-1].__name__ == "m014_tool_call_seconds"
+    db["tool_calls"].insert({"candidate_id": 7, "round": 1, "name": "compile", "result_chars": 9, "tokens_in": 1,
+                             "tokens_out": 1, "cost": 0.0})
+    db.close()
+    arc = Archive(db_path)
+    try:
+        assert arc.tool_calls(7)[0]["seconds"] == 0 and arc.timeline(1)[0]["tool_seconds"] == 0
+        log = [{"round": 1, "name": "check", "arguments": "{}", "result": "runs", "result_chars": 4, "tokens_in": 0,
+                "tokens_out": 0, "cost": 0.0, "seconds": 2.5}]
+        made = arc.add_candidate(1, source=None, error="no submission", tool_log=log)
+        assert arc.tool_calls(made.id)[0]["seconds"] == 2.5  # and stored where the proposer timed it
+        assert arc.timeline(1)[-1]["tool_seconds"] == 2.5
+    finally:
+        arc.close()
+
+
 def test_verdicts_recorded_before_the_columns_moved_survive(db_path):
     """An archive written when evaluations held its own copy of ok/fitness/score: its verdicts read back whole."""
     db = _older_archive(db_path, 2, status="evaluated", ok=1, fitness=0.7, score=0.7)

@@ -203,6 +203,56 @@ def test_model_labels():
     assert model_label({"models": [{"name": "anthropic/x", "weight": 1}]}) == "anthropic/x"
     assert model_label({"models": [{"name": "a/x"}, {"name": "b/y"}]}) == "a/x+b/y"
     assert model_label({}) == EMBEDDED
+    assert model_label({"models": [{"name": "a/x", "agent": False}, {"name": "a/x", "agent": True}]}) == \
+        "a/x+a/x (agent)"
+    # a run of the run-wide --agent from before each model recorded its flag: every model was an agent
+    assert model_label({"models": [{"name": "a/x", "weight": 1.0}], "search": {"agent": True}}) == "a/x (agent)"
+
+
+def tool(name, seconds, cost=0.0):
+    """One entry of a proposal's tool log, as the proposer writes it."""
+    return {"round": 1, "name": name, "arguments": "{}", "result": "ok", "result_chars": 2, "tokens_in": 0,
+            "tokens_out": 0, "cost": cost, "seconds": seconds}
+
+
+def test_a_models_agent_and_one_shot_runs_are_rows_of_their_own_with_figures_per_proposal(tmp_path):
+    """The same model as an agent and in one answer per proposal: two rows, each with its dollars and its evaluation
+    seconds per proposal; an agent's seconds include its session's compiles and checks, the seeds' are no one's."""
+    from evolve.config import RunConfig
+    from evolve.harness import RUNGS
+    from evolve.proposer import ModelSpec
+
+    evaluation = 0.25 * len(RUNGS)  # what a verdict of verdicts.ladder took
+    archive = Archive(tmp_path / "g.db")
+    versions = {"torch": "2.11.0", "triton": "3.6.0"}
+    kinds = {}
+    for agent in (False, True):
+        options = RunConfig(problem_dir="problems/softmax", models=(ModelSpec("m/alpha", agent=agent),)).public()
+        kinds[agent] = archive.start_run("softmax", "problems/softmax", options, H200, versions)
+        add(archive, kinds[agent], f"seed {agent}", proposer="seed", fitness=0.5)  # two sources: no duplicate
+    add(archive, kinds[False], "k 1", model="m/alpha", cost=0.05, fitness=0.6)
+    session = archive.add_candidate(kinds[True], source="k 2", model="m/alpha", template="agent", cost=0.30,
+                                    tool_log=[tool("compile", 2.0, cost=0.1), tool("check", 3.0), tool("submit", 0)])
+    archive.record_verdict(session.id, ladder(fitness=0.7, shapes=shapes((1.0,), (1.0,))), 0.7)
+    archive.add_candidate(kinds[True], source=None, model="m/alpha", template="agent", cost=0.10,
+                          error="the model still called tools after 12 rounds", tool_log=[tool("compile", 4.0)])
+    for run in kinds.values():
+        archive.finish_run(run, "--max-candidates 2 evaluated")
+    archive.close()
+
+    b = board([tmp_path / "g.db"])
+    one_shot, agent = row(b, "softmax", "m/alpha"), row(b, "softmax", "m/alpha (agent)")
+    assert (one_shot.proposals, agent.proposals) == (1, 2) and agent.best == 0.7
+    assert one_shot.dollars_per_proposal == pytest.approx(0.05)
+    assert one_shot.eval_seconds_per_proposal == pytest.approx(evaluation)
+    assert agent.dollars_per_proposal == pytest.approx(0.40 / 2)
+    assert agent.eval_seconds_per_proposal == pytest.approx((evaluation + 2.0 + 3.0 + 4.0) / 2)
+    rows = {r["model"]: r for r in b.to_json()["rows"]}
+    assert rows["m/alpha (agent)"]["eval_seconds_per_proposal"] == agent.eval_seconds_per_proposal
+    lines = text_lines(b)
+    per_proposal = next(line for line in lines if "m/alpha (agent)" in line and "0.2000" in line)
+    assert f"{agent.eval_seconds_per_proposal:.1f}" in per_proposal, lines
+    assert max(len(line) for line in lines) <= 100
 
 
 def test_wall_time_leaves_out_the_time_a_run_sat_stopped(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..proposer import LLMProposer
 from .agent import AgentSessions
 from .base import Services, Strategy
 from .composing import Composing
@@ -18,7 +19,8 @@ from .tuning import Tuning
 class Entry:
     name: str
     make: Callable[[Services], Strategy | None]  # None: not part of this run (a model's strategies without a model)
-    share: Callable | None = None  # config.SearchConfig -> the chance it is asked in a turn with a model; None: always
+    # Services -> the chance it is asked in a turn with a model, or None for every turn; no share: every turn
+    share: Callable[[Services], float | None] | None = None
     follow_up: bool = False  # asked before the turn's own step, without using up an island's turn (repairs)
 
 
@@ -29,16 +31,51 @@ def _tuner_trials(services: Services) -> int:
     return trials
 
 
+def proposer_of(services: Services, agent: bool):
+    """The run's proposer over its agent models (agent=True) or its one-shot ones; None where it has none. --agent
+    (search.agent) makes every model an agent; a stand-in proposer (not an LLMProposer: tests, benchmarks) has
+    one-shot models only."""
+    proposer = services.proposer
+    if proposer is None or services.config.search.agent:
+        return proposer if agent else None
+    if not isinstance(proposer, LLMProposer):
+        return None if agent else proposer
+    return proposer.only(agent)
+
+
+def one_shot_share(services: Services) -> float | None:
+    """Where one-shot and agent models both run, the chance a turn asks a one-shot model: their part of the models'
+    weight (a turn that does not goes on to the agent sessions, next in order); None (every turn) otherwise."""
+    one_shot, agents = proposer_of(services, agent=False), proposer_of(services, agent=True)
+    if one_shot is None or agents is None:
+        return None
+    return one_shot.weight / (one_shot.weight + agents.weight)
+
+
+def _model_proposals(s: Services) -> ModelProposals | None:
+    proposer = proposer_of(s, agent=False)
+    return ModelProposals(proposer, s.contexts, s.rng, s.config.search.diff_share, s.config.search.repairs) \
+        if proposer is not None else None
+
+
+def _agent_sessions(s: Services) -> AgentSessions | None:
+    proposer = proposer_of(s, agent=True)
+    return AgentSessions(proposer, s.contexts, s.rng, s.evaluate, s.config) if proposer is not None else None
+
+
+def _repairs(s: Services) -> Repairs | None:
+    proposer = proposer_of(s, agent=False)  # an agent's submission is not repaired: its session had the compiler
+    return Repairs(proposer, s.contexts) if proposer is not None else None
+
+
 REGISTERED: list[Entry] = [
-    Entry("repair", lambda s: Repairs(s.proposer, s.contexts) if s.proposer is not None else None, follow_up=True),
+    Entry("repair", _repairs, follow_up=True),
     Entry("material", lambda s: Material(s.language, s.keep_verdicts)),
-    Entry("composer", lambda s: Composing(s.problem, s.figures, s.emit), share=lambda search: search.compose_share),
-    Entry("tuner", lambda s: Tuning(s.config.seed, _tuner_trials(s)), share=lambda search: search.tune_share),
-    Entry("model", lambda s: ModelProposals(s.proposer, s.contexts, s.rng, s.config.search.diff_share,
-                                            s.config.search.repairs)
-          if s.proposer is not None and not s.config.search.agent else None),
-    Entry("agent", lambda s: AgentSessions(s.proposer, s.contexts, s.rng, s.evaluate, s.config)
-          if s.proposer is not None and s.config.search.agent else None),
+    Entry("composer", lambda s: Composing(s.problem, s.figures, s.emit),
+          share=lambda s: s.config.search.compose_share),
+    Entry("tuner", lambda s: Tuning(s.config.seed, _tuner_trials(s)), share=lambda s: s.config.search.tune_share),
+    Entry("model", _model_proposals, share=one_shot_share),
+    Entry("agent", _agent_sessions),
 ]
 
 
