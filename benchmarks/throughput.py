@@ -5,7 +5,9 @@ how busy the GPU was. Prints a table.
                                     [--per-gpu N|auto] [--minutes M] [--keep DB] [--progress]
 
 The proposer returns the problem's seed with one module-level line changed per proposal (`_VARIANT = n`), so every
-proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed, with as many
+proposal is new to the archive (nothing is deduplicated away) and compiles and measures like the seed (with --slower
+SHARE, that share of them call the seed's kernel twice and lose to it, as most proposals lose in a real run, so racing
+the benchmark rung stops timing them early; --no-race times them whole), with as many
 proposals in flight as evolve run keeps by default (--concurrency), each prompt's context built as a run builds it; no
 knob tuner and no composites, no profiling and no re-timing at the end. Evaluations per GPU-hour are the candidates
 evaluated over the run's wall time times the cards used (with --per-gpu N, N lanes share each card). A lane's time per
@@ -61,12 +63,28 @@ class Instant:
 
     concurrency = LLMConfig().concurrency  # evolve run's --concurrency: as many proposals in flight as a run keeps
 
-    def __init__(self, seed_source: str):
+    def __init__(self, seed_source: str, slower: float = 0.0):
         self.seed, self.numbers = seed_source, itertools.count(1)  # proposals come from several threads
+        self.slower = slower
 
     def propose(self, template, context, parent_source=None, toolbox=None) -> Proposal:
-        source = self.seed.rstrip("\n") + f"\n\n_VARIANT = {next(self.numbers)}\n"
+        n = next(self.numbers)
+        source = self.seed.rstrip("\n") + f"\n\n_VARIANT = {n}\n"
+        if (n * 0.6180339887) % 1.0 < self.slower:  # spread evenly: this share of proposals lose to the seed
+            source += SLOWER
         return Proposal(source, None, template, "instant", "", "", 0, 0, 0.0, 0.0, 1)
+
+
+# a proposal that loses: the seed's work done twice per call (about half its figure), correct all the same
+SLOWER = """
+
+_custom_kernel_once = custom_kernel
+
+
+def custom_kernel(*inputs):
+    _custom_kernel_once(*inputs)
+    return _custom_kernel_once(*inputs)
+"""
 
 
 class GpuSampler:
@@ -138,6 +156,11 @@ def main():
     parser.add_argument("--minutes", type=float, default=None,
                         help="stop starting candidates that would end past this many minutes (the table covers "
                              "those evaluated; SIGTERM or Ctrl-C also stops the run and prints it)")
+    parser.add_argument("--slower", type=float, default=0.0, metavar="SHARE",
+                        help="this share of proposals do the seed's work twice a call, and lose to it (racing the "
+                             "benchmark stops timing them early)")
+    parser.add_argument("--no-race", action="store_true", help="time every case of every candidate (evolve run "
+                                                               "--no-race)")
     parser.add_argument("--keep", metavar="DB", default=None,
                         help="keep the run's archive at this path (each verdict's records, for a closer look)")
     args = parser.parse_args()
@@ -153,7 +176,7 @@ def main():
                            eval=EvalOptions(device=args.device, prewarm=True, per_gpu=per_gpu,
                                             fork_server=not args.no_fork_server),
                            profile=ProfileConfig(top=0),
-                           retime_top=0, gpus=tuple(gpus) if gpus else None,
+                           retime_top=0, gpus=tuple(gpus) if gpus else None, race=not args.no_race,
                            budget_s=args.minutes * 60 if args.minutes else None)
         archive = Archive(db)
         lanes_seen: list = []
@@ -183,7 +206,7 @@ def main():
                       f"{c.id if hasattr(c, 'id') else c or ''} {getattr(c, 'reason', '') or ''} "
                       f"{event.get('reason') or ''} {event.get('lanes') or ''}", flush=True)
 
-        summary = Search(config, archive, Instant(seed), evaluate=timed,
+        summary = Search(config, archive, Instant(seed, args.slower), evaluate=timed,
                          on_event=note).run()
         wall = time.monotonic() - started
         parent_cores = (_own_cpu_s() - own_cpu) / wall
@@ -223,6 +246,7 @@ def main():
                     setup_parts.setdefault(k, []).append(v)
             windows.append(sum(row.get("windows", 0) for row in verdict.shapes))
         seed_fitness = cands[0].fitness if cands else None
+        raced = sum(1 for c in cands if archive.verdict(c.id).raced)
         device = archive.run(summary.run_id)["device"]
         archive.close()
         if args.keep:
@@ -232,7 +256,8 @@ def main():
     cards = len({lane.split(".")[0] for lane in lanes})  # --per-gpu N: lanes gpu0.1 .. gpu0.N share card 0
     lease_s = sum(lease.held_s for lease in all_leases())
     print(f"throughput: {problem.name}, {n} candidates on {device}, lanes {','.join(lanes)},"
-          f" instant proposer{', no fork server' if args.no_fork_server else ''}, {time.strftime('%Y-%m-%d')}"
+          f" instant proposer{', no fork server' if args.no_fork_server else ''}, {args.slower:.0%} slower, "
+          f"{'no race' if args.no_race else f'{raced} raced out'}, {time.strftime('%Y-%m-%d')}"
           f"{'' if not summary.interrupted else ', interrupted'}")
     print(f"| wall | evaluations per GPU-hour | wall per evaluation | lane time: {' | '.join(split)} | lane idle | "
           f"timing lease held | GPU busy | GPU util mean | host CPU busy | parent CPU | seed fitness |")

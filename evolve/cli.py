@@ -132,7 +132,7 @@ RUN_SECTIONS = (
     ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
                                  "context_dirs", "agent", "agent_models", "agent_rounds", "agent_tokens",
                                  "agent_dollars", "agent_seconds")),
-    ("Evaluation", ("timeout_s", "cache_dir", "artifacts", "fair_window")),
+    ("Evaluation", ("timeout_s", "cache_dir", "artifacts", "fair_window", "race")),
     ("GPUs and clusters", ("gpus", "per_gpu", "cluster", "cluster_lanes")),
     ("Profiling and re-timing (GPU only)", ("profile_top", "profile_every", "profile_as_root", "retime_top",
                                            "retime_rounds")),
@@ -385,6 +385,10 @@ def _open_archive(db, must_exist=True, read_only=False):
                    f"{D.LARGE_INPUT_TIMEOUT_S:g} for inputs of a gigabyte or more].")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Where measured device peaks and baseline timings are cached [default: ~/.cache/evolve].")
+@click.option("--race/--no-race", default=True, show_default=True,
+              help="On a GPU: time a candidate's benchmark cases shortest first and stop once it can no longer reach "
+                   "the best (its best possible fitness below the best's less its noise and 5%); such a kernel is "
+                   "archived correct with a partial figure and no fitness. --no-race times every case of every one.")
 @click.option("--artifacts/--no-artifacts", default=True, show_default=True,
               help="Keep each candidate's TTIR, TTGIR, LLIR, PTX and cubin in the archive (evolve show --asm; its SASS "
                    "is disassembled from the cubin when read, outside the evaluation).")
@@ -453,7 +457,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries,
                 device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, agent,
                 agent_models, agent_rounds, agent_tokens, agent_dollars, agent_seconds, tool_rounds,
-                retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, cluster, cluster_lanes,
+                retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, race, cluster, cluster_lanes,
                 language):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
@@ -496,7 +500,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
             budget_s=budget, max_cost=max_cost, timeout_s=timeout_s, per_gpu=per_gpu,
             gpus=_cards(gpus, device, cluster), cluster=cluster, language=language, cache_dir=cache_dir,
             target=target, resume=resume, seed=seed, artifacts=artifacts, retime_top=retime_top,
-            retime_rounds=retime_rounds, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s,
+            retime_rounds=retime_rounds, cluster_lanes=cluster_lanes, fair_window_s=fair_window_s, race=race,
             search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                                 compose_share=compose_share, tuner_trials=tune_trials, agent=agent,
                                 agent_rounds=agent_rounds, agent_tokens=agent_tokens, agent_dollars=agent_dollars,

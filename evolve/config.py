@@ -106,6 +106,7 @@ class RunConfig:
     fair_window_s: float = D.FAIR_WINDOW_S
     cluster: str | None = None  # --cluster: a Ray cluster's address ("auto": the one this machine is in)
     cluster_lanes: int | None = None  # lanes (actors) on the cluster; None: one per GPU (1 without a GPU)
+    race: bool = True  # stop timing a candidate that can no longer reach the best (harness/measurer/race.py)
 
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
@@ -120,6 +121,6 @@ class RunConfig:
             "retime": {"top": self.retime_top, "rounds": self.retime_rounds},
             "gpus": list(self.gpus) if self.gpus else None,
             "cluster": self.cluster, "cluster_lanes": self.cluster_lanes, "fair_window_s": self.fair_window_s,
-            "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
+            "race": self.race, "eval": {k: v for k, v in self.eval.__dict__.items() if k != "cache_dir"},
             **({"bench": self.bench, "isolated": True} if self.bench else {"isolated": True} if self.isolated else {}),
         }

@@ -15,6 +15,8 @@ def score_of(verdict: Verdict) -> float | None:
         return None
     if verdict.fitness is not None:
         return float(verdict.fitness)
+    if verdict.mode == "gpu":  # timed on some cases only (a race lost): a partial figure never ranks
+        return None
     times = [s["ms"] for s in verdict.shapes if s.get("ms")]
     return math.exp(-sum(math.log(t) for t in times) / len(times)) if times else None
 

@@ -60,6 +60,21 @@ def package_versions() -> dict:
 
 
 
+RACE_MARGIN = 0.05  # below the best less its noise, where a race stops timing a candidate (Search._race_bar)
+
+
+def race_bar(race: bool, population: Population, proposal: strategies.Proposal | None) -> float | None:
+    """The figure a proposal's candidate must be able to reach to be timed on every case: the best's, less its noise.
+    None without a proposal (a re-timing, a candidate a crash left), for the problem's own kernels (their verdicts are
+    kept whole for later runs), and before a best with a roofline figure is held."""
+    best = population.best
+    if not race or best is None or best.fitness is None or proposal is None or proposal.strategy == "material":
+        return None
+    # the best's figure may be older or from another card than this candidate's (a duel settles that for a win):
+    # the bar sits RACE_MARGIN lower still, so only a candidate far from the best is cut short
+    return best.fitness * (1 - population.noise.get(best.id, NOISE_FLOOR) - RACE_MARGIN)
+
+
 class SearchFailed(RuntimeError):
     """evolve's own fault ended a run; the run is closed in the archive and can be resumed."""
 
@@ -148,6 +163,8 @@ class Search:
         limit = self.time_limits.get(job.cand_id) if isinstance(job.cand_id, int) else None
         if limit is not None and limit < options.timeout_s:
             options = replace(options, timeout_s=limit)
+        waiting = self.waiting.get(job.cand_id) if isinstance(job.cand_id, int) else None
+        options = replace(options, race_below=race_bar(self.config.race, self.population, (waiting or (0, None))[1]))
         if self.config.artifacts and options.dump_dir is None and isinstance(job.cand_id, int):
             options = replace(options, dump_dir=str(self.work / f"artifacts_{job.cand_id}"))
         return options

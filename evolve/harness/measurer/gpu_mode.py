@@ -92,6 +92,9 @@ class GpuMeasurer(Measurer):
         if self.ahead.caller is not None:
             self.ahead.start(str(self.ready.get("compile", {}).get("jail", "")))
 
+    def peaks(self) -> dict | None:
+        return self.calibration.peaks
+
     def ahead_record(self, part: str) -> dict | None:
         return self.ahead.records.get(part)
 

@@ -19,6 +19,7 @@ from .checks import Checks
 from .exchange import Caller, Fail, Pool, ProblemFault, RunnerLost
 from .inputs import InputMaker
 from .problem_link import reference_for
+from .race import Race
 from .timing_lease import TimingLease
 
 
@@ -200,8 +201,11 @@ class Measurer(abc.ABC):
         shapes, counter = [], [0]
         self.bench_split = {"warm": 0.0, "inputs": 0.0, "windows": 0.0, "checks": 0.0, "exchange": 0.0, "spin": 0.0}
         cases = self.benchmark_cases()
+        raced = None
         try:
             cases = self._asked_cases(cases)
+            race = self._race(cases)
+            cases = race.order(cases) if race is not None else cases
             # Every case's untimed first call, outside the lease (specializations compile, autotuners tune), then all
             # of the cases' windows under one lease: one stop of the card's other evaluations, one wait for quiet.
             for case in cases:
@@ -215,12 +219,26 @@ class Measurer(abc.ABC):
                               "bytes": profile["bytes"], "flops": profile["flops"]}
                     shapes.append({k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v)
                                    for k, v in record.items()})
+                    if race is not None and race.lost(case.label, figures["ms"]):
+                        raced = race.record()
+                        break
         except Fail as exc:
             self.ch.rung("benchmark", False, str(exc), time.perf_counter() - started, shapes=shapes)
             return False
         self.ch.rung("benchmark", True, None, time.perf_counter() - started, shapes=shapes, clock=self.clock,
-                     **self.benchmark_extra())
+                     **({"raced": raced} if raced else {}), **self.benchmark_extra())
         return True
+
+    def peaks(self) -> dict | None:
+        """The card's peaks, where the mode has a roofline (GPU)."""
+        return None
+
+    def _race(self, cases: list) -> Race | None:
+        """The race the job sets (EvalOptions.race_below), where there is a roofline to race against."""
+        below, peaks = self.job.get("race_below"), self.peaks()
+        if below is None or not peaks or self.job.get("bench_cases"):
+            return None
+        return Race(float(below), peaks, self.reference, cases)
 
     def _asked_cases(self, cases: list) -> list:
         """The cases the job asks for by label (every one where it names none)."""

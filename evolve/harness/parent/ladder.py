@@ -24,6 +24,7 @@ from ..runner.static.check import screen, summary
 from ..shared import compiled
 from ..shared.formats import load_problem
 from ..shared.protocol import SHAPE_ROW
+from ..shared.roofline import ROOFLINE_CEILING, bound_seconds
 from ..shared.wire import Malformed, check
 from . import device_share, generator_fault
 from .check_file import check_file
@@ -43,7 +44,6 @@ UNFINISHED = {
     "benchmark": "its timed calls had not finished",
 }
 
-ROOFLINE_CEILING = 1.05
 
 
 def default_cache_dir() -> Path:
@@ -69,6 +69,7 @@ class EvalOptions:
     language: str | None = None  # the candidate language (evolve/lang), one the problem accepts; None: its first
     last_rung: str = "benchmark"  # the last rung climbed ("compile", "correctness"): the rest skipped (agent tools)
     bench_cases: tuple[str, ...] = ()  # the benchmark cases timed, by label (none: all); fewer give no fitness
+    race_below: float | None = None  # stop timing once the best possible fitness is below this (measurer/race.py)
 
 
 def gpu_available() -> bool:
@@ -328,6 +329,7 @@ class _Evaluation:
                "secret": self.secret, "bench_budget_s": options.bench_budget_s, "per_gpu": options.per_gpu,
                "dump": (True if options.sass else "files") if options.dump_dir else False,
                "last_rung": options.last_rung, "bench_cases": list(options.bench_cases),
+               "race_below": options.race_below,
                "peaks": _load(cache, trusted, "peaks.json"),
                "baselines": _load(cache, trusted, "baselines.json"),
                "plans": _load(cache, trusted, "plans.json")}
@@ -359,10 +361,9 @@ class _Evaluation:
         shapes, fitness = (), None
         if all(r.ok for r in rungs.values()) and "benchmark" in rungs:
             roofline, shapes, fitness = _roofline(rungs["benchmark"], said.peaks, mode)
-            if self.options.bench_cases and not roofline.failed:  # a figure over some cases never ranks a kernel
-                fitness = None
-                roofline = RungResult("roofline", "skipped", "only the cases asked for were timed: advice, not a "
-                                      "verdict", 0.0, roofline.metrics)
+            partial = _partial(self.options, rungs["benchmark"]) if not roofline.failed else None
+            if partial:  # a figure over some of the cases never ranks a kernel
+                roofline, fitness = RungResult("roofline", "skipped", partial, 0.0, roofline.metrics), None
             self.decide(roofline)
         failed, ladder = False, []
         for name in RUNGS:
@@ -517,6 +518,17 @@ def _input_record(value) -> bool:
     return True
 
 
+def _partial(options: EvalOptions, bench: RungResult) -> str | None:
+    """Why the benchmark timed only some cases (the ones asked for, or a race lost), or None."""
+    if options.bench_cases:
+        return "only the cases asked for were timed: advice, not a verdict"
+    raced = bench.metrics.get("raced")
+    if isinstance(raced, dict):
+        return (f"raced out after {raced.get('timed')} of {raced.get('cases')} cases: its best possible fitness "
+                f"{raced.get('best_possible')} is below the run's bar {raced.get('below')} (the best less its noise)")
+    return None
+
+
 def _shape_row(row: dict, peaks: dict | None) -> BenchmarkRow:
     out: BenchmarkRow = {"case": row["case"], "shape": row["shape"], "dtype": row["dtype"], "ms": row["ms"],
            "speedup_vs_torch": row["torch_ms"] / row["ms"] if row.get("torch_ms") and row["ms"] else None,
@@ -533,9 +545,7 @@ def _shape_row(row: dict, peaks: dict | None) -> BenchmarkRow:
     if _input_record(row.get("inputs")):  # what the calls' inputs looked like (a composite's thresholds come from it)
         out["inputs"] = row["inputs"]
     if peaks:
-        # a dtype with no measured rate (fp8) takes the fastest measured one: the bound is then never too long
-        flops_peak = peaks["flops"].get(row["dtype"], max(peaks["flops"].values()))
-        bound_s = max(row["bytes"] / peaks["bandwidth"], row["flops"] / flops_peak)
+        bound_s = bound_seconds(row["bytes"], row["flops"], row["dtype"], peaks)
         out["roofline_fraction"] = bound_s / (row["ms"] * 1e-3)
         out["bound_ms"] = bound_s * 1e3
     return out

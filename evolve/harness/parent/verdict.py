@@ -105,6 +105,13 @@ class Verdict:
         return tuple(kernels) if isinstance(kernels, list) else ()
 
     @property
+    def raced(self) -> dict | None:
+        """The race the benchmark lost (harness/measurer/race.py): cases timed and the best it could reach, or None."""
+        bench = self.rung("benchmark")
+        raced = bench.metrics.get("raced") if bench is not None else None
+        return raced if isinstance(raced, dict) else None
+
+    @property
     def failure(self) -> RungResult | None:
         """The rung that failed (a verdict has at most one: the rungs after it are skipped)."""
         return next((r for r in self.rungs if r.failed), None)

@@ -1,0 +1,122 @@
+"""Racing the benchmark rung (harness/measurer/race.py): cases timed shortest bound first, timing stopped once a
+candidate's best possible fitness is below the run's bar; a kernel that lost is correct with a partial figure and
+never ranks. The race itself needs a card's roofline; its arithmetic, the parent's reading and the bar the search
+sets are tested here on the CPU."""
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from evolve.archive import Archive
+from evolve.config import RunConfig, SearchConfig
+from evolve.harness import EvalOptions, RungResult, load_problem
+from evolve.harness.measurer.race import Race
+from evolve.harness.shared.formats import reference_for
+from evolve.harness.shared.roofline import ROOFLINE_CEILING, best_possible
+from evolve.scoring import score_of
+from evolve.search import RACE_MARGIN, Search
+from verdicts import ladder
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = load_problem(ROOT / "problems" / "softmax")
+PEAKS = {"bandwidth": 4.0e12, "flops": {"float32": 60e12, "bfloat16": 800e12, "float16": 800e12}}
+
+
+def race(below: float) -> Race:
+    return Race(below, PEAKS, reference_for(SOFTMAX), list(SOFTMAX.benchmarks))
+
+
+def run(candidate_fractions, below: float) -> tuple[Race, list[str]]:
+    """Time the cases in the race's order, each at the candidate's fraction of its bound, until it stops."""
+    r = race(below)
+    timed = []
+    for case in r.order(list(SOFTMAX.benchmarks)):
+        timed.append(case.label)
+        ms = r.bounds[case.label] * 1e3 / candidate_fractions[case.label]
+        if r.lost(case.label, ms):
+            break
+    return r, timed
+
+
+def test_the_best_possible_fitness_counts_every_untimed_case_at_the_ceiling():
+    assert best_possible([], 4) == pytest.approx(ROOFLINE_CEILING)
+    assert best_possible([0.5, 0.5], 4) == pytest.approx(math.sqrt(0.5 * ROOFLINE_CEILING))
+    assert best_possible([0.2] * 4, 4) == pytest.approx(0.2)
+
+
+def test_cases_are_timed_shortest_bound_first():
+    r = race(0.5)
+    ordered = r.order(list(SOFTMAX.benchmarks))
+    assert [r.bounds[c.label] for c in ordered] == sorted(r.bounds.values())
+    assert len(ordered) == len(SOFTMAX.benchmarks) >= 4
+
+
+def test_a_slow_candidate_stops_early_and_says_why():
+    labels = [c.label for c in SOFTMAX.benchmarks]
+    r, timed = run({label: 0.25 for label in labels}, below=0.6)
+    assert len(timed) < len(labels)  # the rest were never timed
+    said = r.record()
+    assert said["timed"] == len(timed) and said["best_possible"] < said["below"] == 0.6
+
+
+def test_a_candidate_as_good_as_the_best_is_never_cut_whatever_its_weak_cases():
+    """Per case equal to a best of fitness F, its best possible figure never drops below F: the bar (F less noise)
+    cannot stop it, however uneven its cases are."""
+    rng = random.Random(1)
+    labels = [c.label for c in SOFTMAX.benchmarks]
+    for _ in range(50):
+        fractions = {label: rng.uniform(0.05, 1.0) for label in labels}
+        fitness = math.exp(sum(math.log(f) for f in fractions.values()) / len(fractions))
+        _, timed = run(fractions, below=fitness * (1 - 0.02))
+        assert len(timed) == len(labels)
+
+
+def raced_verdict():
+    bench = RungResult("benchmark", "ok", None, 1.0, {"raced": {"below": 0.6, "best_possible": 0.41, "timed": 3,
+                                                                "cases": 10}})
+    base = ladder(fitness=None, roofline="skipped")
+    return type(base)(**{**base.__dict__, "rungs": tuple(bench if r.name == "benchmark" else r for r in base.rungs)})
+
+
+def test_a_kernel_that_lost_its_race_is_correct_and_never_ranks():
+    verdict = raced_verdict()
+    assert verdict.ok and verdict.raced["timed"] == 3
+    assert score_of(verdict) is None  # not the interpreter's 1/ms either: a GPU figure ranks by its roofline alone
+
+
+@pytest.mark.gpu
+def test_on_a_card_a_bar_out_of_reach_stops_the_seed_after_its_first_case(tmp_path):
+    from evolve.harness import evaluate
+
+    seed = ROOT / "problems" / "softmax" / "seeds" / "softmax_rows.py"
+    cut = evaluate(seed, ROOT / "problems" / "softmax", EvalOptions(device="cuda", race_below=1.0))
+    whole = evaluate(seed, ROOT / "problems" / "softmax", EvalOptions(device="cuda", race_below=0.01))
+    assert cut.ok and cut.fitness is None and cut.raced["timed"] < cut.raced["cases"], cut.raced
+    assert len(cut.shapes) == cut.raced["timed"] and "raced out" in cut.rung("roofline").reason
+    assert whole.ok and whole.fitness is not None and whole.raced is None
+
+
+def test_the_search_sets_the_bar_for_a_model_s_candidates_only(tmp_path):
+    """Against the best's figure less its noise and the margin; never for the problem's own kernels (their verdicts
+    are kept whole), and not at all with race off."""
+    from test_agent import MINI, judged
+
+    for race_on in (True, False):
+        asked = {}
+
+        def recording(path, problem, options, _asked=asked):
+            _asked[Path(path).name] = options.race_below
+            return judged(path, problem, options)
+
+        config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / f"r{race_on}.db"), eval=EvalOptions(device="cpu"),
+                           max_candidates=6, retime_top=0, artifacts=False, race=race_on,
+                           search=SearchConfig(tune_share=1.0, compose_share=0))
+        archive = Archive(tmp_path / f"r{race_on}.db")
+        summary = Search(config, archive, None, evaluate=recording, known_material=False).run()
+        cands = {c.id: c for c in archive.candidates(summary.run_id)}
+        bars = {cands[int(name.split("_")[1].split(".")[0])].proposer: bar for name, bar in asked.items()}
+        archive.close()
+        assert bars["seed"] is None
+        expected = 0.5 * (1 - 0.02 - RACE_MARGIN) if race_on else None  # the stand-in's fitness, at the noise floor
+        assert bars["tuner"] == (pytest.approx(expected) if race_on else None), bars
