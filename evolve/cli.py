@@ -817,6 +817,11 @@ def status_command(db):
                      else "not running and never finished (a crash or kill -9): --resume continues it")
         click.echo(f"{r['id']:>4}  {r['problem']:<12}{str(r['started'])[:19]:<21}{r['candidates']:>6}"
                    f"{r['correct']:>8}{best_text:>9}{r['cost'] or 0:>9.4f}  {state}")
+    from .diversity import run_elites
+
+    cells = run_elites(archive, runs[-1]["id"])  # the last run's diversity archive (docs/search.md, Diversity)
+    click.echo(f"run {runs[-1]['id']}: {len(cells)} cells occupied across {len({c.family for c in cells})} structure "
+               "families (evolve leaderboard --html draws the grid)")
 
 
 class _Unstored:

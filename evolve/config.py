@@ -41,6 +41,7 @@ class SearchConfig:
     islands: int = D.ISLANDS
     migrate_every: int = 10  # candidates between migrations of each island's best to the next island
     exploit: float = 0.7  # chance of picking a parent from the island's top (else any correct member)
+    diversity: float = D.DIVERSITY  # chance of drawing a parent across the island's cells first (diversity.py)
     inspirations: int = 2
     diff_share: float = 0.5  # share of LLM proposals asked as SEARCH/REPLACE edits (the rest: full rewrites)
     tune_share: float = D.TUNE_SHARE  # share of steps given to the knob tuner when a model is configured

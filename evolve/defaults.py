@@ -10,6 +10,7 @@ MAX_MEMORY_GB = 32.0  # host memory of all of an evaluation's candidate processe
 TARGET = 0.95  # a run stops when its best reaches this fraction of the roofline (GPU)
 SEED = 0
 ISLANDS = 2
+DIVERSITY = 0.5  # the share of parents drawn across the diversity archive's cells (docs/search.md, Diversity)
 REPAIRS = 2  # load/compile failures sent back to the model
 STAGNATION = 30  # evaluated candidates without an improvement before a run stops
 CONCURRENCY = 4  # model calls in flight at once

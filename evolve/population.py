@@ -3,13 +3,20 @@
 Pure policy (FunSearch's shape): no archive, no model, no clock. The search (search.py) admits every evaluated
 candidate and asks this module whom to build on; the random choices come from the generator it is given, so a
 seeded run makes the same choices again.
+
+Each island is also a diversity archive (diversity.py): every member has a cell (structure family, tile size,
+registers), and a share of parents (Policy.diversity) is drawn across the island's occupied cells (a family, one of
+its cells, that cell's elite) rather than from the island's top. Islands and migration keep their part: the cells
+are counted within an island, so each island keeps elites of its own, and a migrant adds its cell to the next island.
 """
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 
+from . import defaults as D
 from .archive import Candidate
+from .diversity import Cell, cell_of, draw_across, elites
 
 NOISE_FLOOR = 0.02  # the smallest relative score difference treated as real, whatever the measured noise
 NOISE_CEILING = 0.10  # the largest: a member's scattered times never shield it from a challenger 10% faster
@@ -20,11 +27,13 @@ class Policy:
     islands: int = 2
     exploit: float = 0.7  # chance of picking a parent from the island's top (else any correct member)
     inspirations: int = 2
-
+    diversity: float = D.DIVERSITY  # chance of drawing a parent across the island's cells (diversity.py) instead
 
 class Population:
-    def __init__(self, policy: Policy, rng: random.Random):
+    def __init__(self, policy: Policy, rng: random.Random, locate=None):
         self.policy, self.rng = policy, rng
+        self.locate = locate or cell_of  # Candidate -> Cell; the search's reads the compiled kernels' registers too
+        self.cells: dict[int, Cell] = {}  # each member's cell, placed once when it is first admitted
         self.islands: list[list[int]] = [[] for _ in range(policy.islands)]
         self.members: dict[int, Candidate] = {}
         self.noise: dict[int, float] = {}  # relative timing noise measured for each member
@@ -37,6 +46,8 @@ class Population:
             return False
         self.members[cand.id] = cand
         self.noise[cand.id] = noise
+        if cand.id not in self.cells:
+            self.cells[cand.id] = self.locate(cand)
         island = self.islands[cand.island % len(self.islands)]
         if cand.id not in island:
             island.append(cand.id)
@@ -58,9 +69,15 @@ class Population:
         pool = self.ranked(self.islands[island]) or self.ranked()
         if not pool:
             return None
+        if self.policy.diversity and self.rng.random() < self.policy.diversity:  # no draw at 0: seeds replay as before
+            return draw_across(elites(pool, self.cells), self.rng)
         if self.rng.random() < self.policy.exploit:
             return pool[min(int(self.rng.expovariate(1.0)), len(pool) - 1)]
         return self.rng.choice(pool)
+
+    def elites(self, island: int | None = None) -> dict[Cell, Candidate]:
+        """Each occupied cell's elite, on one island or over every member."""
+        return elites(self.ranked(self.islands[island] if island is not None else None), self.cells)
 
     def inspirations(self, parent: Candidate) -> list[Candidate]:
         """The best other members and one random other one."""

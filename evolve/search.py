@@ -23,6 +23,7 @@ from . import lanes, limits, standing, strategies
 from .archive import Archive, Candidate
 from .case_figures import CaseFigures
 from .config import RunConfig
+from .diversity import cell_of
 from .harness import evaluate as harness_evaluate
 from .harness import jail, load_problem
 from .harness.parent.ladder import device_name
@@ -95,7 +96,9 @@ class Search:
         self.rng = random.Random(config.seed)
         self.emit = on_event or (lambda event: None)
         self.population = Population(Policy(islands=config.search.islands, exploit=config.search.exploit,
-                                            inspirations=config.search.inspirations), self.rng)
+                                            inspirations=config.search.inspirations,
+                                            diversity=config.search.diversity), self.rng,
+                                     locate=lambda cand: cell_of(cand, archive.verdict(cand.id)))
         self._evaluate, self.clock = evaluate, clock
         self.pipeline = None  # made when the run starts (make_pipeline)
         self._threads = 0  # CPU threads per evaluation process when lanes share the host (make_pipeline)

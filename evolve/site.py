@@ -17,6 +17,7 @@ import jinja2
 
 from . import __version__
 from .config import format_duration
+from .diversity import Cell, run_elites
 from .leaderboard import EMBEDDED, Board, Run
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "leaderboard"
@@ -154,6 +155,19 @@ def tree_svg(candidates: list[dict]) -> str:
     return "".join(parts)
 
 
+def diversity_grid(archive, run_id: int) -> dict:
+    """The run's diversity archive (diversity.py) as the run page draws it: a row per structure family, a column per
+    tile and registers bucket, each occupied cell its elite's id and figure."""
+    best = run_elites(archive, run_id)
+    families = sorted({cell.family for cell in best})
+    columns = sorted({(cell.tile, cell.regs) for cell in best})
+    table = {(cell.family, (cell.tile, cell.regs)): {"id": c.id, "value": c.fitness if c.fitness is not None
+                                                     else c.score} for cell, c in best.items()}
+    return {"families": families, "cells": len(best),
+            "columns": [{"key": key, "label": Cell("", *key).column} for key in columns],
+            "rows": [{"family": f, "cells": [table.get((f, key)) for key in columns]} for f in families]}
+
+
 # --- the site ---------------------------------------------------------------------------------------------------
 
 def write_site(board: Board, out: Path, sources) -> Path:
@@ -188,8 +202,10 @@ def write_site(board: Board, out: Path, sources) -> Path:
         (out / "index.html").write_text(env.get_template("index.html.j2").render(devices=devices))
         for run in board.runs:
             gpu = any(c["fitness"] is not None for c in run.candidates)
+            archive = archives.get(run.db)
+            grid = diversity_grid(archive, run.id) if archive is not None else None
             page = env.get_template("run.html.j2").render(run=run, gpu=gpu, curves=curves(run, gpu),
-                                                          tree=tree_svg(run.candidates))
+                                                          tree=tree_svg(run.candidates), grid=grid)
             (out / f"run-{run.key}.html").write_text(page)
         for row in board.rows:
             if not row.best_candidate:
