@@ -16,8 +16,10 @@ from evolve.archive import Archive
 from evolve.cli import cli
 from evolve.config import LLMConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, RungResult, load_problem
-from evolve.lessons import bound_of, kind_of, lesson_of, pattern_of
-from evolve.proposer import LLMProposer, ModelSpec
+from evolve.lessons import bound_of, for_prompt, kind_of, lesson_of, pattern_of, summary_line
+from evolve.profiling import Result as ProfileResult
+from evolve.prompt_context import PromptContextWithLessons
+from evolve.proposer import LLMProposer, ModelSpec, ProblemView, ProgramView
 from evolve.search import Search
 from test_run import fenced, good
 from verdicts import ladder
@@ -177,3 +179,35 @@ def test_a_problems_kind_is_its_bound_and_what_its_words_say():
                                    if r.name == "roofline" else r for r in gpu.rungs))
     assert bound_of(gpu) == "memory" and bound_of(timed(1.0, 10**6, 10**8)) == "compute"
     assert isinstance(gpu.rung("roofline"), RungResult)
+
+
+def test_a_tuners_lesson_shows_its_knobs_the_hints_and_the_profile_in_every_template(tmp_path):
+    """A tuner's win is a change of settings: the prompt names the knobs changed, the person's hint its prompt carried
+    and the slower kernel's profile line; the full rewrite, the edit and the agent's prompt all carry it."""
+    archive = Archive(tmp_path / "t.db")
+    try:
+        run = archive.start_run("mini_softmax", str(MINI), {}, "cpu", {})
+        hint = archive.hints.add(run, "try more warps on long rows")
+        parent = archive.add_candidate(run, source=good(4), proposer="seed", knobs={"LOOP_WARPS": 8, "CHUNK": 4096})
+        parent = archive.record_verdict(parent.id, timed(2.0, 8192, 5120), 0.5)
+        archive.profiles.store(parent.id, "cpu", ProfileResult(True, 1.0, "", {"verdict": "memory-bound; DRAM 61%"}))
+        cand = archive.add_candidate(run, source=good(8), parent_ids=(parent.id,), proposer="tuner",
+                                     knobs={"LOOP_WARPS": 16, "CHUNK": 4096}, hint_ids=(hint,))
+        cand = archive.record_verdict(cand.id, timed(1.0, 8192, 5120), 1.0)
+        lesson = lesson_of(archive, load_problem(MINI), "triton", cand, timed(1.0, 8192, 5120))
+        archive.lessons.add(lesson)
+        [stored] = archive.lessons.listing()
+        assert summary_line(stored) == "knobs LOOP_WARPS 8 -> 16"
+        context = PromptContextWithLessons(problem=ProblemView(name="mini_softmax", description="d", notes="",
+                                                               contract=""), device="cpu", knobs_doc="",
+                                           lessons=(for_prompt(stored, "mini_softmax"),))
+        proposer = LLMProposer([ModelSpec("openai/x")], PROMPTS)
+        for template in ("full_rewrite", "diff_edit", "agent"):
+            parent_view = ProgramView(source=good(4)) if template == "diff_edit" else None
+            text = proposer.render(template, replace(context, parent=parent_view))[1]["content"]
+            assert "Lesson 1: this problem, score 0.5 -> 1 (x2.00)" in text, template
+            assert "Knob settings changed: LOOP_WARPS 8 -> 16" in text
+            assert "The person's hints then: try more warps on long rows" in text
+            assert "The slower kernel's profile: memory-bound; DRAM 61%" in text
+    finally:
+        archive.close()
