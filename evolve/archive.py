@@ -2,8 +2,8 @@
 
 Its tables and their migrations are in evolve/archive_schema.py; opening the file, the lock of a run and the
 transactions in evolve/archive_file.py (`ArchiveFile`). `Archive` is that file with its runs and candidates (and the
-best it reports); the side records (compiler artifacts, profiles, traces, launch audits, re-timings, hints) are the
-stores it holds, in evolve/archive_records.py."""
+best it reports); the side records (compiler artifacts, profiles, traces, launch audits, re-timings, hints,
+lessons) are the stores it holds, in evolve/archive_records.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from .archive_file import ArchiveFile
-from .archive_records import CompilerArtifacts, Hints, LaunchAudits, Profiles, Retimes, Traces
+from .archive_records import CompilerArtifacts, Hints, LaunchAudits, Lessons, Profiles, Retimes, Traces
 from .archive_schema import ArchiveError, now
 from .harness.parent.verdict import Verdict
 from .redact import strip_secret_keys
@@ -138,6 +138,7 @@ class Archive(ArchiveFile):
         self.launch_audits = LaunchAudits(self)
         self.retimes = Retimes(self)
         self.hints = Hints(self)
+        self.lessons = Lessons(self)
 
     # runs --------------------------------------------------------------------------------------------------------
 

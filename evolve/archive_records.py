@@ -1,6 +1,7 @@
 """The archive's side records, beside its runs and candidates: each class reads and writes one table of the file
 (evolve/archive_schema.py describes them), and an `Archive` holds one of each (``archive.artifacts``,
-``archive.profiles``, ``archive.traces``, ``archive.launch_audits``, ``archive.retimes``, ``archive.hints``)."""
+``archive.profiles``, ``archive.traces``, ``archive.launch_audits``, ``archive.retimes``, ``archive.hints``,
+``archive.lessons``)."""
 
 from __future__ import annotations
 
@@ -195,3 +196,55 @@ class Hints:
     def get(self, hint_id: int) -> dict | None:
         rows = self._file.dicts("SELECT * FROM hints WHERE id = ?", [hint_id])
         return rows[0] if rows else None
+
+
+class Lessons:
+    """What worked, kept across runs (``lessons``, evolve/lessons.py): offered to later runs of the problem and of
+    problems alike in kind, listed and cleared by ``evolve lessons``."""
+
+    COLUMNS = ("problem", "kind", "language", "run_id", "candidate_id", "parent_id", "proposer", "model", "measure",
+               "before", "after", "diff", "knobs_before", "knobs_after", "hints", "profile")
+
+    def __init__(self, file: ArchiveFile):
+        self._file = file
+
+    def add(self, lesson: dict) -> int:
+        """Keep one lesson (a dict of COLUMNS; knobs and hints as Python values); returns its id."""
+        row = {**{k: lesson.get(k) for k in self.COLUMNS}, "kind": lesson.get("kind") or "", "created": now()}
+        for key in ("knobs_before", "knobs_after"):
+            row[key] = None if row[key] is None else json.dumps(row[key], default=str)
+        row["hints"] = json.dumps(list(row["hints"] or ()))
+        return self._file.write(lambda c: c.execute(
+            f"INSERT INTO lessons ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values())
+        ).lastrowid)
+
+    @staticmethod
+    def _decoded(row: dict) -> dict:
+        for key in ("knobs_before", "knobs_after"):
+            row[key] = json.loads(row[key]) if row[key] else None
+        row["hints"] = json.loads(row["hints"] or "[]")
+        return row
+
+    def of_candidate(self, candidate_id: int) -> dict | None:
+        rows = self._file.dicts("SELECT * FROM lessons WHERE candidate_id = ?", [candidate_id])
+        return self._decoded(rows[0]) if rows else None
+
+    def listing(self, problem: str | None = None) -> list[dict]:
+        """Every lesson (of one problem, if given), newest first."""
+        where, params = (" WHERE problem = ?", [problem]) if problem is not None else ("", [])
+        return [self._decoded(r) for r in self._file.dicts(f"SELECT * FROM lessons{where} ORDER BY id DESC", params)]
+
+    def for_prompt(self, problem: str, kind: str, language: str, other_than_run: int, limit: int) -> list[dict]:
+        """Up to `limit` lessons in `language` from runs other than this one: the problem's own first, then those of
+        problems of the same kind (a known one), each group by its gain (after over before), largest first."""
+        rows = self._file.dicts(
+            "SELECT *, problem = ? AS same_problem FROM lessons WHERE language = ? AND run_id != ? "
+            "AND (problem = ? OR (kind = ? AND kind != '')) "
+            "ORDER BY same_problem DESC, after / max(before, 1e-12) DESC, id DESC LIMIT ?",
+            [problem, language, other_than_run, problem, kind, int(limit)])
+        return [self._decoded(r) for r in rows]
+
+    def clear(self, problem: str | None = None) -> int:
+        """Remove every lesson (of one problem, if given); returns how many were removed."""
+        where, params = (" WHERE problem = ?", [problem]) if problem is not None else ("", [])
+        return self._file.write(lambda c: c.execute(f"DELETE FROM lessons{where}", params).rowcount)

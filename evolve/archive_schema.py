@@ -136,6 +136,29 @@ best ``Archive.best`` reports (nor ``evolve best`` exports, nor a leaderboard ra
     report        ncu's CSV, zlib-compressed
     created       ISO time (UTC)
 
+``lessons``: what worked, kept across runs (``evolve/lessons.py``): a candidate that beat the scored candidate it was
+made from by a margin, with what led to it; later runs of the problem, and of problems alike in kind, carry the best
+few in their prompts (``prompts/_lessons.j2``); ``evolve lessons`` lists them and ``--clear`` removes them.
+    id            integer primary key
+    problem       the problem's name
+    kind          what the problem is like: ``memory-bound`` or ``compute-bound`` (its benchmark's bytes against
+                  its flops), and ``reduction`` or ``GEMM-like`` where its name or description says so; "" unknown
+    language      the candidate language
+    run_id        the run that made it (references ``runs.id``)
+    candidate_id  the better candidate (references ``candidates.id``)
+    parent_id     the scored candidate it was made from (its parent, or the parent's nearest scored ancestor)
+    proposer      who made it (``llm``, ``tuner``)
+    model         the model that wrote it, where one did
+    measure       ``fitness`` (fraction of roofline) or ``score`` (the CPU interpreter's ranking)
+    before        the parent's figure
+    after         the candidate's figure
+    diff          unified diff from the parent's source to the candidate's (bounded)
+    knobs_before  JSON: the parent's knob settings, or null
+    knobs_after   JSON: the candidate's, or null
+    hints         JSON list of the texts of the person's hints its prompt carried
+    profile       the parent's profile verdict line (Nsight Compute), where one was archived
+    created       ISO time (UTC)
+
 ``_evolve_migrations``: schema migrations applied to this file.
     name          migration function name (``m001_initial``, ...)
     applied       ISO time (UTC) it was applied
@@ -287,6 +310,19 @@ def m013_run_best(db: sqlite_utils.Database) -> None:
 def m014_tool_call_seconds(db: sqlite_utils.Database) -> None:
     """How long each tool call took (an agent's compile and check are evaluations); calls from before read 0."""
     db["tool_calls"].add_column("seconds", "REAL", not_null_default=0)
+
+
+@migration
+def m015_lessons(db: sqlite_utils.Database) -> None:
+    """What worked, kept across runs and offered to later runs of the problem and of problems alike in kind."""
+    db.execute("""CREATE TABLE lessons (id INTEGER PRIMARY KEY, problem TEXT NOT NULL, kind TEXT NOT NULL DEFAULT '',
+        language TEXT NOT NULL, run_id INTEGER NOT NULL REFERENCES runs(id),
+        candidate_id INTEGER NOT NULL REFERENCES candidates(id), parent_id INTEGER REFERENCES candidates(id),
+        proposer TEXT NOT NULL, model TEXT, measure TEXT NOT NULL, before REAL NOT NULL, after REAL NOT NULL,
+        diff TEXT NOT NULL, knobs_before TEXT, knobs_after TEXT, hints TEXT NOT NULL DEFAULT '[]', profile TEXT,
+        created TEXT NOT NULL)""")
+    db.execute("CREATE INDEX idx_lessons_problem ON lessons (problem)")
+    db.execute("CREATE INDEX idx_lessons_kind ON lessons (kind)")
 
 
 def migrate(db: sqlite_utils.Database, migrations=None, name: str = "the archive") -> None:

@@ -128,7 +128,7 @@ class _Sectioned(click.Command):
 RUN_SECTIONS = (
     ("Start here", ("models", "api_base", "budget", "max_candidates", "device", "language", "db", "resume", "help")),
     ("When to stop", ("max_cost", "target", "stagnation")),
-    ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials")),
+    ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials", "lessons")),
     ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
                                  "context_dirs", "agent", "agent_models", "agent_rounds", "agent_tokens",
                                  "agent_dollars", "agent_seconds")),
@@ -453,12 +453,15 @@ def _open_archive(db, must_exist=True, read_only=False):
 @click.option("--language", default=None, metavar="NAME",
               help="The language candidates are written in (triton, cutedsl, tilelang) [default: the first the "
                    "problem accepts].")
+@click.option("--lessons/--no-lessons", default=True, show_default=True,
+              help="Prompts carry the lessons of earlier runs in this archive (what beat its parent, for this "
+                   "problem and problems alike in kind; `evolve lessons`). The run keeps its own either way.")
 def run_command(problem, models, api_base, max_candidates, budget, max_cost, target, db, resume, seed, islands,
                 repairs, stagnation, concurrency, tune_share, compose_share, tune_trials, llm_timeout, llm_retries,
                 device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, agent,
                 agent_models, agent_rounds, agent_tokens, agent_dollars, agent_seconds, tool_rounds,
                 retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, race, cluster, cluster_lanes,
-                language):
+                language, lessons):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -504,7 +507,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
             search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                                 compose_share=compose_share, tuner_trials=tune_trials, agent=agent,
                                 agent_rounds=agent_rounds, agent_tokens=agent_tokens, agent_dollars=agent_dollars,
-                                agent_seconds=agent_seconds),
+                                agent_seconds=agent_seconds, lessons=lessons),
             profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
             context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
             llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
@@ -1251,6 +1254,35 @@ def resume_command(run_id, db):
     archive.set_paused(run["id"], False)
     click.echo(f"run {run['id']} ({run['problem']}) goes on")
 
+
+@cli.command("lessons")
+@click.option("--problem", default=None, metavar="NAME",
+              help="Only this problem's lessons (its name, or its folder) [default: every problem's].")
+@click.option("--clear", is_flag=True, help="Remove the lessons listed (asks nothing; says how many).")
+@_db_option
+def lessons_command(problem, clear, db):
+    """What worked in earlier runs (a candidate that beat its parent by a margin: its diff, knob settings, the hints
+    and the parent's profile behind it), which later runs of the problem and of problems alike in kind carry in their
+    prompts (`evolve run --no-lessons`: not); newest first."""
+    if problem is not None and Path(problem).is_dir():  # a problem folder: its name (the folder's, as evolve init has)
+        problem = Path(problem).resolve().name
+    archive = _open_archive(db, read_only=not clear)
+    if clear:
+        removed = archive.lessons.clear(problem)
+        click.echo(f"{removed} lesson{'s' if removed != 1 else ''} removed" + (f" ({problem})" if problem else ""))
+        return
+    found = archive.lessons.listing(problem)
+    if not found:
+        click.echo(f"no lessons in {db}" + (f" for {problem}" if problem else ""))
+        return
+    from .lessons import summary_line
+
+    click.echo(f"{'id':>4}  {'problem':<14}{'kind':<26}{'gain':<22}{'model':<20}{'date':<12}what")
+    for lesson in found:
+        gain = f"{lesson['before']:.3g} -> {lesson['after']:.3g} {lesson['measure']}"
+        click.echo(f"{lesson['id']:>4}  {lesson['problem'][:13]:<14}{(lesson['kind'] or '-')[:25]:<26}{gain[:21]:<22}"
+                   f"{(lesson['model'] or lesson['proposer'])[:19]:<20}{lesson['created'][:10]:<12}"
+                   f"{summary_line(lesson)}")
 
 def _print_asm(archive, c, kind: str, kernel: str | None) -> None:
     stored = [a["name"] for a in archive.artifacts.listing(c.id)]

@@ -56,6 +56,7 @@ class SearchConfig:
     agent_tokens: int = D.AGENT_TOKENS  # tokens one session may use (prompt and reply, every round)
     agent_dollars: float = D.AGENT_DOLLARS  # dollars one session may cost
     unusable: int = 20  # stop after this many proposals in a row gave nothing to evaluate (invalid or duplicates)
+    lessons: bool = True  # prompts carry lessons of earlier runs (evolve/lessons.py; never in a bench cell)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""What a prompt is told: the PromptContext the templates read (prompts/*.j2), built from the archive, and the
-parent's SASS digest and the read_parent tool's answers.
+"""What a prompt is told: the PromptContext the templates read (prompts/*.j2), built from the archive (with the lessons
+of earlier runs, evolve/lessons.py), and the parent's SASS digest and the read_parent tool's answers.
 
 A digest disassembles the parent's cubins (seconds of CPU), so it starts when a possible parent's verdict is in and is
 made in a thread of its own; `context_now` is what the loop's thread builds without waiting, and `with_digest` adds the
@@ -11,6 +11,7 @@ import dataclasses
 import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from .archive import Archive, Candidate
@@ -18,6 +19,7 @@ from .knobs import KNOBS_DOC
 from .knowledge import ContextIndex, project_context
 from .knowledge import references as knowledge_references
 from .lang import source_folders
+from .lessons import Memory
 from .proposer import ProblemView, ProgramView, PromptContext
 from .render import ladder_lines
 from .tool_answers import asm_answer
@@ -31,11 +33,18 @@ def accepted_shapes(problem) -> str:
                      for name, spec in problem.accepts)
 
 
+@dataclass(frozen=True)
+class PromptContextWithLessons(PromptContext):
+    """A PromptContext with what earlier runs learned (evolve/lessons.py, prompts/_lessons.j2)."""
+    lessons: tuple = ()  # lessons.for_prompt's dicts, the problem's own first
+
+
 class Contexts:
     """The prompt contexts of one run's problem and candidate language."""
 
-    def __init__(self, archive: Archive, problem, language):
+    def __init__(self, archive: Archive, problem, language, lessons: bool = True):
         self.archive, self.problem, self.language = archive, problem, language
+        self.memory = Memory(archive, problem, language.name) if lessons else None  # None: no lessons offered
         self.index = None  # the context folders' full-text index (knowledge.ContextIndex), with a model only
         self._digests: dict[int, Future] = {}  # SASS digests of possible parents, made once each
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evolve-digest")
@@ -72,10 +81,11 @@ class Contexts:
                                                                self.problem.contract])),
                               accepts=accepted_shapes(self.problem))
         verdict = best and self.archive.verdict(best.id)
-        return PromptContext(problem=problem, device=(verdict and verdict.device) or "unknown", knobs_doc=KNOBS_DOC,
-                             parent=self._view(parent) if parent else None,
-                             inspirations=tuple(self._view(c) for c in inspirations),
-                             error=error, hints=tuple(self.archive.hints.of_run(run_id)))
+        lessons = self.memory.for_prompt(run_id) if self.memory is not None and error is None else ()
+        return PromptContextWithLessons(
+            problem=problem, device=(verdict and verdict.device) or "unknown", knobs_doc=KNOBS_DOC,
+            parent=self._view(parent) if parent else None, inspirations=tuple(self._view(c) for c in inspirations),
+            error=error, hints=tuple(self.archive.hints.of_run(run_id)), lessons=lessons)
 
     def with_digest(self, context: PromptContext, parent: Candidate | None) -> PromptContext:
         """The context with the parent's SASS digest and profile, and the context passages picked by the digest; waits

@@ -114,7 +114,9 @@ class Search:
         self.versions: dict = {}  # the packages' versions, as the run records them
         self.material_s = 0.0  # seconds from this session's start to the verdict of the problem's last own kernel
         # what prompts are told, with the parents' SASS digests (made off this thread)
-        self.contexts = Contexts(archive, self.problem, get_language(config.eval.language or self.problem.languages[0]))
+        # (a bench cell's prompts carry no lessons of other runs: every model starts from the same place)
+        self.contexts = Contexts(archive, self.problem, get_language(config.eval.language or self.problem.languages[0]),
+                                 lessons=config.search.lessons and not config.isolated)
         self.figures = CaseFigures(archive.verdict)
         self.rounds = Rounds(config, archive, self.problem, self.work, self.emit, auditor)  # profiles, re-timing, audit
         self.profiled_at = 0  # evaluations when profiling last ran

@@ -102,8 +102,8 @@ def test_migrate_from_previous(db_path):
 
 
 def test_tool_calls_archived_before_their_seconds_were_recorded_read_zero(db_path):
-    db = _older_archive(db_path, len(archive_schema.MIGRATIONS) - 1, status="invalid")
-    assert archive_schema.MIGRATIONS[-1].__name__ == "m014_tool_call_seconds"
+    names = [fn.__name__ for fn in archive_schema.MIGRATIONS]
+    db = _older_archive(db_path, names.index("m014_tool_call_seconds"), status="invalid")
     db["tool_calls"].insert({"candidate_id": 7, "round": 1, "name": "compile", "result_chars": 9, "tokens_in": 1,
                              "tokens_out": 1, "cost": 0.0})
     db.close()

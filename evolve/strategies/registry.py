@@ -9,6 +9,7 @@ from ..proposer import LLMProposer
 from .agent import AgentSessions
 from .base import Services, Strategy
 from .composing import Composing
+from .lessons import LessonKeeper
 from .material import Material
 from .model import ModelProposals
 from .repair import Repairs
@@ -76,6 +77,7 @@ REGISTERED: list[Entry] = [
     Entry("tuner", lambda s: Tuning(s.config.seed, _tuner_trials(s)), share=lambda s: s.config.search.tune_share),
     Entry("model", _model_proposals, share=one_shot_share),
     Entry("agent", _agent_sessions),
+    Entry("lessons", lambda s: LessonKeeper(s.language)),  # proposes nothing: keeps what worked for later runs
 ]
 
 
