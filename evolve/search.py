@@ -76,6 +76,18 @@ def race_bar(race: bool, population: Population, proposal: strategies.Proposal |
     return best.fitness * (1 - population.noise.get(best.id, NOISE_FLOOR) - RACE_MARGIN)
 
 
+def resume_run(archive: Archive, config: RunConfig, problem: str, language: str) -> int:
+    """Reopen the run --resume names (--run, else the problem's last); its id."""
+    last = archive.run(config.run_id) if config.run_id is not None else archive.last_run(problem)
+    if last is None or last["problem"] != problem:
+        raise LookupError(f"no earlier run of {problem} in {config.db} to resume")
+    if last["language"] != language:
+        raise LookupError(f"run {last['id']} writes {last['language']} kernels: resume it with --language "
+                          f"{last['language']}")
+    archive.reopen_run(last["id"])
+    return last["id"]
+
+
 class SearchFailed(RuntimeError):
     """evolve's own fault ended a run; the run is closed in the archive and can be resumed."""
 
@@ -319,7 +331,8 @@ class Search:
         context index (with a model), and the problem's own kernels not yet evaluated here."""
         c = self.config
         self.archive.claim_for_run()
-        self.run_id = self.ledger.run_id = self._resumed_run() if c.resume else self._new_run()
+        self.run_id = self.ledger.run_id = resume_run(self.archive, c, self.problem.name, self.contexts.language.name) \
+            if c.resume else self._new_run()
         self.device = self.archive.run(self.run_id)["device"]
         self.versions = package_versions()
         view = self.view()
@@ -335,17 +348,6 @@ class Search:
         self.emit({"kind": "start", "run_id": self.run_id, "resumed": c.resume, "members": len(self.population)})
         if self.pipeline is None:
             self.pipeline = self.make_pipeline()
-
-    def _resumed_run(self) -> int:
-        c = self.config
-        last = self.archive.run(c.run_id) if c.run_id is not None else self.archive.last_run(self.problem.name)
-        if last is None or last["problem"] != self.problem.name:
-            raise LookupError(f"no earlier run of {self.problem.name} in {c.db} to resume")
-        if last["language"] != self.contexts.language.name:
-            raise LookupError(f"run {last['id']} writes {last['language']} kernels: resume it with --language "
-                              f"{last['language']}")
-        self.archive.reopen_run(last["id"])
-        return last["id"]
 
     def _new_run(self) -> int:
         c = self.config
