@@ -161,7 +161,8 @@ def test_apply_puts_the_archived_kernel_back_and_the_outputs_match(program, tmp_
     folder, = extract(program, [_row(profile, "mul+softmax").pattern.id], tmp_path / "problems")
     db = tmp_path / "evolve.db"
     ran = subprocess.run([sys.executable, "-m", "evolve.cli", "run", str(folder), "--max-candidates", "1",
-                          "--db", str(db), "--device", "cpu"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+                          "--db", str(db), "--device", "cpu"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     result = CliRunner().invoke(cli, ["model", "apply", str(program), "--problems", str(folder), "--db", str(db),
                                       "--out", str(tmp_path / "applied"), "--device", "cpu", "--repeats", "2"])

@@ -86,8 +86,9 @@ def _functional_call(graph, node, module):
     import torch.nn.functional as F
 
     x = node.args[0] if node.args else None
-    param = (lambda name: graph.get_attr(f"{node.target}.{name}") if getattr(module, name, None) is not None
-             else None)
+    def param(name: str):
+        return graph.get_attr(f"{node.target}.{name}") if getattr(module, name, None) is not None else None
+
     if isinstance(module, torch.nn.Dropout) and not module.training:
         return _DROPPED
     if isinstance(module, torch.nn.Linear):

@@ -11,13 +11,15 @@ from .roofline import FLOPS_PER_ELEMENT
 # why): softmax's (problems/softmax), layernorm's (problems/layernorm, also for pointwise chains: outputs near zero
 # are judged absolutely, below floor 1), matmul's (problems/matmul) for linear, float32 widened to 1e-3 for long sums.
 TOLERANCES = {
-    "softmax": {"float32": (1e-4, 1e-30, 0.999999), "bfloat16": (1e-2, 1e-30, 0.9999), "float16": (2e-3, 1e-30, 0.9999)},
+    "softmax": {"float32": (1e-4, 1e-30, 0.999999), "bfloat16": (1e-2, 1e-30, 0.9999),
+                "float16": (2e-3, 1e-30, 0.9999)},
     "rows": {"float32": (5e-4, 1.0, 0.999999), "bfloat16": (1e-2, 1.0, 0.9999), "float16": (2e-3, 1.0, 0.9999)},
     "linear": {"float32": (1e-3, 0.1, 0.99999), "bfloat16": (1e-2, 0.1, 0.9999), "float16": (2e-3, 0.1, 0.9999)},
 }
 FORBID = {
-    "layer_norm": ["torch.nn.functional.layer_norm", "torch.layer_norm", "torch.nn.LayerNorm", "torch.native_layer_norm",
-                   "torch.var", "torch.var_mean", "Tensor.var", "torch.mean", "Tensor.mean", "torch.rsqrt"],
+    "layer_norm": ["torch.nn.functional.layer_norm", "torch.layer_norm", "torch.nn.LayerNorm",
+                   "torch.native_layer_norm", "torch.var", "torch.var_mean", "Tensor.var", "torch.mean",
+                   "Tensor.mean", "torch.rsqrt"],
     "rms_norm": ["torch.nn.functional.rms_norm", "torch.rms_norm", "torch.nn.RMSNorm", "torch.rsqrt"],
     "softmax": ["torch.softmax", "torch.nn.functional.softmax", "Tensor.softmax", "torch._softmax",
                 "torch.special.softmax"],
@@ -100,7 +102,7 @@ def problem_toml(name: str, program: Path, pattern: Pattern) -> str:
 
 def reference_py(program: Path, pattern: Pattern) -> str:
     body = pattern.code.replace("def forward(self, ", "def program_op(", 1)
-    body = "\n".join(line.split(";  ")[0] for line in body.splitlines())  # the fx code's `x = None` frees dropped
+    body = "\n".join(line.split(";  ")[0] for line in body.splitlines())  # without the fx code's `x = None` frees
     dims = "M, N" if pattern.kind == "rows" else "M, K, N"
     if pattern.kind == "rows":
         full, row = pattern.roles.count("full"), pattern.roles.count("row")
@@ -113,8 +115,8 @@ def reference_py(program: Path, pattern: Pattern) -> str:
         work = "2 * M * N * K"
         shapes = '{"x": (M, K), "weight": (N, K), "bias": (N,)}'
         scale = '{"weight": K ** -0.5, "bias": 0.1}'  # so that the result is about unit scale whatever K is
-    return f'''"""Written by `evolve model extract` from {program.name}: {pattern.id} ({pattern.label}), the op as the program
-runs it, its parameters made inputs."""
+    return f'''"""Written by `evolve model extract` from {program.name}: {pattern.id} ({pattern.label}),
+the op as the program runs it, its parameters made inputs."""
 import torch
 
 _DTYPES = {{"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from .chains import row_step
 
-_HEADER = '''"""Seed written by `evolve model extract`: {what}. An honest, simple kernel, not tuned (the search does that)."""
+_HEADER = '''"""Seed written by `evolve model extract`: {what}.
+An honest, simple kernel, not tuned (the search does that)."""
 import torch
 import triton
 import triton.language as tl
@@ -78,7 +79,8 @@ def rows_seed(unit, roles: tuple, label: str, wrong: bool = False) -> str:
 def custom_kernel({args}):
     inputs = [t.contiguous() for t in ({args},)]
     n_rows, n_cols = inputs[{full}].shape
-    out = torch.{"zeros" if wrong else "empty"}((n_rows, n_cols), dtype=inputs[{full}].dtype, device=inputs[{full}].device)
+    out = torch.{"zeros" if wrong else "empty"}((n_rows, n_cols), dtype=inputs[{full}].dtype,
+                      device=inputs[{full}].device)
     rows_kernel[(n_rows,)](out, *inputs, n_cols, BLOCK=triton.next_power_of_2(n_cols), num_warps=KNOBS["num_warps"])
     return out
 '''
