@@ -1366,6 +1366,84 @@ def check_problem_command(problem, device, timeout_s):
     click.echo(f"{problem}: no fault found")
 
 
+@cli.group("model")
+def model_group():
+    """From a user's PyTorch program to problems and back (docs/model.md). PROGRAM is a Python file defining
+    `def program():` that returns `(module, example_inputs)`: the module is traced with torch.fx, so a script with a
+    marked region is not taken; wrap the region in a module. `profile` shows where the time goes, `extract` writes
+    problem folders from the ops and chains you pick, `apply` puts their best kernels back and measures the gain."""
+
+
+@model_group.command("profile")
+@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rows shown.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where the program runs (auto: the GPU if there is one).")
+@click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Forwards timed; each op's time is its median.")
+def model_profile_command(program, top, as_json, device, repeats):
+    """Where PROGRAM's time goes, by op and by chain of ops one kernel could fuse: each one's share, the shapes and
+    dtypes it ran at and how often, and on a GPU the most it could gain end to end (Amdahl, from its roofline)."""
+    from .model_tools.profile import profile_program, render
+    from .model_tools.program import ProgramError, pick_device
+
+    try:
+        profile = profile_program(program, pick_device(device), repeats)
+    except ProgramError as exc:
+        _fail(str(exc))
+    click.echo(json.dumps(profile.to_json(), indent=1) if as_json else render(profile, top))
+
+
+@model_group.command("extract")
+@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.option("--pick", required=True, metavar="ID[,ID]", help="The profile's ids of the ops or chains to write.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="The folder the problem folders are written under.")
+def model_extract_command(program, pick, out_dir):
+    """Write a problem folder for each picked op or chain of PROGRAM: its reference the program's own code, its
+    benchmark shapes those the program ran it at, tolerances by dtype, a Triton seed and a wrong kernel; then
+    `evolve check-problem DIR` and `evolve run DIR` take it as it is."""
+    from .model_tools.extract import extract
+    from .model_tools.program import ProgramError
+
+    try:
+        written = extract(program, [p.strip() for p in pick.split(",") if p.strip()], out_dir)
+    except ProgramError as exc:
+        _fail(str(exc))
+    for folder in written:
+        click.echo(f"wrote {folder}")
+    click.echo("next: evolve check-problem DIR, evolve run DIR, then evolve model apply PROGRAM --problems DIR[,DIR]")
+
+
+@model_group.command("apply")
+@click.argument("program", type=click.Path(exists=True, dir_okay=False))
+@click.option("--problems", "problem_dirs", required=True, metavar="DIR[,DIR]",
+              help="Problem folders `evolve model extract` wrote from PROGRAM.")
+@_db_option
+@click.option("--out", "out_dir", default="model-apply", show_default=True, type=click.Path(file_okay=False),
+              help="Where the kernels, the patched forward's code and the result are written.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where the program runs (cpu: the kernels under the Triton interpreter).")
+@click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True, help="Forwards timed.")
+def model_apply_command(program, problem_dirs, db, out_dir, device, repeats):
+    """Put each problem's best archived kernel into PROGRAM in place of the op or chain it was written from, check
+    the program's outputs against the original's, and print the end-to-end time before and after beside the
+    Amdahl prediction from the kernels' measured speed-ups."""
+    from .model_tools.apply import apply, render
+    from .model_tools.program import ProgramError, pick_device
+
+    try:
+        result = apply(program, [d.strip() for d in problem_dirs.split(",") if d.strip()], db, out_dir,
+                       pick_device(device), repeats)
+    except ProgramError as exc:
+        _fail(str(exc))
+    click.echo(render(result))
+    click.echo(f"written: {out_dir}/kernels/, {out_dir}/patched_forward.py, {out_dir}/result.json")
+    if not result["match"]:
+        sys.exit(1)
+
+
 def main():
     import faulthandler
     import signal
