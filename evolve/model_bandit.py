@@ -183,6 +183,8 @@ class ModelBandit:
     def choose(self, keys: list[str]) -> str:
         """The arm the next proposal asks, among these (a strategy's models); weight 0 never."""
         arms = [self.arms[k] for k in keys if self.arms[k].weight > 0]
+        if not arms:
+            raise ValueError(f"no model among {', '.join(keys)} has a positive weight")
         if len(arms) == 1:
             return arms[0].key
         if self.rng.random() < 1.0 / EXPLORE_EVERY:  # exploring: by the weights alone

@@ -5,6 +5,7 @@ wrong ones, and the bandit gives the cheap one most of the proposals, where a pi
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from llm_server import ScriptedLLM
 
@@ -16,7 +17,8 @@ from evolve.leaderboard import board, text_lines
 from evolve.proposer import parse_models
 from evolve.search import Search
 from test_agent import FIXED
-from test_run import MINI, fenced
+from test_bench import wrong
+from test_run import MINI, evolve, fenced, good
 from verdicts import ladder
 
 CHEAP, DEAR = "openai/gpt-4o-mini", "openai/gpt-4o"  # litellm prices both; gpt-4o costs about 16 times as much
@@ -94,3 +96,26 @@ def test_a_pick_by_weight_splits_the_proposals_about_evenly(tmp_path):
     assert 0.3 * len(asked) <= asked.count("gpt-4o-mini") <= 0.7 * len(asked), asked
     status = CliRunner().invoke(cli, ["status", "--db", str(db)])
     assert "chosen at random by weight" in status.output and "by weight (1)" in status.output, status.output
+
+
+@pytest.mark.slow
+def test_evolve_run_with_two_models_through_the_real_harness_and_status_says_the_split(tmp_path):
+    """The command line end to end under the CPU interpreter: the bandit is the default, the run's options say so,
+    and `evolve status` prints each model's share and why."""
+    db = tmp_path / "cli.db"
+    with ScriptedLLM() as llm:
+        llm.enqueue_for("gpt-4o-mini", *[fenced(good(w)) for w in (2, 8, 1, 16)])
+        llm.enqueue_for("gpt-4o", *[fenced(wrong(w)) for w in (2, 8, 1, 16)])
+        out = evolve("run", MINI, "--db", db, "--model", CHEAP, "--model", DEAR, "--api-base", llm.url, "--device",
+                     "cpu", "--max-candidates", 4, "--tune-share", 0, "--compose-share", 0, "--concurrency", 1,
+                     "--retime", 0, OPENAI_API_KEY="sk-test")
+    assert out.returncode == 0, out.stderr[-3000:]
+    archive = Archive(db, read_only=True)
+    try:
+        run = archive.runs()[-1]
+    finally:
+        archive.close()
+    assert run["options"]["model_choice"] == "bandit" and run["options"]["search"]["model_choice"] == "bandit"
+    status = evolve("status", "--db", db)
+    assert status.returncode == 0 and "model proposals, their models chosen by the bandit" in status.stdout
+    assert re.search(rf"{CHEAP} +\d+ +\d+%", status.stdout) and re.search(rf"{DEAR} +\d+ +\d+%", status.stdout)
