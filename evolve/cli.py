@@ -129,8 +129,8 @@ RUN_SECTIONS = (
     ("Start here", ("models", "api_base", "budget", "max_candidates", "device", "language", "db", "resume", "help")),
     ("When to stop", ("max_cost", "target", "stagnation")),
     ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials", "lessons")),
-    ("Model calls and context", ("concurrency", "llm_timeout", "llm_retries", "tools", "tool_rounds",
-                                 "context_dirs", "agent", "agent_models", "agent_rounds", "agent_tokens",
+    ("Model calls and context", ("model_choice", "concurrency", "llm_timeout", "llm_retries", "tools",
+                                 "tool_rounds", "context_dirs", "agent", "agent_models", "agent_rounds", "agent_tokens",
                                  "agent_dollars", "agent_seconds")),
     ("Evaluation", ("timeout_s", "cache_dir", "artifacts", "fair_window", "race")),
     ("GPUs and clusters", ("gpus", "per_gpu", "cluster", "cluster_lanes")),
@@ -344,6 +344,11 @@ def _open_archive(db, must_exist=True, read_only=False):
                    "the provider's usual environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...). Without a "
                    "model the run uses its embedded default: the knob tuner over the seeds and archived kernels.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server; use with --model openai/<name>.")
+@click.option("--model-choice", type=click.Choice(["bandit", "weights"]), default=D.MODEL_CHOICE, show_default=True,
+              help="With several models, how each proposal's model is chosen: bandit gives the budget to the models "
+                   "whose proposals gain the most fitness per dollar (per second where a model has no price), the "
+                   "weights as its prior, and keeps trying the others; weights picks at random by weight. evolve "
+                   "status says how the budget was split and why.")
 @click.option("--max-candidates", type=click.IntRange(min=1), help="Stop after this many evaluated candidates.")
 @click.option("--budget", type=_Duration(),
               help="Stop after this much wall time: 90m, 8h, 45s [default without a GPU, when no other "
@@ -461,7 +466,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                 device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, agent,
                 agent_models, agent_rounds, agent_tokens, agent_dollars, agent_seconds, tool_rounds,
                 retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, race, cluster, cluster_lanes,
-                language, lessons):
+                language, lessons, model_choice):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -507,7 +512,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
             search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                                 compose_share=compose_share, tuner_trials=tune_trials, agent=agent,
                                 agent_rounds=agent_rounds, agent_tokens=agent_tokens, agent_dollars=agent_dollars,
-                                agent_seconds=agent_seconds, lessons=lessons),
+                                agent_seconds=agent_seconds, lessons=lessons, model_choice=model_choice),
             profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
             context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
             llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,
@@ -825,6 +830,17 @@ def status_command(db):
     cells = run_elites(archive, runs[-1]["id"])  # the last run's diversity archive (docs/search.md, Diversity)
     click.echo(f"run {runs[-1]['id']}: {len(cells)} cells occupied across {len({c.family for c in cells})} structure "
                "families (evolve leaderboard --html draws the grid)")
+    _print_splits(archive, runs)
+
+
+def _print_splits(archive, runs) -> None:
+    """How each run with several models split its proposals among them, and why (model_split.py)."""
+    from .model_split import GAIN_NOTE, run_split, split_lines
+
+    splits = [(r["id"], run_split(archive, r["id"])) for r in runs]
+    lines = [line for run_id, split in splits if split is not None for line in split_lines(run_id, split)]
+    if lines:
+        click.echo("\n" + "\n".join(lines + [GAIN_NOTE]))
 
 
 class _Unstored:

@@ -55,6 +55,9 @@ class SearchConfig:
     agent_seconds: float = D.AGENT_SECONDS  # wall time one session may take in all (model calls and tools)
     agent_tokens: int = D.AGENT_TOKENS  # tokens one session may use (prompt and reply, every round)
     agent_dollars: float = D.AGENT_DOLLARS  # dollars one session may cost
+    # with several models, how each proposal's model is chosen: "bandit" (by gain per dollar, model_bandit.py) or
+    # "weights" (at random by weight)
+    model_choice: str = D.MODEL_CHOICE
     unusable: int = 20  # stop after this many proposals in a row gave nothing to evaluate (invalid or duplicates)
     lessons: bool = True  # prompts carry lessons of earlier runs (evolve/lessons.py; never in a bench cell)
 
@@ -110,11 +113,19 @@ class RunConfig:
     cluster_lanes: int | None = None  # lanes (actors) on the cluster; None: one per GPU (1 without a GPU)
     race: bool = True  # stop timing a candidate that can no longer reach the best (harness/measurer/race.py)
 
+    def model_choice(self) -> str | None:
+        """How the run chooses each proposal's model: "bandit" or "weights" with several models with a positive weight
+        (--model-choice), None with one model or none."""
+        if sum(m.weight > 0 for m in self.models) < 2:
+            return None
+        return self.search.model_choice
+
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
         return {
             "models": [{"name": m.name, "weight": m.weight, "agent": m.agent or self.search.agent}
                        for m in self.models],
+            "model_choice": self.model_choice(),
             "api_base": self.api_base,
             "max_candidates": self.max_candidates, "budget_s": self.budget_s, "default_budget": self.default_budget,
             "max_cost": self.max_cost,

@@ -13,6 +13,7 @@ ISLANDS = 2
 DIVERSITY = 0.5  # the share of parents drawn across the diversity archive's cells (docs/search.md, Diversity)
 REPAIRS = 2  # load/compile failures sent back to the model
 STAGNATION = 30  # evaluated candidates without an improvement before a run stops
+MODEL_CHOICE = "bandit"  # with several models: each proposal's by gain per dollar (model_bandit.py), or "weights"
 CONCURRENCY = 4  # model calls in flight at once
 TUNE_SHARE = 0.2  # with a model, the share of steps given to the knob tuner
 COMPOSE_SHARE = 0.25  # with a model, the share of steps that look for a shape-dispatch composite

@@ -30,6 +30,9 @@ Definitions (docs/compare.md says the same):
   seconds are its evaluation's (the rungs' wall time, `evaluations.seconds`: on the GPU, or on the host under the CPU
   interpreter) plus its agent session's tool calls' (`tool_calls.seconds`: the compiles and checks it ran before it
   submitted).
+- model split (a run of several models, `split`): per model its proposals, their share, dollars, seconds and gain
+  (model_split.py: the log of each kernel's score over its parent's, beyond the timing noise, summed), and gain per
+  dollar, summed over the row's runs; `model_choice` says how the runs chose (the bandit, or by weight).
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ from pathlib import Path
 
 from .archive import Archive
 from .config import format_duration
+from .model_split import Split, run_split
 from .proposer import ModelSpec
 from .standing import run_leader
 
@@ -103,6 +107,7 @@ class Run:
     tag: str = ""  # the archive's short name (archive_tags)
     gaps: list = field(default_factory=list)  # [from, to] times the run was stopped before a resume
     best_id: int | None = None  # the kernel the run reported as its best when it stopped (standing.py)
+    split: Split | None = None  # how a run of several models split its proposals among them (model_split.py)
 
     def _idle_before(self, moment: datetime.datetime) -> float:
         idle = 0.0
@@ -172,6 +177,7 @@ def load_runs(paths, problems=None, devices=None) -> list[Run]:
                           tag=tags[str(path)], gaps=r.get("gaps") or [], language=r.get("language") or "triton",
                           best_id=r.get("best_id"))
                 run.candidates = archive.timeline(r["id"])
+                run.split = run_split(archive, r["id"], run.candidates)
                 runs.append(run)
         finally:
             archive.close()
@@ -213,6 +219,8 @@ class Row:
     dollars_per_point: float | None = None
     dollars_per_proposal: float | None = None  # per submitted kernel
     eval_seconds_per_proposal: float | None = None  # its evaluation and its agent session's compiles and checks
+    model_choice: str | None = None  # an ensemble's: "bandit" or "weights" ("bandit+weights" where its runs differ)
+    split: list[dict] = field(default_factory=list)  # an ensemble's, per model (model_splits)
     versions: dict = field(default_factory=dict)
     date: str = ""
 
@@ -250,6 +258,7 @@ def build_row(problem: str, model: str, language: str, device: str, runs: list[R
         leader = run_leader(run.candidates, run.best_id, _value)  # the kernel the run reported (standing.py)
         if leader is not None and (best_value is None or _value(leader) > best_value):
             best_run, best_cand, best_value = run, leader, _value(leader)
+    row.model_choice, row.split = model_splits(runs)
     seconds = [r.wall_seconds() for r in runs]
     row.total.seconds = sum(s for s in seconds if s is not None) if any(s is not None for s in seconds) else None
     if row.proposals:
@@ -287,6 +296,26 @@ def build_row(problem: str, model: str, language: str, device: str, runs: list[R
         if gain > 0 and row.total.dollars > 0:
             row.dollars_per_point = row.total.dollars / (100 * gain)
     return row
+
+
+def model_splits(runs: list[Run]) -> tuple[str | None, list[dict]]:
+    """(how the runs chose their models, per model its proposals, share, dollars, seconds, gain and gain per dollar
+    over the runs), for runs of several models; (None, []) otherwise."""
+    totals: dict[str, dict] = {}
+    choices = sorted({run.split.choice for run in runs if run.split is not None})
+    for run in runs:
+        for s in run.split.shares if run.split is not None else ():
+            t = totals.setdefault(s.model, {"model": s.model, "proposals": 0, "dollars": 0.0, "seconds": 0.0,
+                                            "gain": 0.0})
+            t["proposals"] += s.proposals
+            t["dollars"] += s.dollars
+            t["seconds"] += s.seconds
+            t["gain"] += s.gain
+    asked = sum(t["proposals"] for t in totals.values())
+    for t in totals.values():
+        t["share"] = t["proposals"] / asked if asked else None
+        t["gain_per_dollar"] = t["gain"] / t["dollars"] if t["dollars"] > 0 else None
+    return "+".join(choices) or None, list(totals.values())
 
 
 @dataclass
@@ -396,6 +425,7 @@ def text_lines(b: Board) -> list[str]:
         out.append(f"{device}  (torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}; "
                    f"newest run {max(r.date for r in rows)}{language})")
         out += _results(rows, who) + [""] + _spend(rows, who) + [""] + _per_proposal(rows, who) + [""]
+        out += _splits(rows, who)
         summaries = [s for s in b.summaries if s.device == device]
         out += _summaries(summaries, who) + [""] + _fast_p(summaries, who) + [""]
     return out or ["no runs"]
@@ -453,6 +483,23 @@ def _per_proposal(rows, who) -> list[str]:
     out.append("  $/proposal: dollars per kernel submitted; eval s/proposal: seconds of its evaluation (on the GPU,")
     out.append("    or on the host under the CPU interpreter) and of its agent session's compiles and checks")
     return out
+
+
+def _splits(rows, who) -> list[str]:
+    """Each ensemble's proposals per model, and how they were chosen; nothing where no row has several models."""
+    split = [r for r in rows if r.split]
+    if not split:
+        return []
+    out = [f"{who('problem', 'model split', 'language')}{'by':>7}{'asked':>7}{'share':>6}{'$':>9}{'gain':>8}"
+           f"{'gain/$':>9}"]
+    for r in split:
+        for s in r.split:
+            out.append(f"{who(r.problem, s['model'], r.language)}{r.model_choice[:6]:>7}{s['proposals']:>7}"
+                       f"{_pct(s['share']):>6}{s['dollars']:>9.4f}{s['gain']:>8.3g}"
+                       f"{_f(s['gain_per_dollar'], '{:.3g}'):>9}")
+    out.append("  by: the bandit (gain per dollar, the weights its prior) or weights (at random by weight);")
+    out.append("    gain: the log of each kernel's score over its parent's, beyond the timing noise, summed")
+    return out + [""]
 
 
 def _summaries(summaries, who) -> list[str]:

@@ -410,13 +410,15 @@ class LLMProposer:
                     delay += self._jitter.uniform(0, 0.25 * delay)
                 time.sleep(min(_MAX_BACKOFF_S, max(delay, _retry_after(exc))))
 
-    def propose(self, template: str, context: dict, parent_source: str | None = None, toolbox=None) -> Proposal:
-        """Ask one model (weighted random pick) for a candidate. Thread-safe; never raises for HTTP or reply trouble.
+    def propose(self, template: str, context: dict, parent_source: str | None = None, toolbox=None,
+                model: str | None = None) -> Proposal:
+        """Ask one model for a candidate: `model` (the run's bandit picked it), or one picked at random by weight.
+        Thread-safe; never raises for HTTP or reply trouble.
 
         With a toolbox (knowledge.Toolbox) and a model that calls functions, the model may call the context tools
         for up to `tool_rounds` rounds before it answers; every round's tokens and cost are counted, and each call
         is logged in `Proposal.tool_log`."""
-        model = self.pick_model().name
+        model = model or self.pick_model().name
         if parent_source is not None:  # a diff applies to the program as the prompt showed it
             parent_source = strip_test_header(parent_source)
         # an agent session (a toolbox with rounds of its own) has its tools whatever --tools says: they are its work

@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from . import lanes, limits, standing, strategies
+from . import lanes, limits, model_bandit, standing, strategies
 from .archive import Archive, Candidate
 from .case_figures import CaseFigures
 from .config import RunConfig
@@ -135,7 +135,7 @@ class Search:
         self.services = strategies.Services(
             config=config, problem=self.problem, archive=archive, figures=self.figures, emit=self.emit, rng=self.rng,
             language=self.contexts.language.name, proposer=proposer, contexts=self.contexts,
-            keep_verdicts=known_material, evaluate=evaluate)
+            keep_verdicts=known_material, evaluate=evaluate, model_choice=model_bandit.for_run(config, proposer))
         self.strategies = strategies.build(self.services)
         duels = Duels(self.population, archive, self.emit, clock, config.fair_window_s, self._retime_beside)
         self.ledger = Ledger(archive, self.population, duels, self.emit, self.strategies, self.view)

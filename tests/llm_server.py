@@ -5,11 +5,14 @@
         llm.enqueue(Status(429))                                      # an HTTP error (429 carries retry-after: 0)
         llm.enqueue(Hang(2.0))                                        # sleep, then close the connection unanswered
         llm.enqueue(ToolCalls((("search_context", {"query": "x"}),)))  # a function call (OpenAI tool_calls format)
+        llm.enqueue_for("gpt-4o", "```python ...```")                 # a reply for requests naming this model only
         litellm.completion(model="openai/fake", api_base=llm.url, api_key="x", messages=[...])
         llm.requests[-1]["messages"]                                  # every JSON body received
 
-POST /v1/chat/completions pops the next item; an empty queue answers 500 ("script exhausted"). GET /v1/models lists one
-model. Token counts in `usage` are word counts, so they are deterministic. Stdlib only.
+POST /v1/chat/completions pops the next item of the queue of the model the request names (as sent: `gpt-4o` for
+litellm's `openai/gpt-4o`), where one was enqueued for it, else of the shared queue; an empty queue answers 500
+("script exhausted"). GET /v1/models lists one model. Token counts in `usage` are word counts, so they are
+deterministic. Stdlib only.
 
 The `llm_server` fixture yields a started server; import it into a test module (or list this module in
 `pytest_plugins`) to use it.
@@ -61,6 +64,7 @@ class ScriptedLLM:
         self.requests: list[dict] = []
         self.headers: list[dict] = []  # request headers, lower-cased names, in order
         self._queue: deque = deque()
+        self._by_model: dict[str, deque] = {}  # the model a request names -> its own answers (enqueue_for)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
@@ -69,22 +73,33 @@ class ScriptedLLM:
 
     # -- script ---------------------------------------------------------------------------------------------------
     def enqueue(self, *items) -> None:
+        self._put(self._queue, items)
+
+    def enqueue_for(self, model: str, *items) -> None:
+        """Answers for the requests naming `model` only (as the server receives it, without litellm's provider
+        prefix); the shared queue answers the others, and this model's once its own are spent."""
+        with self._lock:
+            queue = self._by_model.setdefault(model, deque())
+        self._put(queue, items)
+
+    def _put(self, queue: deque, items) -> None:
         with self._lock:
             for item in items:
                 if not isinstance(item, (str, Status, Hang, ToolCalls)):
                     raise TypeError(f"enqueue takes str, Status, Hang or ToolCalls, not {type(item).__name__}")
-                self._queue.append(item)
+                queue.append(item)
 
     @property
     def remaining(self) -> int:
         with self._lock:
-            return len(self._queue)
+            return len(self._queue) + sum(len(q) for q in self._by_model.values())
 
     def _next(self, body: dict, headers: dict):
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            return self._queue.popleft() if self._queue else None
+            queue = self._by_model.get(body.get("model")) or self._queue
+            return queue.popleft() if queue else None
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
     @property

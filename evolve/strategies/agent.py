@@ -13,8 +13,8 @@ from .model import Asked, ModelProposals
 class AgentSessions(ModelProposals):
     name = "agent"
 
-    def __init__(self, proposer, contexts, rng, evaluate, config):
-        super().__init__(proposer, contexts, rng, diff_share=0.0, repairs=config.search.repairs)
+    def __init__(self, proposer, contexts, rng, evaluate, config, bandit=None):
+        super().__init__(proposer, contexts, rng, diff_share=0.0, repairs=config.search.repairs, bandit=bandit)
         search = config.search
         self.evaluate, self.config = evaluate, config
         self.bounds = Bounds(rounds=search.agent_rounds, tokens=search.agent_tokens, dollars=search.agent_dollars,
@@ -29,10 +29,11 @@ class AgentSessions(ModelProposals):
                                             view.run_id)
         toolbox = AgentToolbox(self.contexts.index, self.contexts.parent_reader(parent) if parent else None,
                                view.problem, view.config.eval, self.evaluate, self.bounds, self._profiler(view))
+        model = self.model_argument()
 
         def answer() -> Answer:  # in the session's thread
             return self.proposer.propose("agent", self.contexts.with_digest(context, parent),
-                                         parent.source if parent else None, toolbox)
+                                         parent.source if parent else None, toolbox, **model)
         self.asked.append(Asked(island, parent, self.pool.submit(answer), tuple(h["id"] for h in context.hints)))
 
     def _profiler(self, view: View):

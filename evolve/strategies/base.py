@@ -51,6 +51,7 @@ class Services:
     contexts: Any = None  # prompt_context.Contexts: what prompts are told
     keep_verdicts: bool = False  # recall and keep the problem's own kernels' verdicts (evolve/known.py)
     evaluate: Any = None  # the run's evaluator (the harness's evaluate): what an agent session's tools call
+    model_choice: Any = None  # model_bandit.ModelBandit: which model each proposal asks; None: the proposer's pick
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """A model's proposals (proposer.py): full rewrites and SEARCH/REPLACE edits of a parent the population picks, asked
-in the background so up to --concurrency model calls run while lanes evaluate."""
+in the background so up to --concurrency model calls run while lanes evaluate. Where several models run, the bandit
+(model_bandit.py) picks each proposal's model when it is asked, and hears each verdict."""
 from __future__ import annotations
 
 from collections import deque
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from ..archive import Candidate
 from ..knobs import read_knobs
 from ..knowledge import Toolbox
+from ..model_bandit import ModelBandit, archive_lookup
 from ..proposer import Proposal as Answer
 from .base import Landing, Proposal, Strategy, View
 
@@ -37,12 +39,25 @@ def fields_of(answer: Answer, parent_ids, island, parent, hint_ids=()) -> dict:
 class ModelProposals(Strategy):
     name = "model"
 
-    def __init__(self, proposer, contexts, rng, diff_share: float, repairs: int):
+    def __init__(self, proposer, contexts, rng, diff_share: float, repairs: int, bandit: ModelBandit | None = None):
         self.proposer, self.contexts, self.rng = proposer, contexts, rng
+        self.bandit = bandit  # picks each proposal's model; None: the proposer picks by weight
         self.diff_share, self.repairs = diff_share, repairs
         self.concurrency = max(1, getattr(proposer, "concurrency", 1))
         self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evolve-ask")
         self.asked: deque[Asked] = deque()  # oldest first; the proposer's own limit (--concurrency) is the only one
+
+    def start(self, view: View) -> None:
+        """A resumed run's bandit takes back the evidence its archived proposals hold."""
+        if self.bandit is not None:
+            self.bandit.resume(view.archive, view.run_id)
+
+    def model_argument(self) -> dict:
+        """propose's keyword naming the model the bandit picks for the next proposal (on the loop's thread, so a
+        seeded run picks alike); none where the proposer picks by weight."""
+        if self.bandit is None:
+            return {}
+        return {"model": self.bandit.choose_model(self.proposer.models, agent=self.name == "agent")}
 
     def ask(self, island: int, view: View) -> None:
         """Start one proposal in the background: parent and template are chosen now, the model answers later."""
@@ -53,10 +68,11 @@ class ModelProposals(Strategy):
                                             view.run_id)
         index = self.contexts.index
         toolbox = Toolbox(index, self.contexts.parent_reader(parent) if parent else None) if index else None
+        model = self.model_argument()
 
         def answer() -> Answer:  # in the proposal's thread: the parent's digest may still be disassembling
             return self.proposer.propose(template, self.contexts.with_digest(context, parent),
-                                         parent.source if parent else None, toolbox)
+                                         parent.source if parent else None, toolbox, **model)
         self.asked.append(Asked(island, parent, self.pool.submit(answer), tuple(h["id"] for h in context.hints)))
 
     def propose(self, island: int, view: View) -> Proposal:
@@ -73,7 +89,10 @@ class ModelProposals(Strategy):
                         self.name, note={"repairs": self.repairs})
 
     def landed(self, landing: Landing, view: View) -> None:
-        """A possible parent: its SASS digest begins now, off the loop's thread."""
+        """The bandit hears its proposals' verdicts; a possible parent: its SASS digest begins now, off the loop's
+        thread."""
+        if self.bandit is not None and landing.answers(self.name):
+            self.bandit.hear(landing, archive_lookup(view.archive))
         if landing.fresh and landing.cand is not None and landing.cand.score is not None \
                 and landing.verdict is not None:
             self.contexts.start_digest(landing.cand, landing.verdict.kernels)

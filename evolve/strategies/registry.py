@@ -55,18 +55,19 @@ def one_shot_share(services: Services) -> float | None:
 
 def _model_proposals(s: Services) -> ModelProposals | None:
     proposer = proposer_of(s, agent=False)
-    return ModelProposals(proposer, s.contexts, s.rng, s.config.search.diff_share, s.config.search.repairs) \
-        if proposer is not None else None
+    return ModelProposals(proposer, s.contexts, s.rng, s.config.search.diff_share, s.config.search.repairs,
+                          s.model_choice) if proposer is not None else None
 
 
 def _agent_sessions(s: Services) -> AgentSessions | None:
     proposer = proposer_of(s, agent=True)
-    return AgentSessions(proposer, s.contexts, s.rng, s.evaluate, s.config) if proposer is not None else None
+    return AgentSessions(proposer, s.contexts, s.rng, s.evaluate, s.config, s.model_choice) \
+        if proposer is not None else None
 
 
 def _repairs(s: Services) -> Repairs | None:
     proposer = proposer_of(s, agent=False)  # an agent's submission is not repaired: its session had the compiler
-    return Repairs(proposer, s.contexts) if proposer is not None else None
+    return Repairs(proposer, s.contexts, s.model_choice) if proposer is not None else None
 
 
 REGISTERED: list[Entry] = [

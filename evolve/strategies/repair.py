@@ -7,6 +7,7 @@ from collections import deque
 from ..archive import Candidate
 from ..harness import Verdict
 from ..knowledge import Toolbox
+from ..model_bandit import ModelBandit, archive_lookup
 from .base import Landing, Proposal, Strategy, View
 from .model import fields_of
 
@@ -14,8 +15,9 @@ from .model import fields_of
 class Repairs(Strategy):
     name = "repair"
 
-    def __init__(self, proposer, contexts):
+    def __init__(self, proposer, contexts, bandit: ModelBandit | None = None):
         self.proposer, self.contexts = proposer, contexts
+        self.bandit = bandit  # picks each repair's model and hears its verdict; None: the proposer picks by weight
         # (failed candidate, its verdict, repairs left)
         self.due: deque[tuple[Candidate, Verdict | None, int]] = deque()
 
@@ -23,6 +25,8 @@ class Repairs(Strategy):
         """A model's (or a repair's) candidate that failed at load or compile is due a repair while it has any left;
         the problem's own failure is not the model's to repair."""
         proposal, cand = landing.proposal, landing.cand
+        if self.bandit is not None and landing.answers(self.name):
+            self.bandit.hear(landing, archive_lookup(view.archive))
         if proposal is None or proposal.strategy not in ("model", self.name) or cand is None:
             return
         left = proposal.note.get("repairs", 0)
@@ -42,6 +46,7 @@ class Repairs(Strategy):
         context = self.contexts.with_digest(parent_context, cand)
         index = self.contexts.index
         toolbox = Toolbox(index, self.contexts.parent_reader(cand)) if index else None
-        answer = self.proposer.propose("repair", context, cand.source, toolbox)
+        model = {"model": self.bandit.choose_model(self.proposer.models, agent=False)} if self.bandit else {}
+        answer = self.proposer.propose("repair", context, cand.source, toolbox, **model)
         return Proposal(fields_of(answer, (cand.id,), cand.island, cand, tuple(h["id"] for h in context.hints)),
                         self.name, note={"repairs": left - 1})
