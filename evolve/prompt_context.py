@@ -11,7 +11,6 @@ import dataclasses
 import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from .archive import Archive, Candidate
@@ -31,12 +30,6 @@ def accepted_shapes(problem) -> str:
                      f"{name} from {spec['min']} to {spec['max']}" +
                      (f" in multiples of {spec['multiple_of']}" if "multiple_of" in spec else "")
                      for name, spec in problem.accepts)
-
-
-@dataclass(frozen=True)
-class PromptContextWithLessons(PromptContext):
-    """A PromptContext with what earlier runs learned (evolve/lessons.py, prompts/_lessons.j2)."""
-    lessons: tuple = ()  # lessons.for_prompt's dicts, the problem's own first
 
 
 class Contexts:
@@ -82,7 +75,7 @@ class Contexts:
                               accepts=accepted_shapes(self.problem))
         verdict = best and self.archive.verdict(best.id)
         lessons = self.memory.for_prompt(run_id) if self.memory is not None and error is None else ()
-        return PromptContextWithLessons(
+        return PromptContext(
             problem=problem, device=(verdict and verdict.device) or "unknown", knobs_doc=KNOBS_DOC,
             parent=self._view(parent) if parent else None, inspirations=tuple(self._view(c) for c in inspirations),
             error=error, hints=tuple(self.archive.hints.of_run(run_id)), lessons=lessons)

@@ -101,6 +101,7 @@ class PromptContext:
     hints: tuple = ()  # the person's hints to this run ({"id", "text", "created"}), oldest first
     references: tuple = ()  # passages of the context folders for a model without tools ({"path", "start", "end",
     # "title", "text"}, best first)
+    lessons: tuple = ()  # what earlier runs learned (evolve/lessons.py, prompts/_lessons.j2), the problem's own first
 
     def as_dict(self) -> dict:
         import dataclasses

@@ -18,8 +18,7 @@ from evolve.config import LLMConfig, RunConfig, SearchConfig
 from evolve.harness import EvalOptions, RungResult, load_problem
 from evolve.lessons import bound_of, for_prompt, kind_of, lesson_of, pattern_of, summary_line
 from evolve.profiling import Result as ProfileResult
-from evolve.prompt_context import PromptContextWithLessons
-from evolve.proposer import LLMProposer, ModelSpec, ProblemView, ProgramView
+from evolve.proposer import LLMProposer, ModelSpec, ProblemView, ProgramView, PromptContext
 from evolve.search import Search
 from test_run import fenced, good
 from verdicts import ladder
@@ -198,7 +197,7 @@ def test_a_tuners_lesson_shows_its_knobs_the_hints_and_the_profile_in_every_temp
         archive.lessons.add(lesson)
         [stored] = archive.lessons.listing()
         assert summary_line(stored) == "knobs LOOP_WARPS 8 -> 16"
-        context = PromptContextWithLessons(problem=ProblemView(name="mini_softmax", description="d", notes="",
+        context = PromptContext(problem=ProblemView(name="mini_softmax", description="d", notes="",
                                                                contract=""), device="cpu", knobs_doc="",
                                            lessons=(for_prompt(stored, "mini_softmax"),))
         proposer = LLMProposer([ModelSpec("openai/x")], PROMPTS)
