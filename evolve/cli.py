@@ -1385,9 +1385,10 @@ def check_problem_command(problem, device, timeout_s):
 @cli.group("model")
 def model_group():
     """From a user's PyTorch program to problems and back (docs/model.md). PROGRAM is a Python file defining
-    `def program():` that returns `(module, example_inputs)`: the module is traced with torch.fx, so a script with a
-    marked region is not taken; wrap the region in a module. `profile` shows where the time goes, `extract` writes
-    problem folders from the ops and chains you pick, `apply` puts their best kernels back and measures the gain."""
+    `def program():` that returns `(module, example_inputs)`, traced with torch.fx; for a script, move the region
+    worth profiling into a function of its inputs and return that function instead of a module. `profile` shows
+    where the time goes, `extract` writes problem folders from the ops and chains you pick, `apply` puts their best
+    kernels back and measures the gain."""
 
 
 @model_group.command("profile")

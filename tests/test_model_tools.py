@@ -138,6 +138,19 @@ def test_a_program_torch_fx_cannot_trace_is_told_what_to_do(tmp_path):
         profile_program(tmp_path / "empty.py", "cpu", repeats=1)
 
 
+def test_a_script_s_region_moved_into_a_function_is_profiled_as_a_module_is(tmp_path):
+    """The region of a script worth profiling, as a plain function program() returns: its ops and chains are found
+    and timed as a module's forward's are, a weight it reads from the script included."""
+    path = tmp_path / "script.py"
+    path.write_text("import torch\n\nW = torch.randn(64, 64)\n\n\ndef region(x):\n"
+                    "    h = torch.nn.functional.gelu(x @ W + 1.0)\n    return torch.softmax(h * 0.5, dim=-1)\n\n\n"
+                    "def program():\n    return region, (torch.randn(8, 64),)\n")
+    profile = profile_program(path, "cpu", repeats=1)
+    labels = [row.pattern.label for row in profile.rows]
+    assert any("softmax" in label for label in labels) and any("gelu" in label for label in labels), labels
+    assert profile.total_ms > 0 and all(0 < row.share <= 1 for row in profile.rows)  # a chain's ops are rows too
+
+
 @pytest.mark.slow
 def test_extracted_problems_pass_check_problem_as_written(program, tmp_path):
     """A chain (add+layer_norm) and a single op (linear): check-problem runs the reference, the generated seed

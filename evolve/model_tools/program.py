@@ -5,8 +5,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
-CONTRACT = ("a program file defines `def program():` returning `(module, inputs)`: an nn.Module and the tuple of "
-            "example inputs its forward takes, at the sizes the program really runs")
+CONTRACT = ("a program file defines `def program():` returning `(module, inputs)`: an nn.Module (or a plain "
+            "function: the region of a script worth profiling, moved into one) and the tuple of example inputs it "
+            "takes, at the sizes the program really runs")
 
 
 class ProgramError(ValueError):
@@ -44,10 +45,11 @@ def load_program(path, device: str = "cpu"):
     if not callable(getattr(module, "program", None)):
         raise ProgramError(f"{path}: no program() function; {CONTRACT}")
     made = module.program()
-    if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)):
+    if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0])):
         raise ProgramError(f"{path}: program() returned {type(made).__name__}; {CONTRACT}")
     model, inputs = made
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    model = model.to(device).eval()
+    if isinstance(model, torch.nn.Module):  # a plain function (a script's region) is traced as it is
+        model = model.to(device).eval()
     inputs = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
     return model, inputs
