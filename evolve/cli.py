@@ -276,6 +276,23 @@ class _Duration(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+def _agent_bounds(f):
+    """evolve run's and evolve bench's bounds on one agent session."""
+    for option in reversed([
+            click.option("--agent-rounds", type=click.IntRange(min=1), default=D.AGENT_ROUNDS, show_default=True,
+                         help="With --agent or --agent-model: model calls that may ask for tools in one session."),
+            click.option("--agent-tokens", type=click.IntRange(min=1), default=D.AGENT_TOKENS, show_default=True,
+                         help="With --agent or --agent-model: tokens one session may use (prompt and reply, every "
+                              "round)."),
+            click.option("--agent-dollars", type=click.FloatRange(min=0, min_open=True), default=D.AGENT_DOLLARS,
+                         show_default=True, help="With --agent or --agent-model: dollars one session may cost."),
+            click.option("--agent-time", "agent_seconds", type=_Duration(), default=f"{D.AGENT_SECONDS:g}s",
+                         show_default=True, help="With --agent or --agent-model: wall time one session may take, "
+                                                 "model calls and tools together ('20m').")]):
+        f = option(f)
+    return f
+
+
 class _PerGpu(click.ParamType):
     """--per-gpu: 'auto' or a count of 1 to 16."""
     name = "N|auto"
@@ -418,15 +435,7 @@ def _open_archive(db, must_exist=True, read_only=False):
               help="A model whose proposals are agent sessions, beside the --model ones, which stay one answer each; "
                    "repeatable, with optional weights (name=0.3) in the same ensemble: a turn asks a one-shot or an "
                    "agent model by the weight of each. The same model may be named both ways (two entries).")
-@click.option("--agent-rounds", type=click.IntRange(min=1), default=D.AGENT_ROUNDS, show_default=True,
-              help="With --agent or --agent-model: model calls that may ask for tools in one session.")
-@click.option("--agent-tokens", type=click.IntRange(min=1), default=D.AGENT_TOKENS, show_default=True,
-              help="With --agent or --agent-model: tokens one session may use (prompt and reply, every round).")
-@click.option("--agent-dollars", type=click.FloatRange(min=0, min_open=True), default=D.AGENT_DOLLARS,
-              show_default=True, help="With --agent or --agent-model: dollars one session may cost.")
-@click.option("--agent-time", "agent_seconds", type=_Duration(), default=f"{D.AGENT_SECONDS:g}s", show_default=True,
-              help="With --agent or --agent-model: wall time one session may take, model calls and tools together "
-                   "('20m').")
+@_agent_bounds
 @click.option("--tool-rounds", type=click.IntRange(min=0), default=D.TOOL_ROUNDS, show_default=True,
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")
 @click.option("--retime", "retime_top", type=click.IntRange(min=0), default=D.RETIME_TOP, show_default=True,
@@ -675,8 +684,10 @@ def _found(summary, archive) -> str:
 @click.option("--language", "languages", multiple=True,
               help="A candidate language (triton, cutedsl, tilelang); repeat to compare a model's kernels in "
                    "several (each gets its own cells). Default: each problem's first.")
+@_agent_bounds
 def bench_command(models, agent_models, agent, problems, budget, name, db, api_base, seed, concurrency, tune_share,
-                  compose_share, llm_timeout, llm_retries, device, timeout_s, per_gpu, languages):
+                  compose_share, llm_timeout, llm_retries, device, timeout_s, per_gpu, languages, agent_rounds,
+                  agent_tokens, agent_dollars, agent_seconds):
     """Compare models fairly: one search per (model, problem), each with the same budget, search seed and settings,
     on the same device, into one archive; then the leaderboard of the comparison. A model as an agent (--agent-model,
     or every one with --agent) is an entry of its own, with its own cells and leaderboard rows.
@@ -730,7 +741,9 @@ def bench_command(models, agent_models, agent, problems, budget, name, db, api_b
     per_gpu, timeout_s = lanes, _timeout_for(largest.path, timeout_s)
     archive = _open_archive(db, must_exist=False)
     base = RunConfig(problem_dir=problems[0], db=db, api_base=api_base, seed=seed,
-                     search=SearchConfig(tune_share=tune_share, compose_share=compose_share),
+                     search=SearchConfig(tune_share=tune_share, compose_share=compose_share, agent_rounds=agent_rounds,
+                                         agent_tokens=agent_tokens, agent_dollars=agent_dollars,
+                                         agent_seconds=agent_seconds),
                      eval=EvalOptions(device=device, timeout_s=timeout_s, prewarm=True, per_gpu=per_gpu),
                      # cells compare what models wrote within their budget: no re-timing rounds after each
                      retime_top=0,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import re
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+# a count of tokens (agent_tokens, max_tokens) names no secret; a token (HF_TOKEN, api_token) does
+SECRET_NAME = re.compile(r"KEY|TOKEN(?!S)|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
 
 def is_secret_name(name: str) -> bool:

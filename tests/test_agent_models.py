@@ -125,3 +125,20 @@ def test_evolve_run_with_a_model_and_an_agent_model_through_the_real_harness(tmp
     assert [m["agent"] for m in run["options"]["models"]] == [False, True] and not run["options"]["search"]["agent"]
     assert "stopped: --max-candidates 5 evaluated" in out.stdout
 
+
+
+@pytest.mark.slow
+def test_bench_bounds_its_agent_sessions_as_run_does(tmp_path):
+    """evolve bench takes evolve run's four bounds on a session, and each cell's run records them."""
+    with ByKind() as llm:
+        done = evolve("bench", "--agent-model", "openai/gpt-4o-mini", "--problem", MINI, "--budget-per-cell", "1",
+                      "--db", tmp_path / "b.db", "--api-base", llm.url, "--device", "cpu", "--agent-rounds", "3",
+                      "--agent-tokens", "900", "--agent-dollars", "0.5", "--agent-time", "2m")
+    assert done.returncode == 0, done.stderr[-2000:]
+    from evolve.archive import Archive
+
+    (run,) = Archive(tmp_path / "b.db").runs()
+    search = run["options"]["search"]
+    assert (search["agent_rounds"], search["agent_tokens"], search["agent_dollars"], search["agent_seconds"]) == \
+        (3, 900, 0.5, 120.0)
+    assert run["options"]["models"] == [{"name": "openai/gpt-4o-mini", "weight": 1.0, "agent": True}]

@@ -17,3 +17,9 @@ def test_the_same_names_are_secret_everywhere(monkeypatch, tmp_path):
     assert strip_secret_keys(options) == {"seed": 1, "nested": [{"model": "m"}]}
     text = " ".join(f"value-of-{name.lower()}" for name in names) + " keep-me-please"
     assert redact(text) == " ".join(["***"] * len(names)) + " keep-me-please"
+
+
+def test_a_count_of_tokens_is_kept_where_a_token_is_not():
+    """An agent session's bound on tokens is a setting the run records; a token of any spelling is a secret."""
+    options = {"agent_tokens": 900, "max_tokens": 10, "api_token": "t", "HF_TOKEN": "t", "tokenizer": "x"}
+    assert strip_secret_keys(options) == {"agent_tokens": 900, "max_tokens": 10}
