@@ -31,10 +31,11 @@ class AgentToolbox(Toolbox):
     """The session's tools. problem: the loaded problem; evaluate(path, problem dir, options): the run's harness;
     profiler: a profiling.Profiler, or None where the run cannot profile."""
 
-    def __init__(self, index, parent, problem, options, evaluate, bounds: Bounds, profiler=None):
+    def __init__(self, index, parent, problem, options, evaluate, bounds: Bounds, profiler=None, stopped=None):
         super().__init__(index, parent)
         self.problem, self.options, self.evaluate, self.bounds = problem, options, evaluate, bounds
         self.profiler = profiler
+        self.stopped = stopped  # a threading.Event set when the run ends: the session ends at its next round
         self.rounds = bounds.rounds  # model calls that may ask for tools (proposer.propose reads it)
         self.started = time.monotonic()
 
@@ -45,6 +46,8 @@ class AgentToolbox(Toolbox):
     def over(self, tokens: int, dollars: float) -> str | None:
         """Why the session must end now (a bound reached), or None."""
         b = self.bounds
+        if self.stopped is not None and self.stopped.is_set():
+            return "the run stopped"
         if tokens > b.tokens:
             return f"the session used {tokens} tokens, over its bound of {b.tokens}"
         if dollars > b.dollars:
@@ -71,6 +74,8 @@ class AgentToolbox(Toolbox):
             self.submitted = source
             return "submitted: it will be evaluated as a candidate; the session ends here"
         left = self.bounds.seconds - (time.monotonic() - self.started)
+        if self.stopped is not None and self.stopped.is_set():
+            return "error: the run stopped; the session ends"
         if left <= 0:
             return "error: the session's time is up; submit the program now"
         try:
@@ -78,6 +83,9 @@ class AgentToolbox(Toolbox):
                 self._harness(name, source, args, left)
         except ValueError as exc:
             return f"error: {exc}"
+        except Exception as exc:  # noqa: BLE001 - the harness could not finish the call (evicted, the card busy): the
+            # model reads it and may call again; the run goes on
+            return f"error: the {name} call could not finish ({type(exc).__name__}: {str(exc)[:300]}); try again"
         return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS].rstrip() + "\n[...]"
 
     def _harness(self, name: str, source: str, args: dict, left: float) -> str:
@@ -114,13 +122,17 @@ class AgentToolbox(Toolbox):
         label = str(case) if case else labels[0]
         if label not in labels:
             raise ValueError(f"no benchmark case {label!r}; the cases are: {', '.join(labels)}")
+        from .harness.parent.lease import holding
         from .profiling import render
 
         with tempfile.TemporaryDirectory(prefix="evolve-agent-") as folder:
             path = Path(folder) / "candidate.py"
             path.write_text(source)
-            result = self._profiler_within(left).profile(path, self.problem.path, labels.index(label),
-                                      beside=self.problem.beside_files(), case_label=label, gpu=self.options.gpu)
+            # the card to itself, as a run's profile round has it: the lanes' evaluations stand still meanwhile
+            with holding(("gpu", self.options.gpu), "agent-profile", timeout_s=left):
+                result = self._profiler_within(left).profile(path, self.problem.path, labels.index(label),
+                                                             beside=self.problem.beside_files(), case_label=label,
+                                                             gpu=self.options.gpu)
         return f"profiled {label}\n{render(result.summary)}" if result.ok else f"not profiled: {result.message}"
 
     def _profiler_within(self, seconds: float):

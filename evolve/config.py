@@ -120,6 +120,11 @@ class RunConfig:
             return None
         return self.search.model_choice
 
+    def __post_init__(self):
+        if self.eval.last_rung != "benchmark" or self.eval.bench_cases:  # a verdict a run keeps is timed whole
+            raise ValueError("a run evaluates every rung and times every benchmark case: EvalOptions.last_rung and "
+                             "bench_cases are for one evaluation (evolve eval --stop-after, --case)")
+
     def public(self) -> dict:
         """What the archive records about the run (no secrets live here: keys stay in the environment)."""
         return {

@@ -61,19 +61,24 @@ def package_versions() -> dict:
 
 
 
+BUSY_POLL_S = 0.2  # how long a run whose agent sessions are at work waits for a verdict before it asks them again
 RACE_MARGIN = 0.05  # below the best less its noise, where a race stops timing a candidate (Search._race_bar)
 
 
 def race_bar(race: bool, population: Population, proposal: strategies.Proposal | None) -> float | None:
-    """The figure a proposal's candidate must be able to reach to be timed on every case: the best's, less its noise.
-    None without a proposal (a re-timing, a candidate a crash left), for the problem's own kernels (their verdicts are
-    kept whole for later runs), and before a best with a roofline figure is held."""
+    """The figure a proposal's candidate must be able to reach to be timed on every case: the best's, or its
+    parent's where that is lower (a child that improves a slower structure is worth its figure to the diversity
+    archive, the bandit and the lessons), less the noise. None without a proposal (a re-timing, a candidate a crash
+    left), for the problem's own kernels (their verdicts are kept whole for later runs), and before a best with a
+    roofline figure is held."""
     best = population.best
     if not race or best is None or best.fitness is None or proposal is None or proposal.strategy == "material":
         return None
-    # the best's figure may be older or from another card than this candidate's (a duel settles that for a win):
-    # the bar sits RACE_MARGIN lower still, so only a candidate far from the best is cut short
-    return best.fitness * (1 - population.noise.get(best.id, NOISE_FLOOR) - RACE_MARGIN)
+    parents = [population.members[i] for i in proposal.fields.get("parent_ids") or () if i in population.members]
+    to_beat = min([best] + [p for p in parents if p.fitness is not None], key=lambda c: c.fitness)
+    # a figure may be older or from another card than this candidate's (a duel settles that for a win): the bar sits
+    # RACE_MARGIN lower still, so only a candidate far from it is cut short
+    return to_beat.fitness * (1 - population.noise.get(to_beat.id, NOISE_FLOOR) - RACE_MARGIN)
 
 
 def resume_run(archive: Archive, config: RunConfig, problem: str, language: str) -> int:
@@ -164,7 +169,7 @@ class Search:
         return strategies.View(config=c, problem=self.problem, archive=self.archive, population=self.population,
                                figures=self.figures, run_id=self.run_id, scope=scope, device=self.device,
                                versions=self.versions, in_flight=in_flight, lane_seconds=self.ledger.lane_seconds,
-                               problem_fault=self.ledger.problem_fault)
+                               problem_fault=self.ledger.problem_fault, gpu=self._first_gpu())
 
     # -- evaluation -------------------------------------------------------------------------------------------------
     def make_pipeline(self):
@@ -435,7 +440,9 @@ class Search:
             step += 1
             if not self._take_step(island):
                 if self.waiting:  # their verdicts may open new settings to try
-                    self._collect()
+                    self._collect(timeout=BUSY_POLL_S if self._busy() else None)
+                    continue
+                if self._busy():  # agent sessions at work and nothing else to evaluate: the limits again
                     continue
                 return "every knob setting the tuner would try has been evaluated"
             if step % self.config.search.migrate_every == 0:
@@ -463,7 +470,12 @@ class Search:
                 continue
             if self.step(entry.name, island):
                 return True
+        if self._busy():  # agent sessions at work: the embedded search's settings wait for them
+            return False
         return any(self.step("tuner", i) for i in range(len(self.population.islands)))
+
+    def _busy(self) -> bool:
+        return any(strategy.busy() for strategy in self.strategies.values())
 
     def hold(self, poll_s: float = 0.5) -> None:
         """`evolve pause`: start nothing new until `evolve resume`; model calls already in flight finish and wait

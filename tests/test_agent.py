@@ -128,6 +128,56 @@ def test_each_tool_asks_the_harness_for_no_more_than_it_needs(tmp_path):
         archive.close()
 
 
+def test_a_harness_call_that_cannot_finish_is_an_error_the_model_reads_and_the_run_goes_on(tmp_path):
+    """The harness raised (another evaluation's lease evicted it, the card was busy): the session is told, calls again
+    or submits, and nothing ends the run."""
+    from evolve.harness.parent.lease import Evicted
+
+    def evicting(path, problem, options):
+        if "evolve-agent-" in str(path):
+            raise Evicted("stopped and evicted so that another evaluation on the card could be timed")
+        return judged(path, problem, options)
+
+    archive, summary, _ = run_agent(tmp_path, [
+        ToolCalls((("check", {"source": FIXED}),)),
+        ToolCalls((("submit", {"source": FIXED}),)),
+    ], evicting)
+    try:
+        made = next(c for c in archive.candidates(summary.run_id) if c.proposer == "llm")
+        (checked, _) = archive.tool_calls(made.id)
+        assert checked["result"].startswith("error: the check call could not finish (Evicted"), checked["result"]
+        assert made.ok and summary.stop_reason.startswith("--max-candidates")
+    finally:
+        archive.close()
+
+
+def test_the_run_keeps_its_limits_while_a_session_is_at_work_and_the_session_ends_with_it(tmp_path):
+    """A session whose model takes long (here: a call that hangs) does not hold the loop: the run stops at its budget
+    on time, and the session makes no call after that."""
+    import time
+
+    import litellm  # noqa: F401 - imported before the clock starts, as a run that has asked before has it
+    from llm_server import Hang
+
+    config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "a.db"), eval=EvalOptions(device="cpu"),
+                       budget_s=6.0, retime_top=0, artifacts=False, llm=LLMConfig(concurrency=1, retries=0),
+                       search=SearchConfig(agent=True, tune_share=0, compose_share=0))
+    with ScriptedLLM() as llm:
+        llm.enqueue(Hang(20.0))
+        proposer = LLMProposer([ModelSpec("openai/scripted")], PROMPTS, api_base=llm.url, timeout_s=30,
+                               rng=random.Random(0), concurrency=1, max_retries=0)
+        archive = Archive(tmp_path / "a.db")
+        began = time.monotonic()
+        summary = Search(config, archive, proposer, evaluate=judged, known_material=False).run()
+        took = time.monotonic() - began
+        asked = len(llm.requests)
+    try:
+        assert summary.stop_reason.startswith("--budget") and took < 15, (summary.stop_reason, took)
+        assert asked == 1  # the session's hanging call, and none after it: the run did not wait for it
+    finally:
+        archive.close()
+
+
 @pytest.mark.parametrize("bound, said", [({"agent_tokens": 5}, "tokens, over its bound of 5"),
                                          ({"agent_dollars": 1e-9}, "over its bound of $0.00")])
 def test_a_session_past_its_tokens_or_dollars_ends_and_the_run_goes_on(tmp_path, bound, said):

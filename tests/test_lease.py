@@ -132,6 +132,31 @@ def test_the_lease_goes_in_order_and_stops_everyone_else(evaluations):
     assert a.party.stopped_at is None and a.party.stopped_s > 0
 
 
+def test_trusted_work_holding_the_lease_stops_every_evaluation_until_it_lets_go(evaluations):
+    """An agent's profile holds the card as a timing does (lease.holding): the evaluations on the card stand still
+    while it runs, waits its turn behind a holder, and they go on after it, however it ended."""
+    key = ("gpu", "holding-test")
+    a, b = evaluations("a"), evaluations("b")
+    shared = card_lease(key)
+    shared.join(a.party)
+    shared.join(b.party)
+    with lease.holding(key, "agent-profile", timeout_s=5):
+        assert shared.holder == "agent-profile"
+        assert wait_for(lambda: state(a.proc.pid) == "T" and state(b.proc.pid) == "T")
+    assert wait_for(lambda: state(a.proc.pid) in RUNNING and state(b.proc.pid) in RUNNING)
+    shared.request(a.party)  # an evaluation holds it: the trusted work waits, and gives up past its time
+    assert a.granted()
+    with pytest.raises(TimeoutError, match="did not come within"):
+        with lease.holding(key, "agent-profile", timeout_s=0.3):
+            pass
+    with pytest.raises(RuntimeError):
+        with lease.holding(("gpu", "holding-test-2"), "agent-profile", timeout_s=5):
+            raise RuntimeError("the profile failed")
+    assert card_lease(("gpu", "holding-test-2")).holder is None  # let go however it ended
+    shared.leave(a.party)
+    shared.leave(b.party)
+
+
 def test_eviction_kills_the_stopped_evaluations_only_at_the_holders_request(evaluations):
     lease = CardLease("card")
     a, b, c = evaluations("a"), evaluations("b"), evaluations("c")

@@ -120,3 +120,62 @@ def test_the_search_sets_the_bar_for_a_model_s_candidates_only(tmp_path):
         assert bars["seed"] is None
         expected = 0.5 * (1 - 0.02 - RACE_MARGIN) if race_on else None  # the stand-in's fitness, at the noise floor
         assert bars["tuner"] == (pytest.approx(expected) if race_on else None), bars
+
+
+def test_the_bar_is_the_best_s_or_a_slower_parent_s(tmp_path):
+    """A child of the best races the best's figure; a child of a slower structure races its parent's, so an
+    improvement there is still timed whole (and heard by the diversity archive, the bandit and the lessons)."""
+    from evolve.population import NOISE_FLOOR, Policy, Population
+    from evolve.search import race_bar
+    from evolve.strategies import Proposal
+
+    archive = Archive(tmp_path / "a.db")
+    run = archive.start_run("softmax", str(ROOT / "problems" / "softmax"), {}, "NVIDIA H200", {}, "triton")
+    population = Population(Policy(), random.Random(0))
+    members = {}
+    for name, fitness in (("fast", 0.8), ("slow", 0.4)):
+        cand = archive.add_candidate(run, source=f"SPEED = {fitness}\n", proposer="seed")
+        members[name] = archive.record_verdict(cand.id, ladder(fitness=fitness), fitness)
+        population.admit(members[name])
+    factor = 1 - NOISE_FLOOR - RACE_MARGIN
+
+    def child_of(name, strategy="model"):
+        return Proposal({"parent_ids": (members[name].id,)}, strategy)
+
+    assert race_bar(True, population, child_of("fast")) == pytest.approx(0.8 * factor)
+    assert race_bar(True, population, child_of("slow")) == pytest.approx(0.4 * factor)
+    assert race_bar(True, population, child_of("fast", "material")) is None
+    assert race_bar(True, population, None) is None and race_bar(False, population, child_of("fast")) is None
+    archive.close()
+
+
+def test_a_search_whose_tuner_trials_lose_their_races_goes_on_and_keeps_its_best(tmp_path):
+    """Every trial of the tuner is raced out (a stand-in harness says so, as a card's measurer would): each is
+    archived correct with no fitness, never becomes the best, and the tuner hears at most its best possible figure,
+    never a table of the cases it was not timed on."""
+    from test_agent import MINI
+
+    def harness(path, problem, options):
+        if options.race_below is None:  # the problem's own kernel: timed whole
+            return ladder(fitness=0.5)
+        return raced_verdict()
+
+    config = RunConfig(problem_dir=str(MINI), db=str(tmp_path / "r.db"), eval=EvalOptions(device="cpu"),
+                       max_candidates=5, retime_top=0, artifacts=False, search=SearchConfig(tune_share=1.0))
+    archive = Archive(tmp_path / "r.db")
+    search = Search(config, archive, None, evaluate=harness, known_material=False)
+    summary = search.run()
+    cands = archive.candidates(summary.run_id)
+    tuned = [c for c in cands if c.proposer == "tuner"]
+    assert tuned and all(c.ok and c.fitness is None and c.score is None for c in tuned)
+    assert search.best.proposer == "seed" and summary.stop_reason.startswith("--max-candidates")
+    told = [entry for history in search.strategies["tuner"].tuner.history.values() for entry in history
+            if entry[1] == 0.41]  # raced_verdict's best possible figure
+    assert len(told) == len(tuned) and all(cases == {} for _, _, cases in told)
+    archive.close()
+
+
+def test_a_run_refuses_options_that_would_keep_partial_verdicts():
+    for partial in (EvalOptions(last_rung="correctness"), EvalOptions(bench_cases=("fp32 4x256",))):
+        with pytest.raises(ValueError, match="times every benchmark case"):
+            RunConfig(problem_dir="p", eval=partial)

@@ -69,6 +69,7 @@ class View:
     in_flight: tuple[Candidate, ...]  # candidates handed to the pipeline whose verdicts are not in
     lane_seconds: Mapping[int, float]  # candidate id -> its evaluation's seconds, where it compiled anew here
     problem_fault: str | None  # the problem's own code failed in an evaluation: nothing is the model's to repair
+    gpu: str | None = None  # the first lane's card, as CUDA_VISIBLE_DEVICES names it (None: the first visible)
 
     @property
     def best(self) -> Candidate | None:
@@ -92,3 +93,7 @@ class Strategy:
     def close(self) -> list[Proposal]:
         """The run ends: proposals answered but never submitted (kept as pending), and threads let go."""
         return []
+
+    def busy(self) -> bool:
+        """Whether proposals it started are still being worked on (the run waits for them rather than stop)."""
+        return False

@@ -58,8 +58,12 @@ class Tuning(Strategy):
         are remembered as settings already tried."""
         cand, proposal = landing.cand, landing.proposal
         if proposal is not None and landing.answers(self.name):
-            self.tuner.tell(proposal.note["base"], proposal.note["trial"],
-                            cand.score if cand is not None else None, view.figures.values(cand))
+            raced = landing.verdict.raced if landing.verdict is not None else None
+            if raced:  # cut short by the race: at most its best possible figure, and no whole case table
+                self.tuner.tell(proposal.note["base"], proposal.note["trial"], raced.get("best_possible"), None)
+            else:
+                self.tuner.tell(proposal.note["base"], proposal.note["trial"],
+                                cand.score if cand is not None else None, view.figures.values(cand))
         elif cand is not None and cand.knobs and cand.source and \
                 (landing.archived or cand.proposer in ("seed", "solution")):
             self.tuner.remember(cand.source, cand.knobs, cand.score, view.figures.values(cand))

@@ -20,9 +20,12 @@ processes with work for one card take turns of CARD_TURN_S.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
+import secrets
+import select
 import signal
 import tempfile
 import threading
@@ -274,6 +277,26 @@ def card_lease(key) -> CardLease:
         if key not in _LEASES:
             _LEASES[key] = CardLease(key)
         return _LEASES[key]
+
+
+@contextlib.contextmanager
+def holding(key, name: str, timeout_s: float):
+    """The card's timing lease held by trusted work of this process that is not an evaluation (an agent's profile):
+    every evaluation on the card is stopped while it is held, as for another's timing. TimeoutError past timeout_s."""
+    read_fd, write_fd = os.pipe()
+    party = LeaseSide(name, [], secrets.token_hex(8), write_fd)
+    lease = card_lease(key)
+    lease.join(party)
+    try:
+        lease.request(party)
+        if not select.select([read_fd], [], [], timeout_s)[0]:
+            raise TimeoutError(f"the card's lease did not come within {timeout_s:.0f} s")
+        os.read(read_fd, 1)
+        yield
+    finally:
+        lease.leave(party)
+        os.close(read_fd)
+        os.close(write_fd)
 
 
 def all_leases() -> list[CardLease]:
