@@ -75,7 +75,7 @@ class ModelProposals(Strategy):
                                          parent.source if parent else None, toolbox, **model)
         self.asked.append(Asked(island, parent, self.pool.submit(answer), tuple(h["id"] for h in context.hints)))
 
-    def propose(self, island: int, view: View) -> Proposal:
+    def propose(self, island: int, view: View) -> Proposal | None:
         """The oldest proposal asked for, keeping up to --concurrency model calls running meanwhile."""
         while len(self.asked) < self.concurrency:
             self.ask(island, view)
