@@ -260,7 +260,8 @@ def test_secrets_stripped_from_options(arc):
                "max_tokens": 100, "budget": 5}
     run = arc.start_run("softmax", "problems/softmax", options, "cpu", {})
     stored = arc.last_run("softmax")["options"]
-    assert stored == {"model": "gpt", "llm": {"base_url": "http://x", "headers": [{"accept": "json"}]}, "budget": 5}
+    assert stored == {"model": "gpt", "llm": {"base_url": "http://x", "headers": [{"accept": "json"}]},
+                      "max_tokens": 100, "budget": 5}  # a count of tokens is a setting, not a secret
     assert options["api_key"] == "sk-1"  # the caller's dict is untouched
     raw = arc._conn.execute("SELECT options FROM runs WHERE id = ?", [run]).fetchone()[0]
     assert "sk-" not in raw
