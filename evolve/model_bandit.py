@@ -61,11 +61,12 @@ def reference_score(parent_ids: Iterable[int], lookup: Lookup) -> float | None:
     return None
 
 
-def gain_of(score: float | None, parent_ids: Iterable[int], lookup: Lookup) -> float:
-    """What a proposal brought: the log of its score over its reference (reference_score), less the noise floor."""
+def gain_of(score: float | None, parent_ids: Iterable[int], lookup: Lookup, earlier: float | None = None) -> float:
+    """What a proposal brought: the log of its score over its reference (reference_score; without a scored ancestor,
+    the best score its run held before it, `earlier`), less the noise floor."""
     if score is None or score <= 0:
         return 0.0
-    reference = reference_score(parent_ids, lookup)
+    reference = reference_score(parent_ids, lookup) or earlier
     if reference is None:
         return FIRST_GAIN
     return max(0.0, math.log(score / reference) - _NOISE_GAIN)
@@ -123,13 +124,17 @@ class ModelBandit:
         arm.seconds += max(0.0, seconds)
         arm.gain += gain
 
-    def hear(self, landing, lookup: Lookup) -> None:
-        """A model's proposal landed (strategies' Landing): its cost from the proposal, its gain from the verdict."""
+    def hear(self, landing, lookup: Lookup, members=()) -> None:
+        """A model's proposal landed (strategies' Landing): its cost from the proposal, its gain from the verdict.
+        members: the population's candidates, for the best its run held before a proposal with no scored parent."""
         fields, cand, verdict = landing.proposal.fields, landing.cand, landing.verdict
         seconds = float(fields.get("latency_s") or 0.0) + (sum(r.seconds for r in verdict.rungs) if verdict else 0.0)
         score = cand.score if cand is not None and cand.status == "evaluated" else None
+        earlier = max((m.score for m in members if cand is not None and m.run_id == cand.run_id and m.id < cand.id
+                       and m.score), default=None)
         self.record(arm_key(fields.get("model") or "", fields.get("template") == "agent"),
-                    float(fields.get("cost") or 0.0), seconds, gain_of(score, cand.parent_ids if cand else (), lookup))
+                    float(fields.get("cost") or 0.0), seconds,
+                    gain_of(score, cand.parent_ids if cand else (), lookup, earlier))
 
     def resume(self, archive: Archive, run_id: int) -> None:
         """The evidence of a run's landed model proposals as archived, replacing what was heard."""
@@ -140,12 +145,14 @@ class ModelBandit:
         """The evidence of landed model proposals (Archive.timeline rows), replacing what was heard."""
         for arm in self.arms.values():
             arm.proposals, arm.dollars, arm.seconds, arm.gain = 0, 0.0, 0.0, 0.0
-        for row in rows:
-            if row["proposer"] != "llm" or row["status"] not in ("evaluated", "invalid"):
-                continue  # a pending one has not landed yet
-            self.record(arm_key(row["model"] or "", row["template"] == "agent"), float(row["cost"] or 0.0),
-                        float(row["latency_s"] or 0.0) + float(row.get("eval_seconds") or 0.0),
-                        gain_of(row["score"], row["parent_ids"], lookup))
+        earlier = None  # the best score of the run's candidates so far (by id)
+        for row in sorted(rows, key=lambda r: r["id"]):
+            if row["proposer"] == "llm" and row["status"] in ("evaluated", "invalid"):  # a pending one has not landed
+                self.record(arm_key(row["model"] or "", row["template"] == "agent"), float(row["cost"] or 0.0),
+                            float(row["latency_s"] or 0.0) + float(row.get("eval_seconds") or 0.0),
+                            gain_of(row["score"], row["parent_ids"], lookup, earlier))
+            if row["score"]:
+                earlier = max(earlier or 0.0, row["score"])
 
     # -- estimates --------------------------------------------------------------------------------------------------
     def unit(self, keys: Iterable[str] | None = None) -> str:

@@ -99,3 +99,19 @@ def test_a_proposals_gain_is_its_score_over_its_nearest_scored_ancestor_beyond_t
     assert gain_of(0.5 * (1 + NOISE_FLOOR / 2), [1], lookup) == 0.0  # within the noise: nothing gained
     assert gain_of(0.4, [1], lookup) == 0.0 and gain_of(None, [1], lookup) == 0.0
     assert gain_of(0.4, [], lookup) == FIRST_GAIN and gain_of(0.4, [99], lookup) == FIRST_GAIN
+
+
+def test_a_proposal_asked_before_any_verdict_is_measured_against_the_best_its_run_held_when_it_landed():
+    """A proposal asked before the seeds' verdicts were in has no parent: it gains what it adds to the run's best
+    then, not a doubling for merely being correct (which would favour whichever model was asked first)."""
+    lookup = {}.get
+    assert gain_of(0.5, [], lookup, earlier=0.5) == 0.0
+    assert gain_of(1.0, [], lookup, earlier=0.5) == pytest.approx(math.log(2.0) - math.log1p(NOISE_FLOOR))
+    assert gain_of(0.4, [], lookup, earlier=None) == FIRST_GAIN  # nothing scored before it: a first kernel
+    rows = [{"id": 1, "proposer": "seed", "status": "evaluated", "score": 0.5, "parent_ids": (), "model": None,
+             "template": None, "cost": 0.0, "latency_s": 0.0},
+            {"id": 2, "proposer": "llm", "status": "evaluated", "score": 0.5, "parent_ids": (), "model": "a",
+             "template": "full_rewrite", "cost": 0.01, "latency_s": 1.0}]
+    bandit = ModelBandit({"a": 1.0})
+    bandit.replay(rows, {row["id"]: (row["score"], ()) for row in rows}.get)
+    assert bandit.arms["a"].proposals == 1 and bandit.arms["a"].gain == 0.0  # replayed as it was heard

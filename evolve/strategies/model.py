@@ -92,7 +92,7 @@ class ModelProposals(Strategy):
         """The bandit hears its proposals' verdicts; a possible parent: its SASS digest begins now, off the loop's
         thread."""
         if self.bandit is not None and landing.answers(self.name):
-            self.bandit.hear(landing, archive_lookup(view.archive))
+            self.bandit.hear(landing, archive_lookup(view.archive), view.population.members.values())
         if landing.fresh and landing.cand is not None and landing.cand.score is not None \
                 and landing.verdict is not None:
             self.contexts.start_digest(landing.cand, landing.verdict.kernels)

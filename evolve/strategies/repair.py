@@ -26,7 +26,7 @@ class Repairs(Strategy):
         the problem's own failure is not the model's to repair."""
         proposal, cand = landing.proposal, landing.cand
         if self.bandit is not None and landing.answers(self.name):
-            self.bandit.hear(landing, archive_lookup(view.archive))
+            self.bandit.hear(landing, archive_lookup(view.archive), view.population.members.values())
         if proposal is None or proposal.strategy not in ("model", self.name) or cand is None:
             return
         left = proposal.note.get("repairs", 0)
