@@ -128,7 +128,7 @@ class _Sectioned(click.Command):
 RUN_SECTIONS = (
     ("Start here", ("models", "api_base", "budget", "max_candidates", "device", "language", "db", "resume", "help")),
     ("When to stop", ("max_cost", "target", "stagnation")),
-    ("Search", ("seed", "islands", "repairs", "tune_share", "compose_share", "tune_trials", "lessons")),
+    ("Search", ("seed", "islands", "repairs", "tune_share", "diversity", "compose_share", "tune_trials", "lessons")),
     ("Model calls and context", ("model_choice", "concurrency", "llm_timeout", "llm_retries", "tools",
                                  "tool_rounds", "context_dirs", "agent", "agent_models", "agent_rounds", "agent_tokens",
                                  "agent_dollars", "agent_seconds")),
@@ -387,6 +387,9 @@ def _open_archive(db, must_exist=True, read_only=False):
               help="Most LLM calls in flight at once.")
 @click.option("--tune-share", type=click.FloatRange(0, 1), default=D.TUNE_SHARE, show_default=True,
               help="With a model configured, the share of steps given to the knob tuner instead of the model.")
+@click.option("--diversity", type=click.FloatRange(0, 1), default=D.DIVERSITY, show_default=True,
+              help="The share of parents drawn across the diversity archive's cells (structure family, tile size, "
+                   "registers) rather than from the top; 0: from the top only, as before the archive.")
 @click.option("--compose-share", type=click.FloatRange(0, 1), default=D.COMPOSE_SHARE, show_default=True,
               help="With a model configured, the share of steps that look for a shape-dispatch composite (one file "
                    "that calls, per shape regime, the archived kernel fastest there); one is evaluated only when its "
@@ -475,7 +478,7 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
                 device, timeout_s, cache_dir, artifacts, profile_top, profile_every, context_dirs, tools, agent,
                 agent_models, agent_rounds, agent_tokens, agent_dollars, agent_seconds, tool_rounds,
                 retime_top, retime_rounds, profile_as_root, gpus, per_gpu, fair_window, race, cluster, cluster_lanes,
-                language, lessons, model_choice):
+                language, lessons, model_choice, diversity):
     """Evolve kernels for PROBLEM (an evolve problem folder, a GPU MODE task folder or a KernelBench .py file)
     unattended; every proposal and verdict goes to the archive (--db).
 
@@ -521,7 +524,8 @@ def run_command(problem, models, api_base, max_candidates, budget, max_cost, tar
             search=SearchConfig(islands=islands, repairs=repairs, stagnation=stagnation, tune_share=tune_share,
                                 compose_share=compose_share, tuner_trials=tune_trials, agent=agent,
                                 agent_rounds=agent_rounds, agent_tokens=agent_tokens, agent_dollars=agent_dollars,
-                                agent_seconds=agent_seconds, lessons=lessons, model_choice=model_choice),
+                                agent_seconds=agent_seconds, lessons=lessons, model_choice=model_choice,
+                                diversity=diversity),
             profile=ProfileConfig(top=profile_top, every=profile_every, as_root=profile_as_root),
             context_dirs=tuple(str(Path(d).resolve()) for d in context_dirs),
             llm=LLMConfig(timeout_s=llm_timeout, retries=llm_retries, concurrency=concurrency, tools=tools,

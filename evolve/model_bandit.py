@@ -5,8 +5,8 @@ Each model is an arm (a model named both as a one-shot model and as an agent is 
 What an arm has cost: its proposals' dollars and seconds (the model's call or tool session, then the evaluation). What
 it brought: each proposal's gain, the log of its score over its parent's (the nearest scored ancestor: a repair's
 parent failed; without one, the best score its run held before it), less the timing noise floor, and 0 for a proposal
-that failed, was invalid or a duplicate; a correct kernel with nothing scored before it gains FIRST_GAIN. The score is the fitness on a GPU and the interpreter's ranking score
-on the CPU, and a ratio of scores means the same on both.
+that failed, was invalid or a duplicate; a correct kernel with nothing scored before it gains FIRST_GAIN. The score is
+the fitness on a GPU and the interpreter's ranking score on the CPU, and a ratio of scores means the same on both.
 
 A pick is Thompson sampling: each arm's gain per proposal is drawn from a Gamma posterior counted in GAIN_QUANTUM
 units, divided by its cost per proposal, and the highest draw asks. The cost is dollars where every arm tried so far

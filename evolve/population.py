@@ -80,12 +80,16 @@ class Population:
         return elites(self.ranked(self.islands[island] if island is not None else None), self.cells)
 
     def inspirations(self, parent: Candidate) -> list[Candidate]:
-        """The best other members and one random other one."""
+        """The best other members and one other: with the diversity archive, the elite of another structure family
+        where there is one (a model sees a way the parent is not written), else any other member."""
         ranked = [c for c in self.ranked() if c.id != parent.id]
         chosen = ranked[: max(0, self.policy.inspirations - 1)]
         rest = [c for c in ranked if c not in chosen]
-        if rest:
-            chosen.append(self.rng.choice(rest))
+        family = self.cells[parent.id].family if parent.id in self.cells else None
+        elsewhere = [c for c in elites(rest, self.cells).values() if self.cells[c.id].family != family] \
+            if self.policy.diversity and family is not None else []
+        if elsewhere or rest:
+            chosen.append(self.rng.choice(elsewhere or rest))
         return chosen[: self.policy.inspirations]
 
     def migrate(self) -> list[int]:

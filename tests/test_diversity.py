@@ -99,6 +99,21 @@ def test_the_population_places_members_once_and_draws_on_the_island():
     assert Counter(off.pick_parent(0).id for _ in range(200))[1] > 100  # the top, mostly
 
 
+def test_an_inspiration_comes_from_another_family_where_there_is_one():
+    """Beside the best other member, a prompt shows the elite of a structure the parent is not written in."""
+    pop = Population(Policy(islands=1, inspirations=2, diversity=0.5), random.Random(0))
+    tuned = [cand(i, 0.9 - i / 100, SEED.replace("num_warps=4", f"num_warps={i}")) for i in range(1, 6)]
+    for member in tuned + [cand(9, 0.1, LOOPED)]:
+        pop.admit(member)
+    parent = tuned[0]
+    shown = [pop.inspirations(parent) for _ in range(20)]
+    assert all(len(s) == 2 and s[0].id == 2 and s[1].id == 9 for s in shown)  # the best other, and the other family
+    off = Population(Policy(islands=1, inspirations=2, diversity=0.0), random.Random(0))
+    for member in tuned + [cand(9, 0.1, LOOPED)]:
+        off.admit(member)
+    assert {off.inspirations(parent)[1].id for _ in range(40)} > {9}  # any other member, as before
+
+
 # --- which share measures best: the toy landscapes docs/search.md argues from --------------------------------------
 
 def _climb(share: float, improves: dict, seed: int, proposals: int = 60) -> float:
