@@ -437,7 +437,8 @@ def _open_archive(db, must_exist=True, read_only=False):
 @click.option("--agent-model", "agent_models", multiple=True, type=_Model(agent=True),
               help="A model whose proposals are agent sessions, beside the --model ones, which stay one answer each; "
                    "repeatable, with optional weights (name=0.3) in the same ensemble: a turn asks a one-shot or an "
-                   "agent model by the weight of each. The same model may be named both ways (two entries).")
+                   "agent model as --model-choice picks among them all. The same model may be named both ways (two "
+                   "entries).")
 @_agent_bounds
 @click.option("--tool-rounds", type=click.IntRange(min=0), default=D.TOOL_ROUNDS, show_default=True,
               help="Model calls per proposal that may ask for tools (each is counted in tokens and cost).")

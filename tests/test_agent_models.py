@@ -65,6 +65,23 @@ def test_a_turn_asks_each_kind_by_the_weight_of_its_models():
     assert proposer_of(services(alone, agent=True), False) is None
 
 
+def test_with_the_bandit_the_kind_a_turn_asks_goes_where_the_gain_per_dollar_is():
+    """One-shot and agent models together: the bandit picks among them all, so the turns go to the kind whose model
+    gains more per dollar (the weights only its prior), the other still tried now and then."""
+    from dataclasses import replace
+
+    from evolve.model_bandit import ModelBandit
+
+    proposer = LLMProposer([ModelSpec("openai/a", 3.0), ModelSpec("openai/b", 1.0, agent=True)], PROMPTS)
+    bandit = ModelBandit.of_models(proposer.models, seed=1)
+    for _ in range(20):
+        bandit.record("openai/a", dollars=0.01, seconds=1.0, gain=0.0)
+        bandit.record("openai/b (agent)", dollars=0.01, seconds=1.0, gain=0.2)
+    with_bandit = replace(services(proposer), model_choice=bandit)
+    shares = [one_shot_share(with_bandit) for _ in range(200)]
+    assert set(shares) == {0.0, 1.0} and shares.count(0.0) > 150  # mostly the agent, whose weight was a third
+
+
 def test_a_run_with_a_one_shot_and_an_agent_model_archives_each_as_its_kind(tmp_path):
     db = tmp_path / "m.db"
     with ByKind() as llm:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..model_bandit import arm_key
 from ..proposer import LLMProposer
 from .agent import AgentSessions
 from .base import Services, Strategy
@@ -45,11 +46,17 @@ def proposer_of(services: Services, agent: bool):
 
 
 def one_shot_share(services: Services) -> float | None:
-    """Where one-shot and agent models both run, the chance a turn asks a one-shot model: their part of the models'
-    weight (a turn that does not goes on to the agent sessions, next in order); None (every turn) otherwise."""
+    """Where one-shot and agent models both run, the chance a turn asks a one-shot model (a turn that does not goes
+    on to the agent sessions, next in order): with the bandit, 1 or 0 as the model it would ask among them all is
+    one-shot or an agent; else their part of the models' weight. None (every turn) where only one kind runs."""
     one_shot, agents = proposer_of(services, agent=False), proposer_of(services, agent=True)
     if one_shot is None or agents is None:
         return None
+    bandit = services.model_choice
+    if bandit is not None:
+        agent_arms = {arm_key(m.name, True) for m in agents.models}
+        arms = [arm_key(m.name, False) for m in one_shot.models if m.weight > 0] + sorted(agent_arms)
+        return 0.0 if bandit.choose(arms) in agent_arms else 1.0
     return one_shot.weight / (one_shot.weight + agents.weight)
 
 
