@@ -17,6 +17,7 @@ from evolve.model_tools.program import ProgramError
 ROOT = Path(__file__).resolve().parents[1]
 # Two pre-LayerNorm blocks (attention, then an MLP with GELU) in an nn.ModuleList, and a final LayerNorm after the
 # last residual add: so every op runs more than once, and add+layer_norm and the attention's mul+softmax are chains.
+# Each residual add but the last feeds both the next LayerNorm and the next add: add+layer_norm with two outputs.
 PROGRAM = '''
 import math
 import torch
@@ -77,8 +78,8 @@ def program(tmp_path):
     return path
 
 
-def _row(profile, label):
-    return next(r for r in profile.rows if r.pattern.label == label)
+def _row(profile, label, outputs=1):
+    return next(r for r in profile.rows if r.pattern.label == label and len(r.pattern.output_ops()) == outputs)
 
 
 def test_profile_lists_ops_and_chains_with_their_shapes_and_counts(program):
@@ -91,6 +92,7 @@ def test_profile_lists_ops_and_chains_with_their_shapes_and_counts(program):
     assert scaled_softmax.pattern.id.startswith("c") and len(scaled_softmax.pattern.units) == 2
     assert dict(next(iter(scaled_softmax.pattern.variants()))[0]) == {"M": 2 * 2 * 8, "N": 8}
     assert _row(profile, "add+layer_norm").pattern.kind == "rows"
+    assert len(_row(profile, "add+layer_norm").pattern.units) == 1  # the last block's add, read by ln_f alone
     assert _row(profile, "matmul").pattern.kind is None  # attention's batched matmuls: profiled, not extractable
     assert abs(sum(r.ms for r in profile.rows if r.pattern.id.startswith("o")) - profile.total_ms) < 1e-6
     table = render(profile)
@@ -102,6 +104,37 @@ def test_profile_lists_ops_and_chains_with_their_shapes_and_counts(program):
     rows = {row["label"]: row for row in json.loads(result.output)["rows"]}
     assert rows["linear"]["calls"] == 8 and rows["linear"]["extractable"]
     assert {"shape": {"M": 16, "K": 32, "N": 96}, "dtype": "float32", "calls": 2} in rows["linear"]["shapes"]
+
+
+def test_the_residual_add_read_by_a_layer_norm_and_the_next_add_is_a_chain_with_two_outputs(program):
+    """In a pre-LayerNorm block the residual add's result is read by the next LayerNorm and by the next residual add:
+    add+layer_norm is one chain returning both the sum and the normed rows, found once per add but the last (2 per
+    block, less the last block's second, which ln_f alone reads), its bytes both inputs and both outputs."""
+    from evolve.model_tools.roofline import unit_bytes
+
+    profile = profile_program(program, "cpu", repeats=1)
+    residual = _row(profile, "add+layer_norm", outputs=2).pattern
+    assert residual.kind == "rows" and residual.output_ops() == ["add", "layer_norm"]
+    assert len(residual.units) == 2 * 2 - 1 and residual.roles == ("full", "full", "row", "row")
+    assert dict(next(iter(residual.variants()))[0]) == {"M": 16, "N": 32}
+    assert residual.code.splitlines()[-1].strip() == "return (v0, v1)"
+    rows, row = 16 * 32 * 4, 32 * 4  # float32 bytes of an (M, N) tensor and of a weight
+    assert all(unit_bytes(unit) == 2 * rows + 2 * row + 2 * rows for unit in residual.units)
+    assert _row(profile, "add+layer_norm").pattern.id != residual.id
+    assert "add+layer_norm (2 out)" in render(profile)
+
+
+def test_a_chain_never_takes_an_op_whose_other_operand_is_computed_from_the_chain(tmp_path):
+    """h feeds a matmul and an add of that matmul's result: h and the add cannot be one kernel (the add waits for the
+    matmul, which waits for h), so the chain is the add and the layer_norm, the add's result also returned."""
+    path = tmp_path / "script.py"
+    path.write_text("import torch\n\nW = torch.randn(64, 64)\n\n\ndef region(x, y):\n    h = x + y\n"
+                    "    out = h + h @ W\n    return out, torch.nn.functional.layer_norm(out, (64,))\n\n\n"
+                    "def program():\n    return region, (torch.randn(8, 64), torch.randn(8, 64))\n")
+    chains = [r.pattern for r in profile_program(path, "cpu", repeats=1).rows if r.pattern.id.startswith("c")]
+    assert [(c.label, c.output_ops(), len(c.units)) for c in chains] == [
+        ("add+layer_norm", ["add", "layer_norm"], 1)]
+    assert chains[0].roles == ("full", "full")  # h and h @ W, read from outside the chain
 
 
 def test_extract_writes_the_programs_own_code_as_the_reference(program, tmp_path):
