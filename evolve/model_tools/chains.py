@@ -138,7 +138,7 @@ def _chains_with_several_outputs(graph, claimed: set) -> list[list]:
         chain = [node]
         while (user := _next_in_chain(chain, claimed, position)) is not None:
             chain.append(user)
-            if row_step(user).op in ROW_OPS:
+            if op_name(user) in ROW_OPS:
                 break
         if len(chain) > 1 and len(chain_outputs(chain)) > 1:
             chains.append(chain)
