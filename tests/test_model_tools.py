@@ -2,6 +2,7 @@
 their counts, problem folders that check-problem passes as written, and the program with an archived kernel put back
 whose outputs match the original's (under the Triton interpreter)."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -186,10 +187,12 @@ def test_a_script_s_region_moved_into_a_function_is_profiled_as_a_module_is(tmp_
 
 @pytest.mark.slow
 def test_extracted_problems_pass_check_problem_as_written(program, tmp_path):
-    """A chain (add+layer_norm) and a single op (linear): check-problem runs the reference, the generated seed
-    (must pass) and the generated wrong kernel (must fail) under the interpreter."""
+    """A chain (add+layer_norm), the residual one with two outputs and a single op (linear): check-problem runs the
+    reference, the generated seed (must pass) and the generated wrong kernels (must fail; the two-output chain's miss
+    a column of one output each) under the interpreter."""
     profile = profile_program(program, "cpu", repeats=1)
-    picks = [_row(profile, "add+layer_norm").pattern.id, _row(profile, "linear").pattern.id]
+    picks = [_row(profile, "add+layer_norm").pattern.id, _row(profile, "add+layer_norm", outputs=2).pattern.id,
+             _row(profile, "linear").pattern.id]
     result = CliRunner().invoke(cli, ["model", "extract", str(program), "--pick", ",".join(picks),
                                       "--out", str(tmp_path / "problems")])
     assert result.exit_code == 0, result.output
@@ -197,14 +200,15 @@ def test_extracted_problems_pass_check_problem_as_written(program, tmp_path):
         checked = subprocess.run([sys.executable, "-m", "evolve.cli", "check-problem", str(folder), "--device", "cpu"],
                                  capture_output=True, text=True, cwd=tmp_path, timeout=600)
         assert checked.returncode == 0 and "no fault found" in checked.stdout, checked.stdout + checked.stderr
+    residual = next(f for f in (tmp_path / "problems").iterdir() if f.name.startswith(f"tiny_gpt_{picks[1]}_"))
+    assert sorted(p.name for p in (residual / "solutions" / "wrong").iterdir()) == [
+        "missing_last_column_of_output0_add.py", "missing_last_column_of_output1_layer_norm.py"]
 
 
-@pytest.mark.slow
-def test_apply_puts_the_archived_kernel_back_and_the_outputs_match(program, tmp_path):
-    """The softmax chain extracted, its seed archived by a one-candidate run, then put in place of both attention
-    softmaxes: the program's outputs match the original's under the Triton interpreter."""
-    profile = profile_program(program, "cpu", repeats=1)
-    folder, = extract(program, [_row(profile, "mul+softmax").pattern.id], tmp_path / "problems")
+def _seed_applied(program, pick, tmp_path):
+    """The pattern extracted, its seed archived by a one-candidate run, and `evolve model apply` run with it: the
+    problem folder and the command's result (checked to have exited 0)."""
+    folder, = extract(program, [pick], tmp_path / "problems")
     db = tmp_path / "evolve.db"
     ran = subprocess.run([sys.executable, "-m", "evolve.cli", "run", str(folder), "--max-candidates", "1",
                           "--db", str(db), "--device", "cpu"],
@@ -213,12 +217,40 @@ def test_apply_puts_the_archived_kernel_back_and_the_outputs_match(program, tmp_
     result = CliRunner().invoke(cli, ["model", "apply", str(program), "--problems", str(folder), "--db", str(db),
                                       "--out", str(tmp_path / "applied"), "--device", "cpu", "--repeats", "2"])
     assert result.exit_code == 0, result.output
+    return folder, result
+
+
+@pytest.mark.slow
+def test_apply_puts_the_archived_kernel_back_and_the_outputs_match(program, tmp_path):
+    """The softmax chain extracted, its seed archived by a one-candidate run, then put in place of both attention
+    softmaxes: the program's outputs match the original's under the Triton interpreter."""
+    profile = profile_program(program, "cpu", repeats=1)
+    folder, result = _seed_applied(program, _row(profile, "mul+softmax").pattern.id, tmp_path)
     assert "match" in result.output and "Triton interpreter" in result.output
     saved = json.loads((tmp_path / "applied" / "result.json").read_text())
     assert saved["match"] and saved["replaced"] == {folder.name: 2} and saved["max_abs_diff"] < 1e-4
     assert saved["prediction"] is None  # no prediction from interpreter times
     assert f"kernels_evolve_{folder.name}(" in (tmp_path / "applied" / "patched_forward.py").read_text()
     assert (tmp_path / "applied" / "kernels" / f"{folder.name}.py").read_text().count("def custom_kernel") == 1
+
+
+
+@pytest.mark.slow
+def test_apply_feeds_both_results_of_the_residual_kernel_to_the_program(program, tmp_path):
+    """The two-output add+layer_norm's seed put in place of its three units: each unit's LayerNorm users read the
+    kernel's normed rows and the next residual add reads its sum (the next unit's input too), and the program's
+    outputs match the original's under the Triton interpreter."""
+    profile = profile_program(program, "cpu", repeats=1)
+    folder, result = _seed_applied(program, _row(profile, "add+layer_norm", outputs=2).pattern.id, tmp_path)
+    saved = json.loads((tmp_path / "applied" / "result.json").read_text())
+    assert saved["match"] and saved["replaced"] == {folder.name: 3} and saved["max_abs_diff"] < 1e-4, result.output
+    code = (tmp_path / "applied" / "patched_forward.py").read_text()
+    assert code.count(f"= kernels_evolve_{folder.name}(") == 3
+    assert code.count("torch.nn.functional.layer_norm(") == 2  # the first block's ln1 and ln_f: not in a chain
+    total = re.search(rf"(\w+) = evolve_{folder.name}\[0\]", code).group(1)  # the first block's residual sum
+    normed = re.search(rf"(\w+) = evolve_{folder.name}\[1\]", code).group(1)  # its ln2 of the sum
+    assert f"kernels_evolve_{folder.name}({total}, " in code  # the next residual add reads the kernel's sum
+    assert re.search(rf"linear\({normed}, blocks_0_fc_weight", code)  # the MLP reads the kernel's normed rows
 
 
 @pytest.mark.gpu
