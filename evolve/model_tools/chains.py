@@ -1,6 +1,9 @@
 """Which nodes one row-wise kernel can compute (pointwise ops, and layer_norm, rms_norm and softmax over the last
 dimension, on tensors of the output's shape or a vector along its last dimension), and the chains of them: maximal
-runs where each node's only user is the next, so that fusing the run saves every intermediate tensor's write and read.
+runs where each node's only user is the next, so that fusing the run saves every intermediate tensor's write and read;
+then, among the nodes left, runs of pointwise ops ending in at most one norm or softmax whose intermediate results are
+also used outside (a pre-LayerNorm block's residual add, read by the next LayerNorm and the next add): one kernel
+computes them too, writing each such intermediate as an output beside the final result (chain_outputs).
 """
 from __future__ import annotations
 
@@ -97,7 +100,8 @@ def row_step(node) -> Step | None:
 
 
 def find_chains(graph) -> list[list]:
-    """The chains of two or more row-kernel nodes, each a list of nodes in order; a node is in one chain at most."""
+    """The chains of two or more row-kernel nodes, each a list of nodes in order; a node is in one chain at most.
+    Chains whose only output is their last node come first, then those with several outputs (chain_outputs)."""
     claimed: set = set()
     chains = []
     for node in graph.nodes:
@@ -113,4 +117,43 @@ def find_chains(graph) -> list[list]:
         if len(chain) > 1:
             chains.append(chain)
             claimed.update(chain)
+    return chains + _chains_with_several_outputs(graph, claimed)
+
+
+def chain_outputs(nodes: list) -> list:
+    """The nodes whose results leave the chain, in its order: those with a user outside it, and the last."""
+    inside = set(nodes)
+    return [n for n in nodes[:-1] if any(user not in inside for user in n.users)] + [nodes[-1]]
+
+
+def _chains_with_several_outputs(graph, claimed: set) -> list[list]:
+    """Among the nodes no chain holds: pointwise ops, each read by the next, ending in at most one norm or softmax,
+    where an intermediate result is also read outside the chain."""
+    position = {node: i for i, node in enumerate(graph.nodes)}
+    chains = []
+    for node in graph.nodes:
+        step = row_step(node)
+        if node in claimed or step is None or step.op in ROW_OPS:
+            continue
+        chain = [node]
+        while (user := _next_in_chain(chain, claimed, position)) is not None:
+            chain.append(user)
+            if op_name(user) in ROW_OPS:
+                break
+        if len(chain) > 1 and len(chain_outputs(chain)) > 1:
+            chains.append(chain)
+            claimed.update(chain)
     return chains
+
+
+def _next_in_chain(chain: list, claimed: set, position: dict):
+    """The first user of the chain's last node, where it extends the chain, else None: a row-kernel node of the same
+    shape that runs before every outside user of the chain's results, so that one kernel called in its place feeds
+    them all. That also keeps out a user whose other operand is computed from the chain's results (h + f(h)): that
+    computation starts at an outside user, which runs before it."""
+    inside = set(chain)
+    outside_users = [u for n in chain for u in n.users if u not in inside]
+    user = min(chain[-1].users, key=position.__getitem__, default=None)
+    if user is None or user in claimed or row_step(user) is None or tensor_meta(user)[0] != tensor_meta(chain[0])[0]:
+        return None
+    return user if all(position[user] < position[other] for other in outside_users if other is not user) else None

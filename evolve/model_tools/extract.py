@@ -1,7 +1,8 @@
 """`evolve model extract`: a problem folder per picked pattern, written from the program's own op or chain: the
 reference is its FX code (parameters as inputs), the benchmark cases the shapes it ran at (counts in the description:
 problem.toml has no weights), tolerances by dtype as the shipped problems of the same kind set them, a Triton seed and
-a wrong kernel, and origin.json, which `evolve model apply` reads to find the pattern in the program again."""
+a wrong kernel (one per output for a chain with several), and origin.json, which `evolve model apply` reads to find
+the pattern in the program again."""
 from __future__ import annotations
 
 import json
@@ -53,12 +54,12 @@ def _write(folder: Path, program: Path, pattern: Pattern) -> None:
     }
     if pattern.kind == "rows":
         files["seeds/seed.py"] = rows_seed(unit, pattern.roles, pattern.label)
-        files["solutions/wrong/missing_last_column.py"] = rows_seed(unit, pattern.roles, pattern.label, wrong=True)
+        files.update(_wrong_rows_kernels(pattern))
     else:
         files["seeds/seed.py"] = linear_seed("bias" in pattern.roles)
         files["solutions/wrong/missing_k_tail.py"] = linear_seed("bias" in pattern.roles, wrong=True)
     origin = {"program": str(program), "pattern": pattern.id, "label": pattern.label, "kind": pattern.kind,
-              "code": pattern.code, "roles": list(pattern.roles),
+              "code": pattern.code, "roles": list(pattern.roles), "outputs": pattern.output_ops(),
               "seen": [{"shape": dict(shape), "dtype": dtype, "calls": count}
                        for (shape, dtype), count in pattern.variants().items()]}
     files["origin.json"] = json.dumps(origin, indent=1) + "\n"
@@ -67,3 +68,13 @@ def _write(folder: Path, program: Path, pattern: Pattern) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     (folder / "solutions" / "correct").mkdir(parents=True, exist_ok=True)
+
+
+def _wrong_rows_kernels(pattern: Pattern) -> dict[str, str]:
+    """The seed missing its last column: of its output, or one kernel per output where there are several, so that
+    check-problem sees each output judged."""
+    unit, outputs = pattern.units[0], pattern.output_ops()
+    if len(outputs) == 1:
+        return {"solutions/wrong/missing_last_column.py": rows_seed(unit, pattern.roles, pattern.label, 0)}
+    return {f"solutions/wrong/missing_last_column_of_output{k}_{op}.py":
+            rows_seed(unit, pattern.roles, pattern.label, k) for k, op in enumerate(outputs)}

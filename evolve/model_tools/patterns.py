@@ -9,7 +9,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .chains import find_chains, operand_role, row_step
+from .chains import chain_outputs, find_chains, operand_role, row_step
 from .graph import is_compute, op_name, tensor_meta
 
 DTYPE_NAMES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.float16": "float16"}
@@ -17,11 +17,13 @@ DTYPE_NAMES = {"torch.float32": "float32", "torch.bfloat16": "bfloat16", "torch.
 
 @dataclass
 class Unit:
-    """One op or one chain in the graph: its nodes, the outside nodes it reads (in placeholder order), the result."""
+    """One op or one chain in the graph: its nodes, the outside nodes it reads (in placeholder order), and the nodes
+    whose results leave it (the last, and in a chain with several outputs each intermediate also read outside)."""
     nodes: list
     inputs: list
     dims: dict | None  # M, N (rows) or M, K, N (linear); None where the kind is None
     dtype: str
+    outputs: list = field(default_factory=list)
 
 
 @dataclass
@@ -33,6 +35,12 @@ class Pattern:
     code: str
     roles: tuple  # per input: "full", "row" (rows), "x", "weight", "bias" (linear), "tensor" (other)
     units: list = field(default_factory=list)
+    outputs: tuple = ()  # the positions in the chain of the nodes whose results it returns, in order
+
+    def output_ops(self) -> list[str]:
+        """The op of each result the code returns, in order: ["add", "layer_norm"] for a residual add+layer_norm."""
+        ops = self.label.split("+")
+        return [ops[i] for i in self.outputs] if self.outputs else ops[-1:]
 
     def variants(self) -> Counter:
         """(dims as sorted items, dtype) -> how many of the units ran at it."""
@@ -45,9 +53,10 @@ def _shapes_of(unit: Unit) -> tuple:
     return (("in", tuple(shapes)), ("out", out[0] if out else None))
 
 
-def subgraph(nodes: list, inputs: list, kind: str | None):
+def subgraph(nodes: list, inputs: list, kind: str | None, outputs: list | None = None):
     """A GraphModule computing `nodes` from placeholders in0.. for `inputs`, names v0.., and for the rows kind a
-    norm's width read from its input and a softmax over dim -1, so that one code serves every shape."""
+    norm's width read from its input and a softmax over dim -1, so that one code serves every shape; it returns the
+    last node's result, or the tuple of `outputs`' where there are several."""
     import torch
     import torch.fx
 
@@ -59,7 +68,8 @@ def subgraph(nodes: list, inputs: list, kind: str | None):
         if kind == "rows":
             args, kwargs = _shape_free(graph, node, list(args), kwargs)
         env[node] = graph.create_node(node.op, node.target, tuple(args), kwargs, name=f"v{i}")
-    graph.output(env[nodes[-1]])
+    outputs = outputs or nodes[-1:]
+    graph.output(tuple(env[n] for n in outputs) if len(outputs) > 1 else env[outputs[0]])
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
@@ -122,7 +132,7 @@ def describe(nodes: list) -> tuple[Unit, str | None, tuple]:
     elif len(nodes) == 1 and op_name(nodes[0]) == "linear" and nodes[0].op == "call_function" and dtype in \
             ("float32", "bfloat16", "float16") and (dims := _linear_dims(nodes[0])) is not None:
         kind, roles = "linear", ("x", "weight", "bias")[:len(inputs)]
-    return Unit(nodes, inputs, dims, dtype), kind, roles
+    return Unit(nodes, inputs, dims, dtype, chain_outputs(nodes)), kind, roles
 
 
 def find_patterns(graph_module) -> list[Pattern]:
@@ -133,13 +143,14 @@ def find_patterns(graph_module) -> list[Pattern]:
     counters = {"o": 0, "c": 0}
     for nodes in units:
         unit, kind, roles = describe(nodes)
-        code = subgraph(nodes, unit.inputs, kind).code.strip()
+        code = subgraph(nodes, unit.inputs, kind, unit.outputs).code.strip()
         key = (len(nodes) > 1, kind, code, roles)
         if key not in by_key:
             prefix = "c" if len(nodes) > 1 else "o"
             counters[prefix] += 1
             label = "+".join(op_name(n) for n in nodes)
-            by_key[key] = Pattern(f"{prefix}{counters[prefix]}", label, kind, code, roles)
+            by_key[key] = Pattern(f"{prefix}{counters[prefix]}", label, kind, code, roles,
+                                  outputs=tuple(nodes.index(n) for n in unit.outputs))
             patterns.append(by_key[key])
         by_key[key].units.append(unit)
     return patterns

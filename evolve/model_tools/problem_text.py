@@ -61,8 +61,17 @@ def _what(pattern: Pattern) -> str:
         return ("out = x @ weight.T + bias (torch.nn.functional.linear) with x of shape (M, K), weight (N, K), bias "
                 "(N,); out (M, N) in x's dtype, sums in float32")
     roles = ", ".join(f"in{i} {'(M, N)' if r == 'full' else '(N,)'}" for i, r in enumerate(pattern.roles))
-    return (f"{pattern.label.replace('+', ', then ')} over rows: inputs {roles}; the output is (M, N) in the inputs' "
-            "dtype; compute in float32 and round once; the norms and softmax reduce over the last dimension (N)")
+    return (f"{pattern.label.replace('+', ', then ')} over rows: inputs {roles}; {_outputs_text(pattern)}; compute in "
+            "float32 and round once; the norms and softmax reduce over the last dimension (N)")
+
+
+def _outputs_text(pattern: Pattern) -> str:
+    ops = pattern.output_ops()
+    if len(ops) == 1:
+        return "the output is (M, N) in the inputs' dtype"
+    return (f"returns the tuple of {len(ops)} outputs, each (M, N) in the inputs' dtype: the results of "
+            f"{', '.join(ops)} in that order (the program also reads the intermediate ones elsewhere, so each is "
+            "written)")
 
 
 def _last_line(pattern: Pattern) -> str:
@@ -107,7 +116,7 @@ def reference_py(program: Path, pattern: Pattern) -> str:
     if pattern.kind == "rows":
         full, row = pattern.roles.count("full"), pattern.roles.count("row")
         per_element = sum(FLOPS_PER_ELEMENT.get(op, 1) for op in pattern.label.split("+"))
-        moved, work = f"({full + 1} * M * N + {row} * N)", f"{per_element} * M * N"
+        moved, work = f"({full + len(pattern.output_ops())} * M * N + {row} * N)", f"{per_element} * M * N"
         shapes = '{"full": (M, N), "row": (N,)}'
         scale = "{}"
     else:
@@ -146,7 +155,7 @@ def baseline(*inputs):
 
 
 def bytes_moved({dims}, dtype="float32"):
-    """Each input read once, the output written once."""
+    """Each input read once, each output written once."""
     return {moved} * torch.empty((), dtype=_DTYPES[dtype]).element_size()
 
 
@@ -158,7 +167,7 @@ def flops({dims}, dtype="float32"):
 def notes_md(program: Path, pattern: Pattern) -> str:
     seen = "\n".join(f"- {' '.join(f'{k}={v}' for k, v in s.items())} {d}: {c} call(s) per forward"
                      for s, d, c in _seen(pattern))
-    bound = "memory-bound at these sizes: one read of each input and one write of the output is the floor" \
+    bound = "memory-bound at these sizes: one read of each input and one write of each output is the floor" \
         if pattern.kind == "rows" else "compute-bound for large M, memory-bound (reading the weight) for small M"
     return f"""# {pattern.label} from {program.name}
 

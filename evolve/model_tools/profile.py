@@ -32,8 +32,9 @@ class Profile:
         return {"program": self.program, "device": self.device, "total_ms": self.total_ms,
                 "roofline": self.roofline_note,
                 "rows": [{"id": r.pattern.id, "label": r.pattern.label, "kind": r.pattern.kind,
-                          "calls": len(r.pattern.units), "ms": r.ms, "share": r.share, "bound_ms": r.bound_ms,
-                          "max_gain": r.gain, "extractable": r.pattern.kind is not None,
+                          "outputs": r.pattern.output_ops(), "calls": len(r.pattern.units), "ms": r.ms,
+                          "share": r.share, "bound_ms": r.bound_ms, "max_gain": r.gain,
+                          "extractable": r.pattern.kind is not None,
                           "shapes": [{"shape": dict(shape) if r.pattern.kind else _plain(shape), "dtype": dtype,
                                       "calls": count} for (shape, dtype), count in r.pattern.variants().items()]}
                          for r in self.rows]}
@@ -93,11 +94,14 @@ def render(profile: Profile, top: int = 20) -> str:
         bound = f"{row.bound_ms:9.4f}" if row.bound_ms is not None else f"{'-':>9}"
         gain = f"{row.gain:7.3f}x" if row.gain is not None else f"{'-':>8}"
         kind = f"  [{p.kind}]" if p.kind else "  [not extractable]"
-        lines.append(f"{p.id:<5} {p.label[:24]:<24} {len(p.units):>5} {row.ms:9.4f} {row.share:6.1%} {bound} {gain}  "
+        outputs = len(p.output_ops())
+        name = p.label if outputs == 1 else f"{p.label} ({outputs} out)"
+        lines.append(f"{p.id:<5} {name[:24]:<24} {len(p.units):>5} {row.ms:9.4f} {row.share:6.1%} {bound} {gain}  "
                      f"{_shapes_text(p)}{kind}")
     if len(profile.rows) > top:
         lines.append(f"... {len(profile.rows) - top} more (--top N)")
     lines.append(profile.roofline_note)
-    lines.append("a chain's time is its ops' times summed; its bound counts only its outside inputs and its result. "
+    lines.append("a chain's time is its ops' times summed; its bound counts only its outside inputs and its results "
+                 "(a chain marked (2 out) also writes an intermediate the program reads elsewhere). "
                  "Write problems with: evolve model extract PROGRAM --pick ID[,ID] --out DIR")
     return "\n".join(lines)

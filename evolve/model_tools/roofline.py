@@ -1,6 +1,7 @@
 """The least time a unit could take on the card (the larger of its bytes over the card's measured bandwidth and its
 flops over its measured matmul rate, the same peaks evolve's roofline uses), and the end-to-end gain that would bring
-(Amdahl). A fused chain's bytes are its outside inputs and its result only: that is what fusing saves."""
+(Amdahl). A fused chain's bytes are its outside inputs and its results only (the last node's, and each intermediate's
+that is also read outside the chain): that is what fusing saves."""
 from __future__ import annotations
 
 import math
@@ -21,8 +22,8 @@ def _tensor_bytes(node) -> int:
 
 
 def unit_bytes(unit) -> int:
-    """Every outside input read once and the result written once."""
-    return sum(_tensor_bytes(node) for node in unit.inputs) + _tensor_bytes(unit.nodes[-1])
+    """Every outside input read once and every result written once."""
+    return sum(_tensor_bytes(node) for node in unit.inputs) + sum(_tensor_bytes(node) for node in unit.outputs)
 
 
 def unit_flops(unit) -> int:

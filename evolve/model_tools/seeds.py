@@ -1,6 +1,7 @@
 """Triton seed kernels written for an extracted pattern, and one wrong kernel each for check-problem: a row kernel
 (one program per row, the row in registers, every op in float32, rounded once on store) for the rows kind, a tiled
-matmul with the bias for the linear kind. The wrong ones drop the last column (rows) or the last partial K block."""
+matmul with the bias for the linear kind. The wrong ones drop the last column (rows: of one output, for a chain with
+several) or the last partial K block."""
 from __future__ import annotations
 
 from .chains import row_step
@@ -52,37 +53,48 @@ def _row_lines(step, value: str, names: dict) -> list[str]:
             f"{value} = {value}_dev / tl.sqrt({value}_var + {step.params['eps']!r}){scale}{shift}"]
 
 
-def rows_seed(unit, roles: tuple, label: str, wrong: bool = False) -> str:
-    """A row kernel computing the unit's nodes from its inputs (roles "full" [M, N] or "row" [N])."""
+def rows_seed(unit, roles: tuple, label: str, wrong_output: int | None = None) -> str:
+    """A row kernel computing the unit's nodes from its inputs (roles "full" [M, N] or "row" [N]) and storing each of
+    its outputs (unit.outputs: one, or the intermediates read outside it and the last); with wrong_output, the kernel
+    never writes that output's last column."""
     names = {node: f"in{i}" for i, node in enumerate(unit.inputs)}
     body = []
     for j, node in enumerate(unit.nodes):
         names[node] = f"v{j}"
         body += _row_lines(row_step(node), f"v{j}", names)
-    params = ", ".join(f"in{i}_ptr" for i in range(len(roles)))
+    outs = ["out"] if len(unit.outputs) == 1 else [f"out{k}" for k in range(len(unit.outputs))]
+    params = ", ".join([f"{o}_ptr" for o in outs] + [f"in{i}_ptr" for i in range(len(roles))])
     loads = [f"in{i} = tl.load(in{i}_ptr + {'row * n_cols + ' if role == 'full' else ''}cols, mask=mask, "
              f"other=0.0).to(tl.float32)" for i, role in enumerate(roles)]
-    store_mask = "mask & (cols < n_cols - 1)" if wrong else "mask"
-    lines = [f"def rows_kernel(out_ptr, {params}, n_cols, BLOCK: tl.constexpr):",
+    stores = [f"tl.store({o}_ptr + row * n_cols + cols, {names[node]}.to({o}_ptr.dtype.element_ty), "
+              f"mask={'mask & (cols < n_cols - 1)' if k == wrong_output else 'mask'})"
+              for k, (o, node) in enumerate(zip(outs, unit.outputs))]
+    lines = [f"def rows_kernel({params}, n_cols, BLOCK: tl.constexpr):",
              "    row = tl.program_id(0).to(tl.int64)", "    cols = tl.arange(0, BLOCK)", "    mask = cols < n_cols"]
-    lines += [f"    {line}" for line in loads + body]
-    lines.append(f"    tl.store(out_ptr + row * n_cols + cols, v{len(unit.nodes) - 1}.to(out_ptr.dtype.element_ty), "
-                 f"mask={store_mask})")
+    lines += [f"    {line}" for line in loads + body + stores]
+    what = f"{label}, one row per program" + ("" if len(outs) == 1 else f", {len(outs)} outputs") + (
+        "" if wrong_output is None else f" (WRONG: the last column of output {wrong_output} is never written)")
+    head = ("" if wrong_output is None else "# expect: correctness: max_rel\n") + _HEADER.format(what=what)
+    return head + 'KNOBS = {"num_warps": 4}\nKNOB_SPACE = {"num_warps": [1, 2, 4, 8]}\n\n\n@triton.jit\n' + \
+        "\n".join(lines) + "\n\n\n" + _rows_launcher(outs, roles, wrong_output is not None)
+
+
+def _rows_launcher(outs: list[str], roles: tuple, wrong: bool) -> str:
+    """custom_kernel: the outputs allocated (zeroed for a wrong kernel, so its unwritten column is wrong, not
+    garbage), one program per row, the result or the tuple of results."""
     full = roles.index("full")
     args = ", ".join(f"in{i}" for i in range(len(roles)))
-    what = f"{label}, one row per program" + (" (WRONG: the last column is never written)" if wrong else "")
-    head = ("# expect: correctness: max_rel\n" if wrong else "") + _HEADER.format(what=what)
-    return head + 'KNOBS = {"num_warps": 4}\nKNOB_SPACE = {"num_warps": [1, 2, 4, 8]}\n\n\n@triton.jit\n' + \
-        "\n".join(lines) + f'''
-
-
-def custom_kernel({args}):
+    allocations = "\n".join(
+        f"    {o} = torch.{'zeros' if wrong else 'empty'}((n_rows, n_cols), dtype=inputs[{full}].dtype, "
+        f"device=inputs[{full}].device)" for o in outs)
+    returned = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
+    return f'''def custom_kernel({args}):
     inputs = [t.contiguous() for t in ({args},)]
     n_rows, n_cols = inputs[{full}].shape
-    out = torch.{"zeros" if wrong else "empty"}((n_rows, n_cols), dtype=inputs[{full}].dtype,
-                      device=inputs[{full}].device)
-    rows_kernel[(n_rows,)](out, *inputs, n_cols, BLOCK=triton.next_power_of_2(n_cols), num_warps=KNOBS["num_warps"])
-    return out
+{allocations}
+    rows_kernel[(n_rows,)]({", ".join(outs)}, *inputs, n_cols, BLOCK=triton.next_power_of_2(n_cols),
+                           num_warps=KNOBS["num_warps"])
+    return {returned}
 '''
 
 

@@ -1,11 +1,13 @@
 """The child process of `evolve model apply`: the program with each problem's kernel put in place of every unit of its
-pattern (an FX graph patch whose code is written out for the user to read), its outputs checked against the
-original's, and both timed. Run as `python -m evolve.model_tools.substitute SPEC.json`; on the CPU the parent sets
-TRITON_INTERPRET=1 first, since Triton reads it when it is imported."""
+pattern (an FX graph patch whose code is written out for the user to read; a kernel of a chain with several outputs
+feeds every user of each), its outputs checked against the original's, and both timed. Run as
+`python -m evolve.model_tools.substitute SPEC.json`; on the CPU the parent sets TRITON_INTERPRET=1 first, since Triton
+reads it when it is imported."""
 from __future__ import annotations
 
 import importlib.util
 import json
+import operator
 import sys
 from pathlib import Path
 
@@ -28,7 +30,8 @@ def _wrapper(name: str, kind: str, roles: tuple, kernel):
             shape = inputs[roles.index("full")].shape
             flat = [t.reshape(-1, shape[-1]) if role == "full" else t.reshape(shape[-1])
                     for t, role in zip(inputs, roles)]
-            return kernel(*flat).reshape(shape)
+            out = kernel(*flat)
+            return tuple(t.reshape(shape) for t in out) if isinstance(out, (tuple, list)) else out.reshape(shape)
     else:
         def call(x, *rest):
             return kernel(x.reshape(-1, x.shape[-1]), *rest).reshape(*x.shape[:-1], rest[0].shape[0])
@@ -40,6 +43,7 @@ def _wrapper(name: str, kind: str, roles: tuple, kernel):
 def patch(graph_module, patterns, kernels: list[dict]) -> dict:
     """Each kernel put in place of its pattern's units in graph_module; {problem: units replaced}."""
     graph, replaced, gone = graph_module.graph, {}, set()
+    renamed: dict = {}  # a replaced unit's result -> the node that now holds it (another unit may read it)
     for entry in kernels:
         match = next((p for p in patterns if (p.kind, p.code, list(p.roles)) ==
                       (entry["kind"], entry["code"], entry["roles"])), None)
@@ -50,17 +54,31 @@ def patch(graph_module, patterns, kernels: list[dict]) -> dict:
         for unit in match.units:
             if gone & set(unit.nodes):
                 continue  # an earlier kernel took part of it
-            with graph.inserting_before(unit.nodes[-1]):
-                new = graph.call_function(function, tuple(unit.inputs))
-            new.meta = dict(unit.nodes[-1].meta)
-            unit.nodes[-1].replace_all_uses_with(new)
-            for node in reversed(unit.nodes):
-                graph.erase_node(node)
+            renamed.update(_replace(graph, unit, [renamed.get(n, n) for n in unit.inputs], function))
             gone.update(unit.nodes)
             replaced[entry["problem"]] += 1
     graph.lint()
     graph_module.recompile()
     return replaced
+
+
+def _replace(graph, unit, inputs: list, function) -> dict:
+    """The unit's nodes replaced by one call of function, placed before its last node (every input is there, and a
+    chain with several outputs has every outside user of its results after it): each user of a result, inside the
+    program, now reads the call's result, or the call's output of the same position where there are several; the
+    result nodes replaced -> the nodes now holding them."""
+    with graph.inserting_before(unit.nodes[-1]):
+        new = graph.call_function(function, tuple(inputs))
+        if len(unit.outputs) == 1:
+            results = [new]
+        else:
+            results = [graph.call_function(operator.getitem, (new, k)) for k in range(len(unit.outputs))]
+    for node, result in zip(unit.outputs, results):
+        result.meta = dict(node.meta)
+        node.replace_all_uses_with(result)
+    for node in reversed(unit.nodes):
+        graph.erase_node(node)
+    return dict(zip(unit.outputs, results))
 
 
 def _outputs(value) -> list:
