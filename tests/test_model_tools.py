@@ -145,6 +145,8 @@ def test_extract_writes_the_programs_own_code_as_the_reference(program, tmp_path
     assert {p.name for p in folder.iterdir()} >= {"problem.toml", "reference.py", "notes.md", "seeds", "origin.json"}
     toml = (folder / "problem.toml").read_text()
     assert "[[benchmark]]\nshape = { M = 16, N = 32 }" in toml and "torch.nn.functional.layer_norm" in toml
+    calls = sum(count for (_, _), count in chain.variants().items())  # weighted as often as it runs
+    assert f'dtypes = ["float32"]\nweight = {calls}' in toml
     sys.path.insert(0, str(folder))
     try:
         import reference

@@ -13,7 +13,7 @@ from evolve.config import RunConfig, SearchConfig
 from evolve.harness import EvalOptions, RungResult, load_problem
 from evolve.harness.measurer.race import Race
 from evolve.harness.shared.formats import reference_for
-from evolve.harness.shared.roofline import ROOFLINE_CEILING, best_possible
+from evolve.harness.shared.roofline import ROOFLINE_CEILING, best_possible, fitness_of
 from evolve.scoring import score_of
 from evolve.search import RACE_MARGIN, Search
 from verdicts import ladder
@@ -40,9 +40,12 @@ def run(candidate_fractions, below: float) -> tuple[Race, list[str]]:
 
 
 def test_the_best_possible_fitness_counts_every_untimed_case_at_the_ceiling():
-    assert best_possible([], 4) == pytest.approx(ROOFLINE_CEILING)
-    assert best_possible([0.5, 0.5], 4) == pytest.approx(math.sqrt(0.5 * ROOFLINE_CEILING))
-    assert best_possible([0.2] * 4, 4) == pytest.approx(0.2)
+    assert best_possible([], [], 4) == pytest.approx(ROOFLINE_CEILING)
+    assert best_possible([0.5, 0.5], [1, 1], 2) == pytest.approx(math.sqrt(0.5 * ROOFLINE_CEILING))
+    assert best_possible([0.2] * 4, [1] * 4, 0) == pytest.approx(0.2)
+    # weighted: a case that runs three times as often counts three times
+    assert best_possible([0.5], [3], 1) == pytest.approx(math.exp((3 * math.log(0.5) + math.log(ROOFLINE_CEILING)) / 4))
+    assert fitness_of([0.5, 0.8], [3, 1]) == pytest.approx(math.exp((3 * math.log(0.5) + math.log(0.8)) / 4))
 
 
 def test_cases_are_timed_shortest_bound_first():
@@ -179,3 +182,34 @@ def test_a_run_refuses_options_that_would_keep_partial_verdicts():
     for partial in (EvalOptions(last_rung="correctness"), EvalOptions(bench_cases=("fp32 4x256",))):
         with pytest.raises(ValueError, match="times every benchmark case"):
             RunConfig(problem_dir="p", eval=partial)
+
+
+def test_a_problem_s_weights_make_the_fitness_a_weighted_geometric_mean(tmp_path):
+    """[[benchmark]] weight = N (how often a shape runs, as evolve model extract writes it): the parent's fitness and
+    the race both count a case N times; a weight on a test shape, or not a positive number, is refused."""
+    from evolve.harness.parent.ladder import _roofline
+    from evolve.harness.shared.problem import ProblemError
+
+    rows = [{"case": label, "shape": [1], "dtype": "float32", "ms": ms, "bytes": 4_000_000, "flops": 0}
+            for label, ms in (("fp32 a", 0.002), ("fp32 b", 0.004))]  # fractions 0.5 and 0.25 of a 1 us bound
+    bench = RungResult("benchmark", "ok", metrics={"shapes": rows})
+    _, _, plain = _roofline(bench, PEAKS, "gpu")
+    rung, _, weighted = _roofline(bench, PEAKS, "gpu", {"fp32 a": 3.0, "fp32 b": 1.0})
+    assert plain == pytest.approx(math.sqrt(0.5 * 0.25))
+    assert weighted == pytest.approx(math.exp((3 * math.log(0.5) + math.log(0.25)) / 4)) and "weighted" in rung.reason
+    folder = tmp_path / "p"
+    folder.mkdir()
+    text = (MINI_TOML := (ROOT / "tests" / "data" / "mini_softmax" / "problem.toml").read_text())
+    (folder / "reference.py").write_text((ROOT / "tests" / "data" / "mini_softmax" / "reference.py").read_text())
+    (folder / "problem.toml").write_text(text.replace("shape = { M = 4096, N = 1024 }",
+                                                      "shape = { M = 4096, N = 1024 }\nweight = 3"))
+    assert [c.weight for c in load_problem(folder).benchmarks] == [3.0]
+    for bad in ("weight = 0", "weight = true", 'weight = "often"'):
+        (folder / "problem.toml").write_text(MINI_TOML.replace("shape = { M = 4096, N = 1024 }",
+                                                               f"shape = {{ M = 4096, N = 1024 }}\n{bad}"))
+        with pytest.raises(ProblemError, match="weight"):
+            load_problem(folder)
+    (folder / "problem.toml").write_text(MINI_TOML.replace("shape = { M = 1, N = 7 }", "shape = { M = 1, N = 7 }\n"
+                                                           "weight = 2"))
+    with pytest.raises(ProblemError, match="and a \\[\\[benchmark\\]\\] entry a weight"):
+        load_problem(folder)

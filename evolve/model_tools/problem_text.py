@@ -87,7 +87,8 @@ def problem_toml(name: str, program: Path, pattern: Pattern) -> str:
     counts = "; ".join(f"{' '.join(f'{k}={v}' for k, v in s.items())} {d} x{c}" for s, d, c in seen)
     description = textwrap.fill(
         f"{_what(pattern)}. Written by `evolve model extract` from {program.name} ({pattern.id}), which runs it "
-        f"{len(pattern.units)} time(s) per forward: {counts} (the benchmark cases are these shapes, one each). "
+        f"{len(pattern.units)} time(s) per forward: {counts} (the benchmark cases are these shapes, each weighted by "
+        f"how often it runs). "
         f"The reference is the program's own code: {_last_line(pattern)}", 116)
     tests, cpu, accepts = _cases(pattern)
     forbid = sorted({call for op in pattern.label.split("+") for call in FORBID.get(op, [])})
@@ -100,8 +101,8 @@ def problem_toml(name: str, program: Path, pattern: Pattern) -> str:
         out += [f"[tolerance.{dtype}]", f"rtol = {rtol!r}", f"floor = {floor!r}", f"min_cosine = {cosine!r}", ""]
     out += ["# Small, odd shapes for the run and correctness rungs."]
     out += [f"[[test]]\n{_shape_line(s)}" for s in tests]
-    out += ["", "# The shapes the program runs it at (each once; how often each runs is in the description)."]
-    out += [f"[[benchmark]]\n{_shape_line(s)}" for s, _, _ in seen]
+    out += ["", "# The shapes the program runs it at, each weighted in the fitness by how often it runs."]
+    out += [f'[[benchmark]]\n{_shape_line(s)}\ndtypes = ["{dtype}"]\nweight = {count}' for s, dtype, count in seen]
     out += ["", "# Timed under the Triton CPU interpreter (no GPU): small."]
     out += [f"[[cpu_benchmark]]\n{_shape_line(s)}" for s in cpu]
     out += ["", "[forbid]", f"calls = {forbid!r}".replace("'", '"'), 'modules = ["reference"]', "", "[accepts]"]

@@ -24,7 +24,7 @@ from ..runner.static.check import screen, summary
 from ..shared import compiled
 from ..shared.formats import load_problem
 from ..shared.protocol import SHAPE_ROW
-from ..shared.roofline import ROOFLINE_CEILING, bound_seconds
+from ..shared.roofline import ROOFLINE_CEILING, bound_seconds, fitness_of
 from ..shared.wire import Malformed, check
 from . import device_share, generator_fault
 from .check_file import check_file
@@ -360,7 +360,8 @@ class _Evaluation:
         rungs, mode, said = self.rungs, self.mode, self.said
         shapes, fitness = (), None
         if all(r.ok for r in rungs.values()) and "benchmark" in rungs:
-            roofline, shapes, fitness = _roofline(rungs["benchmark"], said.peaks, mode)
+            roofline, shapes, fitness = _roofline(rungs["benchmark"], said.peaks, mode,
+                                                  {case.label: case.weight for case in self.problem.benchmarks})
             partial = _partial(self.options, rungs["benchmark"]) if not roofline.failed else None
             if partial:  # a figure over some of the cases never ranks a kernel
                 roofline, fitness = RungResult("roofline", "skipped", partial, 0.0, roofline.metrics), None
@@ -469,8 +470,11 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def _roofline(bench: RungResult, peaks: dict | None, mode: str) -> tuple[RungResult, tuple, float | None]:
-    """The roofline rung from the benchmark's rows and the measured peaks, with the per-shape table and fitness."""
+def _roofline(bench: RungResult, peaks: dict | None, mode: str, weight_of: dict | None = None) \
+        -> tuple[RungResult, tuple, float | None]:
+    """The roofline rung from the benchmark's rows and the measured peaks, with the per-shape table and fitness
+    (weight_of: each case's weight by label, where the problem gives them)."""
+    weight_of = weight_of or {}
     rows = bench.metrics.get("shapes", [])
     try:
         for row in rows if isinstance(rows, list) and rows else [None]:
@@ -494,8 +498,10 @@ def _roofline(bench: RungResult, peaks: dict | None, mode: str) -> tuple[RungRes
         return RungResult("roofline", "failed", f"{worst['case']}: {worst['roofline_fraction']:.2f} of roofline is "
                                                 f"above {ROOFLINE_CEILING}: a measurement error or a cheat, not a "
                                                 "record", 0.0, metrics), shapes, None
-    fitness = math.exp(sum(math.log(max(f, 1e-12)) for f in fractions) / len(fractions))
-    return RungResult("roofline", "ok", f"fitness {fitness:.2f} (geomean fraction of roofline over {len(fractions)} "
+    weights = [weight_of.get(s["case"], 1.0) for s in shapes]
+    fitness = fitness_of(fractions, weights)
+    mean = "geomean" if len(set(weights)) <= 1 else "geomean, weighted by how often each runs,"
+    return RungResult("roofline", "ok", f"fitness {fitness:.2f} ({mean} fraction of roofline over {len(fractions)} "
                                         "benchmark shapes)", 0.0, {**metrics, "fitness": fitness}), shapes, fitness
 
 

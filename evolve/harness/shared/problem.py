@@ -53,6 +53,8 @@ class Case:
     dtype: str | None
     params: tuple[tuple[str, object], ...] = ()
     seed: int | None = None
+    weight: float = 1.0  # how much a benchmark case counts in the fitness (a weighted geometric mean): how often it
+    # runs, where the problem says
 
     @property
     def kwargs(self) -> dict:

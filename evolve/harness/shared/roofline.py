@@ -14,12 +14,17 @@ def bound_seconds(nbytes: float, flops: float, dtype: str, peaks: dict) -> float
     return max(nbytes / peaks["bandwidth"], flops / flops_peak)
 
 
-def best_possible(fractions: list[float], cases: int) -> float:
-    """The highest fitness (geometric mean over `cases`) a candidate can still reach with `fractions` timed: every
-    case not yet timed at the ceiling."""
-    left = cases - len(fractions)
-    logs = [math.log(max(f, 1e-12)) for f in fractions] + [math.log(ROOFLINE_CEILING)] * left
-    return math.exp(sum(logs) / cases)
+def fitness_of(fractions: list[float], weights: list[float] | None = None) -> float:
+    """The fitness: the geometric mean of the cases' fractions of their roofline, each case weighted (1 each unless
+    the problem says how often a shape runs)."""
+    weights = weights or [1.0] * len(fractions)
+    return math.exp(sum(w * math.log(max(f, 1e-12)) for f, w in zip(fractions, weights)) / sum(weights))
+
+
+def best_possible(fractions: list[float], weights: list[float], left: float) -> float:
+    """The highest fitness a candidate can still reach with `fractions` timed (their weights): every case not yet
+    timed (`left`, their weights summed) at the ceiling."""
+    return fitness_of([*fractions, ROOFLINE_CEILING], [*weights, left]) if left > 0 else fitness_of(fractions, weights)
 
 
 def cheapest_first(cases: list, bounds: dict) -> list:

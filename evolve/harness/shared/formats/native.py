@@ -31,10 +31,14 @@ def _cases(raw, key: str, dtypes: tuple[str, ...], where: Path) -> tuple[Case, .
         shape = entry.get("shape") if isinstance(entry, dict) else None
         if not isinstance(shape, dict) or not shape:
             raise ProblemError(f"{label} needs shape = {{ NAME = int, ... }}")
-        unknown = set(entry) - {"shape", "params", "dtypes"}
+        unknown = set(entry) - {"shape", "params", "dtypes", *(("weight",) if key == "benchmark" else ())}
         if unknown:
             raise ProblemError(f"{label}: unknown key(s) {', '.join(sorted(unknown))}; an entry holds shape, params "
-                               f"and dtypes")
+                               f"and dtypes" + (", and a [[benchmark]] entry a weight" if "weight" in unknown else ""))
+        weight = entry.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < float("inf"):
+            raise ProblemError(f"{label}: weight = {weight!r} must be a positive number (how often the shape runs, "
+                               "relative to the others)")
         for name, value in shape.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ProblemError(f"{label}: {name} = {value!r} must be a positive integer")
@@ -52,7 +56,7 @@ def _cases(raw, key: str, dtypes: tuple[str, ...], where: Path) -> tuple[Case, .
         for dtype in entry_dtypes:
             if dtype not in dtypes:
                 raise ProblemError(f"{label} names dtype {dtype!r}, not in dtypes {list(dtypes)}")
-            cases.append(Case(tuple(shape.items()), dtype, tuple(params.items())))
+            cases.append(Case(tuple(shape.items()), dtype, tuple(params.items()), weight=float(weight)))
     return tuple(cases)
 
 
