@@ -4,14 +4,13 @@ evaluates a file this process wrote from the model's text, with the run's `evalu
 the model sends runs anywhere else. The session is bounded in rounds, tokens, dollars and wall time."""
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .knowledge import RESULT_CHARS, Toolbox
+from .knowledge import RESULT_CHARS, Toolbox, tool_arguments
 from .tool_answers import asm_answer, default_cases, ladder_answer
 from .tool_registry import PROPOSAL, SESSION, SESSION_FIXED, functions
 
@@ -61,12 +60,9 @@ class AgentToolbox(Toolbox):
             return super().run(name, arguments)
         if name not in SESSION:
             return f"error: no tool {name!r}; the tools are {', '.join(SESSION)}"
-        try:
-            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
-            if not isinstance(args, dict):
-                raise ValueError("arguments are not a JSON object")
-        except (ValueError, TypeError) as exc:
-            return f"error: the arguments are not JSON ({exc})"
+        args = tool_arguments(arguments)
+        if isinstance(args, str):
+            return args
         source = args.get("source")
         if not isinstance(source, str) or not source.strip():
             return "error: give the complete program as `source`"

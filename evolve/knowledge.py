@@ -177,6 +177,17 @@ def _bounded(text: str, limit: int) -> str:
 TOOLS = functions(PROPOSAL, SESSION_FIXED)  # the run fixes the language (tool_registry.py)
 
 
+def tool_arguments(arguments: str | dict) -> dict | str:
+    """A tool call's arguments as a dict, or the error the model reads where they are not a JSON object."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+        if not isinstance(args, dict):
+            raise ValueError("arguments are not a JSON object")
+    except (ValueError, TypeError) as exc:
+        return f"error: the arguments are not JSON ({exc})"
+    return args
+
+
 class Toolbox:
     """Runs the tools for one proposal. `parent` reads the parent's artifacts: a callable (what, kernel) -> str."""
 
@@ -196,12 +207,10 @@ class Toolbox:
 
     def run(self, name: str, arguments: str | dict) -> str:
         """The tool's answer as text (an error as text too: the model reads it and can try again)."""
-        try:
-            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
-            if not isinstance(args, dict):
-                raise ValueError("arguments are not a JSON object")
-        except (ValueError, TypeError) as exc:
-            return f"error: the arguments are not JSON ({exc})"
+        args = tool_arguments(arguments)
+        if isinstance(args, str):
+            return args
+
         def number(key: str, default: int) -> int:
             value = args.get(key, default)
             try:
