@@ -24,7 +24,9 @@ PEAKS = {"bandwidth": 4.0e12, "flops": {"float32": 60e12, "bfloat16": 800e12, "f
 
 
 def race(below: float) -> Race:
-    return Race(below, PEAKS, reference_for(SOFTMAX), list(SOFTMAX.benchmarks))
+    reference = reference_for(SOFTMAX)
+    cases = list(SOFTMAX.benchmarks)
+    return Race(below, PEAKS, {case.label: reference.profile(case) for case in cases}, cases)
 
 
 def run(candidate_fractions, below: float) -> tuple[Race, list[str]]:

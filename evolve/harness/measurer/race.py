@@ -8,13 +8,14 @@ from ..shared.roofline import best_possible, bound_seconds, cheapest_first
 
 
 class Race:
-    def __init__(self, below: float, peaks: dict, reference, cases: list):
+    def __init__(self, below: float, peaks: dict, profiles: dict, cases: list):
+        """profiles: each case's bytes, flops and dtype by label, as the reference gives them."""
         self.below, self.peaks = float(below), peaks
         self.cases = len(cases)
         self.weights = {case.label: case.weight for case in cases}
         self.bounds = {}
         for case in cases:
-            profile = reference.profile(case)
+            profile = profiles[case.label]
             self.bounds[case.label] = bound_seconds(profile["bytes"], profile["flops"], case.dtype or profile["dtype"],
                                                     peaks)
         self.fractions: list[float] = []

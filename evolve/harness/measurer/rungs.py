@@ -204,7 +204,8 @@ class Measurer(abc.ABC):
         raced = None
         try:
             cases = self._asked_cases(cases)
-            race = self._race(cases)
+            profiles = {case.label: self.reference.profile(case) for case in cases}  # bytes, flops: before the lease
+            race = self._race(cases, profiles)
             cases = race.order(cases) if race is not None else cases
             # Every case's untimed first call, outside the lease (specializations compile, autotuners tune), then all
             # of the cases' windows under one lease: one stop of the card's other evaluations, one wait for quiet.
@@ -213,7 +214,7 @@ class Measurer(abc.ABC):
             with self.lease.hold():
                 for index, case in enumerate(cases):
                     figures = self.time_case(case, counter, index)
-                    profile = self.reference.profile(case)
+                    profile = profiles[case.label]
                     record = {"case": case.label, "shape": dict(case.shape), "dtype": case.dtype or profile["dtype"],
                               **({"params": dict(case.params)} if case.params else {}), **figures,
                               "bytes": profile["bytes"], "flops": profile["flops"]}
@@ -233,12 +234,12 @@ class Measurer(abc.ABC):
         """The card's peaks, where the mode has a roofline (GPU)."""
         return None
 
-    def _race(self, cases: list) -> Race | None:
+    def _race(self, cases: list, profiles: dict) -> Race | None:
         """The race the job sets (EvalOptions.race_below), where there is a roofline to race against."""
         below, peaks = self.job.get("race_below"), self.peaks()
         if below is None or not peaks or self.job.get("bench_cases"):
             return None
-        return Race(float(below), peaks, self.reference, cases)
+        return Race(float(below), peaks, profiles, cases)
 
     def _asked_cases(self, cases: list) -> list:
         """The cases the job asks for by label (every one where it names none)."""
