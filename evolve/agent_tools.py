@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .knowledge import RESULT_CHARS, Toolbox, tool_arguments
-from .tool_answers import asm_answer, default_cases, ladder_answer
+from .harness.parent.ladder import on_gpu as on_gpu_device
+from .tool_answers import LAST_RUNG, asm_answer, compile_device, default_cases, ladder_answer
 from .tool_registry import PROPOSAL, SESSION, SESSION_FIXED, functions
 
 HARNESS_TOOLS = ("compile", "check", "time", "asm")
@@ -86,12 +87,12 @@ class AgentToolbox(Toolbox):
 
     def _harness(self, name: str, source: str, args: dict, left: float) -> str:
         """compile, check, time or asm: the harness's verdict on the source, answered as the MCP server answers."""
-        on_gpu = self._on_gpu()
         options = replace(self.options, timeout_s=min(self.options.timeout_s, left), dump_dir=None, prewarm=False,
-                          last_rung={"compile": "compile", "asm": "compile", "check": "correctness"}.get(name,
-                                                                                                    "benchmark"))
-        if name in ("compile", "asm") and self._compiles_off_card():
-            options, on_gpu = replace(options, device="cpu"), False
+                          last_rung=LAST_RUNG[name])
+        if name in ("compile", "asm"):
+            options = replace(options, device=compile_device(self.options.language or self.problem.languages[0],
+                                                             options.device))
+        on_gpu = on_gpu_device(options.device)
         if name == "time":
             cases = args.get("cases") or default_cases(self.problem, on_gpu)
             if not isinstance(cases, list) or not 1 <= len(cases) <= 2 or not all(isinstance(c, str) for c in cases):
@@ -112,7 +113,7 @@ class AgentToolbox(Toolbox):
 
     def profile(self, source: str, case, left: float) -> str:
         """Nsight Compute on one benchmark case (the first unless named), holding the card as a run's profile does."""
-        if self.profiler is None or not self._on_gpu():
+        if self.profiler is None or not on_gpu_device(self.options.device):
             return "error: profiling needs a GPU with Nsight Compute; this run has none (compile and check work)"
         labels = [c.label for c in self.problem.benchmarks]
         label = str(case) if case else labels[0]
@@ -139,13 +140,4 @@ class AgentToolbox(Toolbox):
         bounded.timeout_s = min(self.profiler.timeout_s, seconds)
         return bounded
 
-    def _on_gpu(self) -> bool:
-        from .harness.parent.ladder import gpu_available
-
-        return self.options.device == "cuda" or (self.options.device == "auto" and gpu_available())
-
-    def _compiles_off_card(self) -> bool:
-        from .lang import get
-
-        return get(self.options.language or self.problem.languages[0]).without_gpu != "none"
 

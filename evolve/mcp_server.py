@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .tool_answers import asm_answer, default_cases, ladder_answer
+from .tool_answers import LAST_RUNG, asm_answer, compile_device, default_cases, ladder_answer
 from .tool_registry import PARAMETERS
 from .tool_registry import TOOLS as REGISTRY
 
@@ -101,20 +101,20 @@ def compile_version(problem: str, candidate: str | None = None, source: str | No
                     language: str | None = None) -> str:
     """The load and compile rungs (the `compile` tool)."""
     return ladder_answer("compile", _verdict(problem, candidate, source, language, _compile_device(problem, language),
-                                             last_rung="compile"))
+                                             last_rung=LAST_RUNG["compile"]))
 
 
 def check(problem: str, candidate: str | None = None, source: str | None = None, language: str | None = None) -> str:
     """The rungs up to correctness, untimed."""
-    return ladder_answer("check", _verdict(problem, candidate, source, language, "auto", last_rung="correctness"))
+    return ladder_answer("check", _verdict(problem, candidate, source, language, "auto", last_rung=LAST_RUNG["check"]))
 
 
 def time_cases(problem: str, candidate: str | None = None, source: str | None = None, language: str | None = None,
          cases: list[str] | None = None) -> str:
     """One or two benchmark cases timed: advice."""
-    from .harness.parent.ladder import gpu_available
+    from .harness.parent.ladder import on_gpu
 
-    labels = list(cases or ()) or default_cases(_loaded(problem), gpu_available())
+    labels = list(cases or ()) or default_cases(_loaded(problem), on_gpu("auto"))
     if len(labels) > 2:
         raise CommandFailed("time takes at most two cases: evaluate times every one")
     return ladder_answer("time", _verdict(problem, candidate, source, language, "auto", cases=labels))
@@ -127,14 +127,12 @@ def _loaded(problem: str):
 
 
 def _compile_device(problem: str, language: str | None) -> str:
-    """cpu (sm_90a, off the card) where the language compiles without a GPU; else the card."""
-    from .lang import UnknownLanguage, get
+    from .lang import UnknownLanguage
 
     try:
-        lang = get(language or _loaded(problem).languages[0])
+        return compile_device(language or _loaded(problem).languages[0], "auto")
     except UnknownLanguage as exc:
         raise CommandFailed(str(exc)) from None
-    return "auto" if lang.without_gpu == "none" else "cpu"
 
 
 def _verdict(problem: str, candidate: str | None, source: str | None, language: str | None, device: str,
@@ -197,7 +195,7 @@ def asm(candidate_id: int | None = None, problem: str | None = None, candidate: 
     with _source_folder() as folder:
         dump = Path(folder) / "compiled"
         verdict = _verdict(problem, candidate, source, language, _compile_device(problem, language),
-                           last_rung="compile", dump=dump)
+                           last_rung=LAST_RUNG["asm"], dump=dump)
         names = sorted(os.listdir(dump)) if dump.is_dir() else []
         if not names:
             return ladder_answer("compile", verdict)  # it did not compile: why

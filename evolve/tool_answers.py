@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import json
 
-LAST_RUNG = {"compile": "compile", "check": "correctness", "time": "benchmark", "evaluate": "benchmark"}
+LAST_RUNG = {"compile": "compile", "asm": "compile", "check": "correctness", "time": "benchmark",
+             "evaluate": "benchmark"}  # the last rung each tool's evaluation climbs
 ADVICE = "advice, not a verdict: only a program timed on every benchmark case ranks"
+
+
+def compile_device(language: str, device: str) -> str:
+    """Where the compile and asm tools compile: cpu (sm_90a, off the card) where the language compiles without a GPU,
+    else `device`."""
+    from .lang import get
+
+    return device if get(language).without_gpu == "none" else "cpu"
 
 
 def default_cases(problem, on_gpu: bool) -> list[str]:

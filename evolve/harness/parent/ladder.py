@@ -81,9 +81,14 @@ def gpu_available() -> bool:
         return False
 
 
+def on_gpu(device: str) -> bool:
+    """Whether an evaluation asked for on `device` (auto, cuda, cpu) runs in GPU mode."""
+    return device == "cuda" or (device == "auto" and gpu_available())
+
+
 def device_name(device: str) -> str:
     """The name a run records for where it evaluates: the card's, or the interpreter's."""
-    if device == "cpu" or (device == "auto" and not gpu_available()):
+    if not on_gpu(device):
         return "cpu (Triton interpreter)"
     import torch
 
@@ -128,7 +133,7 @@ class _Evaluation:
 
     def __init__(self, candidate: Path, problem, options: EvalOptions, on_rung=None):
         self.candidate, self.problem, self.options, self.on_rung = candidate, problem, options, on_rung
-        self.mode = "gpu" if options.device == "cuda" or (options.device == "auto" and gpu_available()) else "cpu"
+        self.mode = "gpu" if on_gpu(options.device) else "cpu"
         self.language = options.language or problem.languages[0]
         self.secret = secrets.randbits(62)
         self.cache = Path(options.cache_dir)
