@@ -48,9 +48,7 @@ class AgentSessions(ModelProposals):
     def propose(self, island: int, view: View) -> Proposal | None:
         """The first session that has ended (in the order asked), keeping up to --concurrency at work; None while
         every one is still at work, so the run goes on with the lanes meanwhile."""
-        while len(self.asked) < self.concurrency:
-            self.ask(island, view)
-            island = (island + 1) % len(view.population.islands)
+        self.keep_asking(island, view)
         wait([asked.future for asked in self.asked], timeout=SESSION_WAIT_S, return_when=FIRST_COMPLETED)
         done = next((asked for asked in self.asked if asked.future.done()), None)
         if done is None:

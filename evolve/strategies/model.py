@@ -77,11 +77,15 @@ class ModelProposals(Strategy):
 
     def propose(self, island: int, view: View) -> Proposal | None:
         """The oldest proposal asked for, keeping up to --concurrency model calls running meanwhile."""
+        self.keep_asking(island, view)
+        asked = self.asked.popleft()
+        return self._proposal(asked, asked.future.result())  # a broken user template raises here, on this thread
+
+    def keep_asking(self, island: int, view: View) -> None:
+        """Up to --concurrency proposals asked for, each on the next island."""
         while len(self.asked) < self.concurrency:
             self.ask(island, view)
             island = (island + 1) % len(view.population.islands)
-        asked = self.asked.popleft()
-        return self._proposal(asked, asked.future.result())  # a broken user template raises here, on this thread
 
     def _proposal(self, asked: Asked, answer: Answer) -> Proposal:
         parent = asked.parent
