@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "adversarial"))
 
-from test_adversarial import CASES, PROBLEM, check, expected, header, options_for  # noqa: E402
+from test_adversarial import CASES, PROBLEM, check, expected, header, language_missing, options_for  # noqa: E402
 
 from evolve.harness import evaluate  # noqa: E402
 from evolve.harness.parent.sandbox import STARTED_AHEAD  # noqa: E402
@@ -70,6 +70,9 @@ def main():
         h = header(path)
         if "gpu" in h and not gpu:
             print(f"{path.stem:<28}{'-':<8}{'-':<14}{'-':<6}{'-':<12}{'':>6}  skipped: needs a GPU")
+            continue
+        if absent := language_missing(h):
+            print(f"{path.stem:<28}{'-':<8}{'-':<14}{'-':<6}{'-':<12}{'':>6}  skipped: {absent}")
             continue
         base = options_for(path, cache)
         lines = h["stops"].split(", then ")

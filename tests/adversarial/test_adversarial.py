@@ -68,6 +68,13 @@ def cases():
     return params
 
 
+def language_missing(h: dict) -> str | None:
+    """What this machine lacks to run the case's language (its header's `language:`), or None."""
+    from evolve import lang
+
+    return lang.missing(lang.get(h["language"])) if "language" in h else None
+
+
 def expected(h: dict, key: str, verdict: Verdict) -> str:
     """The header's expectation `key` for this verdict's mode: a `-gpu` line wins on a GPU."""
     return h.get(f"{key}-gpu", h[key]) if verdict.mode == "gpu" else h[key]
@@ -98,6 +105,8 @@ def options_for(path: Path, cache_dir: str) -> EvalOptions:
 @pytest.mark.parametrize("path", cases())
 def test_case(path, cache_dir):
     h = header(path)
+    if absent := language_missing(h):
+        pytest.skip(absent)
     options = options_for(path, cache_dir)
     verdict = evaluate(path, PROBLEM, options)
     check(verdict, expected(h, "expect", verdict))
