@@ -54,7 +54,7 @@ def test_the_drawn_shapes_keep_to_the_declared_ranges_and_the_largest_test_and_d
         assert cases == draw(problem, secret) and len(cases) == DRAWN  # the secret decides them
         for case in cases:
             shape = dict(case.shape)
-            assert shape["D"] in (64, 128) and all(1 <= shape[n] <= 32 for n in "BH") and 1 <= shape["S"] <= 8192
+            assert shape["D"] in (64, 128) and all(1 <= shape[n] <= 32 for n in "BH") and 1 <= shape["S"] <= 16384
             assert math.prod(shape.values()) <= budget, shape
             assert (case.dtype, case.params) in {(c.dtype, c.params) for c in problem.tests}
             seen.add(case.shape)

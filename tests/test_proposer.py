@@ -375,7 +375,7 @@ def test_the_prompt_says_which_shapes_the_problem_accepts():
     from evolve.proposer import ProblemView, PromptContext
 
     accepts = accepted_shapes(load_problem(Path(__file__).parents[1] / "problems" / "attention"))
-    assert accepts == "B from 1 to 32, H from 1 to 32, S from 1 to 8192, D one of 64, 128"
+    assert accepts == "B from 1 to 32, H from 1 to 32, S from 1 to 16384, D one of 64, 128"
     context = PromptContext(problem=ProblemView(name="p", description="d", notes="", contract="", accepts=accepts),
                             device="H200", knobs_doc="", parent=None, inspirations=(), error=None)
     proposer = LLMProposer([ModelSpec("openai/x")], PROMPTS)

@@ -4,7 +4,8 @@ import torch
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 # Rows of float64 scores the reference holds at once, across all (batch, head) pairs: 2**25 values = 256 MB.
-# At S = 8192 with B*H = 32 that is 128 query rows per step, so no (B, H, S, S) tensor is ever built.
+# At S = 8192 with B*H = 32 that is 128 query rows per step (64 at S = 16384), so no (B, H, S, S) tensor is ever
+# built.
 _SCORE_BUDGET = 1 << 25
 
 
