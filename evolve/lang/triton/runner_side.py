@@ -67,7 +67,17 @@ class RunnerSide:
 
     @staticmethod
     def is_compile_error(error: BaseException) -> bool:
-        return type(error).__name__ == "CompilationError"
+        """A CompilationError, or any error raised inside Triton's compiler or its backends (a pass that fails for
+        one architecture raises a plain RuntimeError there): a kernel that compiled for some shapes only fails."""
+        if type(error).__name__ == "CompilationError":
+            return True
+        import traceback
+
+        import triton
+
+        root = Path(triton.__file__).parent
+        inside = (str(root / "compiler") + "/", str(root / "backends") + "/")
+        return any(frame.filename.startswith(inside) for frame in traceback.extract_tb(error.__traceback__))
 
     def describe(self, work: Path, sass: bool) -> list[dict]:
         """Registers, spills, shared memory and architecture of each kernel compiled (and its SASS with sass)."""
