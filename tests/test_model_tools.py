@@ -263,3 +263,17 @@ def test_the_profile_on_the_card_bounds_each_op(program):
         assert "run one `evolve eval`" in profile.roofline_note
         return
     assert all(r.bound_ms is not None and r.gain >= 1.0 for r in profile.rows)
+
+
+def test_profiler_ranges_give_every_op_its_own_time(program):
+    """The bookkeeping a GPU profile uses (one profiler range per op, read back per op), run here with the CPU's
+    figures: every op that computes gets a time of its own, and only those ops."""
+    from evolve.model_tools.graph import is_compute
+    from evolve.model_tools.profile import traced_program
+    from evolve.model_tools.timing import profiled_times
+
+    graph_module, _, inputs, _ = traced_program(program, "cpu")
+    times = profiled_times(graph_module, inputs, repeats=2, warmup=1, gpu=False)
+    computing = [node for node in graph_module.graph.nodes if is_compute(node)]
+    assert set(times) == set(computing) and len(computing) > 20
+    assert all(ms > 0 for ms in times.values())
