@@ -5,7 +5,8 @@ the highest figure any kernel of the run reached there, their geometric mean, wh
 composite of the run's kernels could score (where the gain is small and the per-case best is near the best, no kernel
 the run evaluated is much faster than the best on any case).
 
-    python benchmarks/search_gain.py [--minutes 5] [--device cuda] [--jobs N] [--keep DIR] [PROBLEM ...]
+    python benchmarks/search_gain.py [--minutes 5] [--device cuda] [--language NAME] [--jobs N] [--keep DIR]
+                                     [PROBLEM ...]
 
 --jobs N runs N problems' searches at once (on one GPU they take turns on the card: evolve's card lock lets one
 process's evaluations on a card at a time, in turns of a minute, the longest waiting going next, so figures stay
@@ -19,8 +20,14 @@ L2 cache holds none of them, timed back to back with CUDA events), a two-pass ke
 a copy), and the seed's figure. A seed near the ceiling on a case leaves no room there to any kernel; one far below
 it leaves room the run did not find. The line ends on the most any kernel could gain over the seed at copy rate.
 
-Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention. On a machine without a GPU the figures are
-interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
+On a GPU each row is also followed by the best kernel's speed against torch (cuBLAS for matmul, SDPA for attention)
+and torch.compile on every benchmark case, from its verdict: the figures the benchmark rung timed on the same inputs
+and clock.
+
+--language NAME runs every search in that language (`evolve run --language`): the problem's seeds in it, its tuner.
+
+Default problems: softmax, rmsnorm, layernorm, cross_entropy, attention, matmul. On a machine without a GPU the
+figures are interpreter scores (1 / ms), which rank kernels but mean nothing against the hardware.
 """
 import argparse
 import math
@@ -37,7 +44,7 @@ from evolve.compose import case_value
 from evolve.harness.measurer.exchange import nbytes_of
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["softmax", "rmsnorm", "layernorm", "cross_entropy", "attention"]
+DEFAULT = ["softmax", "rmsnorm", "layernorm", "cross_entropy", "attention", "matmul"]
 
 
 def row_line(row: dict) -> str:
@@ -198,10 +205,11 @@ def stop_runs(signum, frame) -> None:
             proc.send_signal(signal.SIGINT)
 
 
-def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
+def one(problem: str, minutes: float, device: str | None, folder: Path, language: str | None = None) -> dict:
     db = folder / f"{problem}.db"
     command = [sys.executable, "-m", "evolve.cli", "run", str(ROOT / "problems" / problem), "--budget",
-               f"{int(minutes * 60)}s", "--db", str(db)] + (["--device", device] if device else [])
+               f"{int(minutes * 60)}s", "--db", str(db)] + (["--device", device] if device else []) + (
+               ["--language", language] if language else [])
     began = time.monotonic()
     log = folder / f"{problem}.log"  # the run's output as it goes, for a slow or odd row
     if STOPPED.is_set():
@@ -224,12 +232,27 @@ def one(problem: str, minutes: float, device: str | None, folder: Path) -> dict:
     seed = max(seeds, key=lambda c: c.score) if seeds else None
     taken = next((i + 1 for i, c in enumerate(cands) if best is not None and c.id == best.id), None)
     verdict = archive.verdict(seed.id) if seed else None
+    best_verdict = archive.verdict(best.id) if best else None
     bests = case_bests(archive, cands)
     return {"problem": problem, "device": run["device"], "seed": seed, "best": best, "taken": taken,
             "mode": verdict.mode if verdict else None, "seed_rows": list(verdict.shapes) if verdict else [],
+            "best_rows": list(best_verdict.shapes) if best_verdict else [],
             "evaluated": len(cands), "seconds": seconds, "case_bests": bests,
             "per_case": geometric_mean(bests.values()), "stop": run["stop_reason"] if run["ended"] else
             f"the run did not end (exit code {done.returncode}): {last}"}
+
+
+def against_torch_line(problem: str, rows: list) -> str:
+    """The best kernel's speed-up over torch and torch.compile on each benchmark case, and their geometric means."""
+    def ratio(value):
+        return f"{value:.2f}x" if value else "-"
+
+    cases = [f"{row['case']} {ratio(row.get('speedup_vs_torch'))}/{ratio(row.get('speedup_vs_compile'))}"
+             for row in rows if row.get("case")]
+    means = [geometric_mean(row[key] for row in rows if row.get(key))
+             for key in ("speedup_vs_torch", "speedup_vs_compile")]
+    return (f"{problem:<14} best vs torch/compile: geomean {ratio(means[0])}/{ratio(means[1])}; "
+            + "; ".join(cases))
 
 
 def figure(cand) -> str:
@@ -250,6 +273,8 @@ def main():
     parser.add_argument("problems", nargs="*", default=DEFAULT)
     parser.add_argument("--minutes", type=float, default=5.0, help="each run's budget [default: 5]")
     parser.add_argument("--device", default=None, help="cuda or cpu [default: evolve run's own choice]")
+    parser.add_argument("--language", default=None,
+                        help="the language of every search (triton, cutedsl, tilelang) [default: each problem's first]")
     parser.add_argument("--jobs", type=int, default=1, help="problems searched at once [default: 1]")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep each run's archive and output (PROBLEM.db, PROBLEM.log) in this folder")
@@ -264,7 +289,7 @@ def main():
         folder.mkdir(parents=True, exist_ok=True)
         print(HEADER, flush=True)
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            futures = {pool.submit(one, problem, args.minutes, args.device, folder): problem
+            futures = {pool.submit(one, problem, args.minutes, args.device, folder, args.language): problem
                        for problem in args.problems}
             rows = []
             for future in as_completed(futures):  # in the order the runs end
@@ -277,6 +302,7 @@ def main():
                     found = ceilings(row["seed_rows"], copy_ms, read_ms, peak)
                     room = copy_room(found, row["case_bests"], row["seed_rows"])
                     print(ceiling_line(row["problem"], found, room), flush=True)
+                    print(against_torch_line(row["problem"], row["best_rows"]), flush=True)
     print(f"(* interpreter score, 1 / ms: no GPU; taken: the best's place among the run's evaluated candidates; "
           f"{args.jobs} search{'es' if args.jobs != 1 else ''} at once)")
 

@@ -60,3 +60,12 @@ def test_the_room_at_copy_rate_takes_the_higher_of_the_copy_and_the_runs_best_on
     assert room == pytest.approx((0.8 / 0.5 * 0.88 / 0.8 * 1.0) ** (1 / 3))
     assert "at most +20.7% over the seed" in gain.ceiling_line("softmax", found, room)
     assert gain.copy_room(found, {}, seed_rows) is None
+
+
+def test_the_best_against_torch_line_names_every_case_and_the_geometric_means(gain):
+    rows = [{"case": "bf16 4096x4096x4096", "speedup_vs_torch": 0.5, "speedup_vs_compile": 1.0},
+            {"case": "bf16 16x8192x8192", "speedup_vs_torch": 2.0, "speedup_vs_compile": None}]
+    line = gain.against_torch_line("matmul", rows)
+    assert line.startswith("matmul") and "geomean 1.00x/1.00x" in line
+    assert "bf16 4096x4096x4096 0.50x/1.00x" in line and "bf16 16x8192x8192 2.00x/-" in line
+    assert "geomean -/-" in gain.against_torch_line("matmul", [{"case": "fp32 1x7"}])
