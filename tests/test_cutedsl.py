@@ -171,7 +171,8 @@ def test_a_buffer_made_from_a_dsl_type_may_be_written_the_type_may_not():
 
 
 @pytest.mark.parametrize("kernel", ["softmax/seeds/cutedsl/cluster_rows.py",
-                                    "rmsnorm/seeds/cutedsl/rmsnorm_rows.py", "matmul/seeds/cutedsl/matmul_simple.py"])
+                                    "rmsnorm/seeds/cutedsl/rmsnorm_rows.py", "matmul/seeds/cutedsl/matmul_simple.py",
+                                    "matmul/seeds/cutedsl/wgmma_tma.py"])
 def test_the_kernels_compile_for_every_test_case(kernel, tmp_path):
     """The shipped CuTeDSL kernels for softmax (a row kept in registers across a thread-block cluster), rmsnorm and
     matmul against each problem's test cases: every shape and dtype compiled for sm_90a, with no spill."""
@@ -181,6 +182,82 @@ def test_the_kernels_compile_for_every_test_case(kernel, tmp_path):
     assert verdict.rung("compile").ok, [(r.name, r.reason) for r in verdict.rungs]
     assert verdict.kernels and len(verdict.kernels) <= len(load_problem(ROOT / "problems" / problem_name).tests)
     assert all(k["arch"] == "sm_90a" and k["spills"] == 0 for k in verdict.kernels)
+
+
+TENSOR_CORE_SEED = ROOT / "problems" / "matmul" / "seeds" / "cutedsl" / "wgmma_tma.py"
+
+# Compiles the seed for sm_90a (nothing runs) on the matmul benchmark shapes and a fallback shape, per knob setting;
+# prints per setting, per compiled kernel, what its SASS holds.
+TENSOR_CORE_SASS = r"""
+import importlib.util, json, re, sys
+from pathlib import Path
+import torch
+from evolve.harness.runner.sass import read_cubin
+from evolve.lang.cutedsl.runner_side import RunnerSide
+
+side = RunnerSide("compile")
+spec = importlib.util.spec_from_file_location("seed", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+default, report, work = dict(module.KNOBS), {}, Path(sys.argv[3])
+for name, setting in json.loads(sys.argv[2]).items():
+    module.KNOBS.clear()
+    module.KNOBS.update(default, **setting)
+    side.kernels.clear()
+    for M, K, N in [(4096, 4096, 4096), (16, 8192, 8192), (130, 70, 33)]:
+        module.custom_kernel(torch.empty(M, K, dtype=torch.bfloat16), torch.empty(K, N, dtype=torch.bfloat16))
+    report[name] = []
+    for index, (key, kernel) in enumerate(side.kernels.items()):
+        read = read_cubin(side._artifacts(kernel)["cubin"], work / f"{name}{index}.cubin", sass=True)
+        count = lambda pattern: len(re.findall(pattern, read["sass"]))
+        report[name].append({"name": key.split("/")[0], "spills": read["local_bytes"], "hgmma": count(r"HGMMA"),
+                             "arrive": count(r"WARPGROUP\.ARRIVE"), "tma_load": count(r"UTMALDG"),
+                             "multicast": count(r"UTMALDG\.2D\.MULTICAST"), "tma_store": count(r"UTMASTG")})
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.slow  # compiles five kernels for sm_90a in a fresh process (about 20 s on two cores)
+def test_the_tensor_core_matmul_seed_compiles_to_wgmma_fed_by_tma(tmp_path):
+    """The Hopper matmul seed's benchmark shapes compile for sm_90a to what its docstring says: warpgroup MMAs (HGMMA)
+    that ptxas did not serialize (one WARPGROUP.ARRIVE per k-tile's group of HGMMAs, not one per HGMMA: a serialized
+    kernel waits for each MMA before the next), TMA loads and a TMA store, multicast loads with a cluster, no spills;
+    and the fallback for K or N not a multiple of 8 without tensor cores."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from evolve.harness.runner.sass import tool
+
+    if not tool("cuobjdump"):
+        pytest.skip("no cuobjdump here to read the SASS with (Triton's wheel bundles one)")
+    settings = {"default": {}, "cluster": {"CLUSTER_M": 2}}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_DSL_ARCH": "sm_90a", "CUTE_DSL_KEEP": "ptx,cubin",
+           "CUTE_DSL_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", TENSOR_CORE_SASS, str(TENSOR_CORE_SEED), json.dumps(settings),
+                           str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    for name, kernels in report.items():
+        tma = [k for k in kernels if k["name"] == "_gemm_tma"]
+        assert len(tma) == 2, kernels  # 128 x 256 tiles for M = 4096, 64-row tiles for M = 16
+        assert all(k["hgmma"] and k["arrive"] < k["hgmma"] and k["tma_load"] and k["tma_store"] for k in tma), kernels
+        assert all(k["spills"] == 0 for k in kernels), kernels
+        assert [k["hgmma"] for k in kernels if k["name"] == "_gemm_simple"] == [0], kernels
+    assert all(k["multicast"] for k in report["cluster"] if k["name"] == "_gemm_tma")
+    assert not any(k["multicast"] for k in report["default"])
+
+
+@pytest.mark.gpu
+def test_the_tensor_core_matmul_seed_matches_torch_on_the_card():
+    """The seed's own check on the card: every path it takes (a K tail through TMA, partial tiles, clusters, other
+    tile shapes, small M, the fallback) against torch."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(TENSOR_CORE_SEED)], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), (done.stdout + done.stderr)[-3000:]
 
 
 def test_a_cutedsl_runs_models_search_the_dsls_installed_sources():
