@@ -483,10 +483,9 @@ class _Library:
 
 
     def unsubscriptable(self, path: str) -> bool:
-        """Whether `path[key] = value` cannot change what path names: a module, or a class whose metaclass has no
-        __setitem__ (the assignment raises). A flow value that may be such an object (a library call's result may be
+        """Whether `path[key] = value` cannot change what path names: a module, or a class or object whose type has
+        no __setitem__ (the assignment raises). A flow value that may be such an object (a library call's result may be
         any of its arguments: `smem.allocate_tensor(Float32, ...)`) is then no write into the library."""
-        import inspect
         import types
 
         chain = self.resolve(path)
@@ -495,7 +494,8 @@ class _Library:
         obj = chain[-1]
         if isinstance(obj, types.ModuleType):
             return True
-        return isinstance(obj, type) and inspect.getattr_static(type(obj), "__setitem__", None) is None
+        # A class or a plain library object (an enum member) whose type has no __setitem__: the assignment raises.
+        return not any("__setitem__" in vars(klass) for klass in type(obj).__mro__)
 
     def is_module(self, path: str) -> bool:
         import types
@@ -519,7 +519,7 @@ class _Library:
         except AttributeError:  # a module without it is refused by name; an object with __getattr__ computes it
             if inherited and isinstance(obj, type):
                 return None  # a metaclass's __getattr__ (Enum's) reads the file's own class, which the flow follows
-            if isinstance(obj, types.ModuleType) or hasattr(type(obj), "__getattr__"):
+            if isinstance(obj, types.ModuleType) or _computes_missing(obj):
                 return "lib", f"{path}.{attr}"
             return None if isinstance(obj, type) else ("made", path)
         if isinstance(value, types.ModuleType):
@@ -561,10 +561,17 @@ class _Library:
             try:
                 obj = self.member(owner, part)
             except AttributeError:  # a module's name the check cannot see; or an object's __getattr__
-                return isinstance(owner, types.ModuleType) or hasattr(type(owner), "__getattr__")
+                return isinstance(owner, types.ModuleType) or _computes_missing(owner)
             if not isinstance(owner, types.ModuleType) and _computed_on_read(obj):
                 return True
         return isinstance(obj, types.ModuleType)
+
+
+def _computes_missing(owner) -> bool:
+    """Whether reading a name `owner` lacks runs code: a __getattr__ where Python looks for one, in the classes of
+    type(owner)'s MRO. (hasattr(type(owner), "__getattr__") also finds the metaclass's: Python 3.11's EnumType has
+    one, which makes every enum member look like an object that computes its attributes, though it computes none.)"""
+    return any("__getattr__" in vars(klass) for klass in type(owner).__mro__)
 
 
 def _computed_on_read(attribute) -> bool:

@@ -125,11 +125,10 @@ def _gemm_kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB
     acc = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape, Float32)
 
     # Where each side is in the ring of stages: (k-tile count, stage index, barrier phase). The producer starts at
-    # phase 1, which a fresh "empty" barrier passes at once. (pipeline.make_pipeline_state(PipelineUserType.Producer,
-    # stages) builds the same; evolve's static check refuses enum members handed to DSL calls, so it is spelled out.)
-    load = pipeline.PipelineState(stages, cutlass.Int32(0), cutlass.Int32(0), cutlass.Int32(1))
-    read = pipeline.PipelineState(stages, cutlass.Int32(0), cutlass.Int32(0), cutlass.Int32(0))
-    free = pipeline.PipelineState(stages, cutlass.Int32(0), cutlass.Int32(0), cutlass.Int32(0))
+    # phase 1, which a fresh "empty" barrier passes at once; the consumers at phase 0.
+    load = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+    read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+    free = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
     k_tiles = cute.size(gA, mode=[2])
 
     # Fill the pipeline: up to `stages` k-tiles in flight before the first MMA.
@@ -139,17 +138,17 @@ def _gemm_kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB
             load.advance()
 
     # The first k-tile, peeled: its first wgmma overwrites the accumulators (ACCUMULATE off), so they need no zeroing.
-    # ("accum_c" is warpgroup.Field.ACCUMULATE's name, spelled as a string for the same reason as above.) A version
-    # that zeroed them with acc.fill(0.0) and ran every k-tile in one loop compiled to serialized wgmmas: on the path
-    # where that loop runs no iteration the accumulators are constant zeros, the compiler moved the epilogue's bf16
-    # conversion of them ahead of the final wait_group(0), and ptxas (C7514: "non wgmma instructions reading
-    # accumulator registers of a wgmma between start and end of the pipeline stage") then waited after every wgmma.
+    # A version that zeroed them with acc.fill(0.0) and ran every k-tile in one loop compiled to serialized wgmmas: on
+    # the path where that loop runs no iteration the accumulators are constant zeros, the compiler moved the
+    # epilogue's bf16 conversion of them ahead of the final wait_group(0), and ptxas (C7514: "non wgmma instructions
+    # reading accumulator registers of a wgmma between start and end of the pipeline stage") then waited after every
+    # wgmma.
     mainloop.consumer_wait(read)  # the stage's bytes have landed
     warpgroup.fence()  # order earlier register accesses before the wgmmas
-    tiled_mma.set("accum_c", False)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
     for kb in cutlass.range_constexpr(bk // 16):  # one wgmma (64 x bn x 16 per warpgroup and M-repeat) per 16 of K
         cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
-        tiled_mma.set("accum_c", True)
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     warpgroup.commit_group()
     read.advance()
 
