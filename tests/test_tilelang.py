@@ -174,3 +174,76 @@ def test_a_second_evaluation_of_a_source_builds_its_kernels_again(problem, tmp_p
     assert [(k["regs"], k["spills"]) for k in after["kernels"]] == [(k["regs"], k["spills"]) for k in before["kernels"]]
     assert all(k["regs"] for k in after["kernels"])
     assert not (tmp_path / "cache" / "compiled").exists()
+
+
+# Compiles a seed's kernels for sm_90a at the given input shapes without running them: tilelang.compile is wrapped to
+# name the target (no card to ask) and to hand back a kernel that runs nothing; prints each kernel's CUDA source.
+HOPPER_BUILD = r"""
+import importlib.util, json, sys
+import torch
+import tilelang
+
+compile_for_hopper = tilelang.compile
+sources = []
+
+
+def compile_only(func, **kwargs):
+    kernel = compile_for_hopper(func, target={"kind": "cuda", "arch": "sm_90a"}, **kwargs)
+    sources.append(kernel.get_kernel_source())
+    return lambda *args: None
+
+
+tilelang.compile = compile_only
+spec = importlib.util.spec_from_file_location("seed", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+report = []
+for call in json.loads(sys.argv[2]):
+    inputs = [torch.empty(x, dtype=torch.bfloat16) if isinstance(x, list) else x for x in call]
+    before = len(sources)
+    module.custom_kernel(*inputs)
+    report.append(sources[before:])
+print(json.dumps(report))
+"""
+
+
+def _hopper_sources(seed: Path, calls: list, cache: Path) -> list[list[str]]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TILELANG_CACHE_DIR": str(cache), "TILELANG_PRINT_ON_COMPILATION": "0"}
+    done = subprocess.run([sys.executable, "-c", HOPPER_BUILD, str(seed), json.dumps(calls)], capture_output=True,
+                          text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow  # builds seven kernels with nvcc
+def test_the_hopper_seeds_lower_to_tma_and_warpgroup_mma_at_the_benchmark_shapes(tmp_path):
+    """What context/tilelang/hopper.md says the Hopper seeds compile to, at their default KNOBS: matmul's large tiles
+    as TMA loads issued by a producer warp group (384 threads for two consumer warp groups, setmaxnreg between them),
+    m64n256k16 wgmma, rasterized order and a TMA store; the decode shapes as 64-row tiles two CTAs an SM, split over K
+    with a float32 sum kernel where the tiles are few; attention's q k^T from shared memory and p v with p from
+    registers (wgmma_rs), K and V through TMA."""
+    import re
+
+    matmul = ROOT / "problems" / "matmul" / "seeds" / "tilelang" / "hopper_gemm.py"
+    large, decode, wide = _hopper_sources(matmul, [[[4096, 4096], [4096, 4096]], [[16, 8192], [8192, 8192]],
+                                                   [[64, 4096], [4096, 14336]]], tmp_path / "cache")
+    assert len(large) == 1 and "__launch_bounds__(384, 1)" in large[0]
+    assert all(word in large[0] for word in ("tma_load(", "tma_store(", "warpgroup_reg_alloc<240>",
+                                              "rasterization2DRow<8>"))
+    assert re.search(r"wgmma_ss<[^>]*kBFloat16, tl::DataType::kFloat32, 64, 256, 16,", large[0])
+    assert [re.search(r"void __launch_bounds__\([^)]*\) (\w+)", s).group(1) for s in decode] == [
+        "split_k_partial_kernel", "split_k_sum_kernel"]
+    assert "__launch_bounds__(256, 2)" in decode[0] and "tma_load(" in decode[0] and "wgmma_ss<" in decode[0]
+    assert len(wide) == 1 and "__launch_bounds__(256, 2)" in wide[0] and "tma_load(" in wide[0]
+
+    attention = ROOT / "problems" / "attention" / "seeds" / "tilelang" / "flash_fwd.py"
+    [d128], [d64] = _hopper_sources(attention, [[[1, 32, 8192, 128]] * 3 + [True], [[2, 32, 4096, 64]] * 3 + [True]],
+                                    tmp_path / "cache")
+    for source in (d128, d64):
+        assert "__launch_bounds__(384, 1)" in source and "tma_load(K_desc" in source and "tma_load(V_desc" in source
+        assert "wgmma_ss<" in source and "wgmma_rs<" in source and "warpgroup_reg_alloc<240>" in source
