@@ -250,7 +250,8 @@ def test_the_tensor_core_matmul_seed_compiles_to_wgmma_fed_by_tma(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_DSL_ARCH": "sm_90a", "CUTE_DSL_KEEP": "ptx,cubin",
            "CUTE_DSL_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-c", TENSOR_CORE_SASS, str(TENSOR_CORE_SEED), json.dumps(settings),
-                           str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+                           str(tmp_path)], capture_output=True, text=True, env=env, timeout=600,
+                          cwd=tmp_path)  # CUTE_DSL_KEEP writes the kept PTX and cubin into the working folder
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
     for name, kernels in report.items():
