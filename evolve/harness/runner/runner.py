@@ -269,7 +269,7 @@ class Runner:
                 return self.fail(reason, started, log="".join(traceback.format_exception(error))[-20000:])
             return self.fail(side.nothing_launched, started)
         if error is not None and side.is_compile_error(error):
-            return self.fail(f"CompilationError: {str(error).strip().splitlines()[-1][:300]}", started,
+            return self.fail(f"CompilationError: {compile_error_line(str(error))[:300]}", started,
                              log=str(error)[-20000:])
         folder = self.work / "dump"
         calls_done = time.perf_counter()
@@ -359,3 +359,10 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
+
+
+def compile_error_line(message: str) -> str:
+    """The line of a compiler's message that says what failed: its last, or the one before where the last is the
+    command a failed nvcc ran (TileLang ends its message so)."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or [""]
+    return lines[-2] if lines[-1].startswith("Command:") and len(lines) > 1 else lines[-1]

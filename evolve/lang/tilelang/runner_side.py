@@ -70,8 +70,13 @@ class RunnerSide:
 
     @staticmethod
     def is_compile_error(error: BaseException) -> bool:
+        """TileLang's and TVM's own errors, or any error raised inside their code (a failed nvcc is a plain
+        RuntimeError there): a kernel that compiled for some shapes only fails."""
+        from ..errors import package_folders, raised_inside
+
         module = type(error).__module__
-        return module.startswith(("tvm", "tilelang")) or type(error).__name__ in ("TVMError", "InternalError")
+        return (module.startswith(("tvm", "tilelang")) or type(error).__name__ in ("TVMError", "InternalError")
+                or raised_inside(error, package_folders("tilelang", "tvm")))
 
     def _cubin(self, kernel) -> bytes | None:
         """The kernel's cubin as TileLang built it: its own build step, which its binary cache answers without

@@ -71,13 +71,12 @@ class RunnerSide:
         one architecture raises a plain RuntimeError there): a kernel that compiled for some shapes only fails."""
         if type(error).__name__ == "CompilationError":
             return True
-        import traceback
-
         import triton
 
+        from ..errors import raised_inside
+
         root = Path(triton.__file__).parent
-        inside = (str(root / "compiler") + "/", str(root / "backends") + "/")
-        return any(frame.filename.startswith(inside) for frame in traceback.extract_tb(error.__traceback__))
+        return raised_inside(error, (str(root / "compiler") + "/", str(root / "backends") + "/"))
 
     def describe(self, work: Path, sass: bool) -> list[dict]:
         """Registers, spills, shared memory and architecture of each kernel compiled (and its SASS with sass)."""
