@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MATMUL = ROOT / "problems" / "matmul"
 
 
-def test_a_compiler_pass_that_fails_for_the_card_fails_the_compile_rung(tmp_path):
+@pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "own interpreter"])
+def test_a_compiler_pass_that_fails_for_the_card_fails_the_compile_rung(tmp_path, fork_server):
     # Warp specialization of a K loop over pointer loads: Triton 3.9's pass manager fails on it for sm_90a with a
     # RuntimeError, and the interpreter ignores the option.
     source = (MATMUL / "seeds" / "tiled_dot.py").read_text()
@@ -20,7 +21,7 @@ def test_a_compiler_pass_that_fails_for_the_card_fails_the_compile_rung(tmp_path
     assert changed != source
     candidate = tmp_path / "warp_specialized.py"
     candidate.write_text(changed)
-    verdict = evaluate(candidate, MATMUL, EvalOptions(device="cpu", last_rung="compile"))
+    verdict = evaluate(candidate, MATMUL, EvalOptions(device="cpu", last_rung="compile", fork_server=fork_server))
     compile_rung = verdict.rung("compile")
     assert compile_rung.status == "failed", compile_rung.reason
     assert compile_rung.reason.startswith("CompilationError:")

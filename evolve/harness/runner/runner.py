@@ -333,6 +333,13 @@ class Runner:
                 self.fail(f"crashed: {short_error(exc)}", log=traceback.format_exc()[-4000:])
 
 
+def compile_error_line(message: str) -> str:
+    """The line of a compiler's message that says what failed: its last, or the one before where the last is the
+    command a failed nvcc ran (TileLang ends its message so)."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or [""]
+    return lines[-2] if lines[-1].startswith("Command:") and len(lines) > 1 else lines[-1]
+
+
 def main(argv) -> int:
     started = time.time()
     in_fd, out_fd, mode, work, shm = int(argv[1]), int(argv[2]), argv[3], Path(argv[4]), argv[5]
@@ -360,9 +367,3 @@ def main(argv) -> int:
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
 
-
-def compile_error_line(message: str) -> str:
-    """The line of a compiler's message that says what failed: its last, or the one before where the last is the
-    command a failed nvcc ran (TileLang ends its message so)."""
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip()] or [""]
-    return lines[-2] if lines[-1].startswith("Command:") and len(lines) > 1 else lines[-1]
